@@ -1,0 +1,35 @@
+# Two commands for a new machine: `make run` (the Queue on http://127.0.0.1:7071, Azurite
+# started for you) and `make test`. Everything they need is installed into the project.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+AZURITE := .tools/node_modules/.bin/azurite
+AZURITE_VERSION := 3.35.0
+PORT ?= 7071
+
+.PHONY: run test bench clean
+
+run: $(VENV)/.installed $(AZURITE) local.settings.json
+	$(PY) -m devhost --port $(PORT)
+
+test: $(VENV)/.installed $(AZURITE)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed $(AZURITE)
+	$(PY) -m bench.lifecycle
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@echo "==> creating $(VENV) and installing Python packages"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+$(AZURITE):
+	@echo "==> installing Azurite $(AZURITE_VERSION) into .tools/"
+	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
+
+local.settings.json:
+	cp local.settings.sample.json local.settings.json
+
+clean:
+	rm -rf $(VENV) .tools .azurite .pytest_cache

@@ -1,0 +1,5 @@
+"""All logic of the Queue: domain rules, storage adapters, application services, API.
+
+Data flows one way: bindings -> api -> services -> domain, with storage beside the
+services. Nothing here knows which Functions host runs it.
+"""

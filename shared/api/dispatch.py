@@ -1,0 +1,78 @@
+"""One API request in, one response out: match, check, validate, call, render errors.
+
+No input can produce a 500 except a storage outage: every rule breach is a QueueError
+with Taskcluster's code, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
+from .errors import InvalidRequestArguments, error_response
+from .http import ApiRequest, ApiResponse
+from .router import Endpoint, check_params, match
+from .validation import validate
+
+log = logging.getLogger("queue.api")
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+@dataclass
+class Call:
+    """What a handler gets: decoded parameters, checked query, validated body."""
+
+    params: dict
+    query: dict
+    body: object
+    services: Callable[[], object]
+
+    @property
+    def queue(self):
+        return self.services()
+
+
+def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object]) -> ApiResponse:
+    found = match(endpoints, request.method, request.path)
+    if found is None:
+        error = NotFound(f"No endpoint answers {request.method} {request.path}")
+        return error_response(error, "unknown", {}, None)
+    endpoint, params = found
+    payload = None
+    try:
+        check_params(params)
+        query = _check_query(endpoint, request.query)
+        payload = _parse_body(endpoint, request.body)
+        if endpoint.input_schema:
+            validate(endpoint.input_schema, payload)
+        return ApiResponse(200, endpoint.handler(Call(params, query, payload, services)))
+    except QueueError as error:
+        return error_response(error, endpoint.name, params, payload)
+    except Exception:  # a storage outage or a bug: say so in Taskcluster's shape
+        log.exception("%s %s failed", endpoint.name, request.path)
+        return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
+
+
+def _check_query(endpoint: Endpoint, query: dict) -> dict:
+    checked = {name: value for name, value in query.items() if name in endpoint.query}
+    if "limit" in checked:
+        if not checked["limit"].isdigit() or int(checked["limit"]) < 1:
+            raise InvalidRequestArguments(f"limit: {checked['limit']!r} must be a positive whole number")
+        checked["limit"] = int(checked["limit"])
+    return checked
+
+
+def _parse_body(endpoint: Endpoint, body: bytes):
+    if len(body) > MAX_BODY_BYTES:
+        raise TooLarge(f"The request body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
+    if not endpoint.input_schema:
+        return None
+    if not body.strip():
+        return {}
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedPayload(f"The request body is not valid JSON: {exc}") from None

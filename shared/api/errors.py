@@ -1,0 +1,32 @@
+"""Errors in Taskcluster's shape: `{code, message, requestInfo}` with Taskcluster's statuses."""
+
+from __future__ import annotations
+
+from ..domain.errors import QueueError
+from ..domain.timestamps import to_iso, utcnow
+from .http import ApiResponse
+
+STATUS_BY_CODE = {
+    "InputValidationError": 400,
+    "InvalidRequestArguments": 400,
+    "MalformedPayload": 400,
+    "ResourceNotFound": 404,
+    "RequestConflict": 409,
+    "PayloadTooLarge": 413,
+    "InternalServerError": 500,
+}
+
+
+class InvalidRequestArguments(QueueError):
+    """A URL parameter or query option breaks its pattern."""
+
+    code = "InvalidRequestArguments"
+
+
+def error_response(error: QueueError, endpoint: str, params: dict, payload: object) -> ApiResponse:
+    body = {
+        "code": error.code,
+        "message": error.message,
+        "requestInfo": {"method": endpoint, "params": params, "payload": payload, "time": to_iso(utcnow())},
+    }
+    return ApiResponse(STATUS_BY_CODE.get(error.code, 500), body)

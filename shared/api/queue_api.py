@@ -1,0 +1,74 @@
+"""The Queue API (`/api/queue/v1/...`), declared as data: Taskcluster's names and routes.
+
+Each handler translates one call into one service method; the rules live in the services.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .dispatch import Call
+from .router import Endpoint
+
+SERVICE_ROOT = "/queue/v1"
+_STARTED = time.monotonic()
+
+
+def _ping(call: Call) -> dict:
+    return {"alive": True, "uptime": round(time.monotonic() - _STARTED, 3)}
+
+
+def _run_id(call: Call) -> int:
+    return int(call.params["runId"])
+
+
+def _claim_work(call: Call) -> dict:
+    body = call.body
+    return call.queue.claims.claim_work(call.params["taskQueueId"], body["workerGroup"], body["workerId"],
+                                        body.get("tasks", 1))
+
+
+ENDPOINTS = [
+    Endpoint("ping", "GET", "/ping", _ping),
+    Endpoint("lbheartbeat", "GET", "/__lbheartbeat__", lambda call: {}),
+    Endpoint("heartbeat", "GET", "/__heartbeat__", lambda call: {}),
+    Endpoint("task", "GET", "/task/<taskId>",
+             lambda call: call.queue.tasks.definition(call.params["taskId"])),
+    Endpoint("status", "GET", "/task/<taskId>/status",
+             lambda call: {"status": call.queue.tasks.status(call.params["taskId"])}),
+    Endpoint("createTask", "PUT", "/task/<taskId>",
+             lambda call: {"status": call.queue.tasks.create(call.params["taskId"], call.body)},
+             input_schema="create-task-request"),
+    Endpoint("scheduleTask", "POST", "/task/<taskId>/schedule",
+             lambda call: {"status": call.queue.tasks.schedule(call.params["taskId"])}),
+    Endpoint("rerunTask", "POST", "/task/<taskId>/rerun",
+             lambda call: {"status": call.queue.tasks.rerun(call.params["taskId"])}),
+    Endpoint("cancelTask", "POST", "/task/<taskId>/cancel",
+             lambda call: {"status": call.queue.tasks.cancel(call.params["taskId"])}),
+    Endpoint("claimWork", "POST", "/claim-work/<taskQueueId>", _claim_work, input_schema="claim-work-request"),
+    Endpoint("reclaimTask", "POST", "/task/<taskId>/runs/<runId>/reclaim",
+             lambda call: call.queue.claims.reclaim(call.params["taskId"], _run_id(call))),
+    Endpoint("reportCompleted", "POST", "/task/<taskId>/runs/<runId>/completed",
+             lambda call: call.queue.resolutions.completed(call.params["taskId"], _run_id(call))),
+    Endpoint("reportFailed", "POST", "/task/<taskId>/runs/<runId>/failed",
+             lambda call: call.queue.resolutions.failed(call.params["taskId"], _run_id(call))),
+    Endpoint("reportException", "POST", "/task/<taskId>/runs/<runId>/exception",
+             lambda call: call.queue.resolutions.exception(call.params["taskId"], _run_id(call),
+                                                           call.body["reason"]),
+             input_schema="task-exception-request"),
+    Endpoint("listTaskGroup", "GET", "/task-group/<taskGroupId>/list",
+             lambda call: call.queue.task_groups.list(call.params["taskGroupId"],
+                                                      call.query.get("continuationToken"), call.query.get("limit")),
+             query=("continuationToken", "limit")),
+    Endpoint("getTaskGroup", "GET", "/task-group/<taskGroupId>",
+             lambda call: call.queue.task_groups.get(call.params["taskGroupId"])),
+    Endpoint("pendingTasks", "GET", "/pending/<taskQueueId>",
+             lambda call: call.queue.task_queues.pending_count(call.params["taskQueueId"])),
+    Endpoint("taskQueueCounts", "GET", "/task-queues/<taskQueueId>/counts",
+             lambda call: call.queue.task_queues.counts(call.params["taskQueueId"])),
+    Endpoint("listTaskQueues", "GET", "/task-queues",
+             lambda call: call.queue.task_queues.list(call.query.get("continuationToken"), call.query.get("limit")),
+             query=("continuationToken", "limit")),
+    Endpoint("getTaskQueue", "GET", "/task-queues/<taskQueueId>",
+             lambda call: call.queue.task_queues.get(call.params["taskQueueId"])),
+]

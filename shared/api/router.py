@@ -1,0 +1,71 @@
+"""Endpoints declared as data, and matching a raw path against them.
+
+Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). Each parameter
+segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `proj/linux`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+from urllib.parse import unquote
+
+from ..domain.ids import SLUGID_PATTERN
+from .errors import InvalidRequestArguments
+
+PARAM_PATTERNS = {
+    "taskId": SLUGID_PATTERN,
+    "taskGroupId": SLUGID_PATTERN,
+    "runId": r"^[0-9]{1,4}$",
+    "taskQueueId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
+    "provisionerId": r"^[a-zA-Z0-9-_]{1,38}$",
+    "workerType": r"^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
+    "workerGroup": r"^([a-zA-Z0-9-_]{1,38})$",
+    "workerId": r"^([a-zA-Z0-9-_]{1,38})$",
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    method: str
+    route: str
+    handler: Callable
+    input_schema: str | None = None
+    query: tuple[str, ...] = ()
+
+    @property
+    def segments(self) -> list[str]:
+        return self.route.strip("/").split("/")
+
+
+def match(endpoints: list[Endpoint], method: str, raw_path: str) -> tuple[Endpoint, dict] | None:
+    """The endpoint for this method and path, with its decoded parameters."""
+    raw_segments = raw_path.strip("/").split("/")
+    for endpoint in endpoints:
+        if endpoint.method != method:
+            continue
+        params = _bind(endpoint.segments, raw_segments)
+        if params is not None:
+            return endpoint, params
+    return None
+
+
+def _bind(template: list[str], raw: list[str]) -> dict | None:
+    if len(template) != len(raw):
+        return None
+    params = {}
+    for pattern, value in zip(template, raw):
+        if pattern.startswith("<") and pattern.endswith(">"):
+            params[pattern[1:-1]] = unquote(value)
+        elif pattern != unquote(value):
+            return None
+    return params
+
+
+def check_params(params: dict) -> None:
+    for name, value in params.items():
+        pattern = PARAM_PATTERNS.get(name)
+        if pattern and not re.match(pattern, value):
+            raise InvalidRequestArguments(f"{name}: {value!r} does not match {pattern}")

@@ -1,0 +1,85 @@
+"""Checking bodies against the JSON schemas in `schemas/v1`, with messages that name the field.
+
+The schemas are our public contract: requests are validated before anything else happens,
+and the test suite checks every response against the response schemas.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from jsonschema import Draft202012Validator, FormatChecker
+from referencing import Registry, Resource
+
+from ..domain.errors import InvalidInput
+from ..domain.timestamps import parse_iso
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "v1"
+BASE_URI = "https://schemas.local/queue/v1/"
+MAX_MESSAGES = 20
+
+_formats = FormatChecker(formats=())
+
+
+@_formats.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    """RFC 3339 with a time zone (jsonschema would otherwise skip the check silently)."""
+    if not isinstance(value, str) or "T" not in value.upper():
+        return False
+    text = value.upper()
+    if not (text.endswith("Z") or "+" in text[10:] or "-" in text[10:]):
+        return False
+    parse_iso(value)
+    return True
+
+
+@lru_cache(maxsize=1)
+def _registry() -> Registry:
+    resources = []
+    for path in SCHEMA_DIR.glob("*.json"):
+        resources.append((BASE_URI + path.name, Resource.from_contents(json.loads(path.read_text()))))
+    return Registry().with_resources(resources)
+
+
+@lru_cache(maxsize=None)
+def _validator(schema_name: str) -> Draft202012Validator:
+    schema = _registry().contents(BASE_URI + schema_name + ".json")
+    return Draft202012Validator(schema, registry=_registry(), format_checker=_formats)
+
+
+def _path(error) -> str:
+    parts = []
+    for part in error.absolute_path:
+        parts.append(f"[{part}]" if isinstance(part, int) else ("." if parts else "") + str(part))
+    return "".join(parts) or "(root)"
+
+
+def _describe(error, schema: dict) -> str:
+    custom = schema.get("errorMessage", {}).get(error.validator) if not error.absolute_path else None
+    if custom:
+        return custom
+    message = error.message
+    if len(message) > 300:
+        message = message[:300] + "..."
+    return f"{_path(error)}: {message}"
+
+
+def violations(schema_name: str, body: object) -> list[str]:
+    validator = _validator(schema_name)
+    errors = sorted(validator.iter_errors(body), key=lambda error: list(map(str, error.absolute_path)))
+    return [_describe(error, validator.schema) for error in errors]
+
+
+def validate(schema_name: str, body: object) -> None:
+    """Raise InvalidInput listing every violation of `schema_name`, one per line."""
+    found = violations(schema_name, body)
+    if found:
+        shown = found[:MAX_MESSAGES] + ([f"... and {len(found) - MAX_MESSAGES} more"] if len(found) > MAX_MESSAGES else [])
+        raise InvalidInput("\n".join(shown))
+
+
+def check_response(schema_name: str, body: object) -> list[str]:
+    """Every way `body` breaks the response schema (empty when it conforms)."""
+    return violations(schema_name, body)

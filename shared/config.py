@@ -1,0 +1,38 @@
+"""App settings, read from the environment.
+
+Azure Functions puts app settings into the environment; the local host does the same with
+`local.settings.json` first, so this module only ever reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    storage_connection: str
+    table_prefix: str          # lets tests and benchmarks share one storage account
+    claim_timeout: int         # seconds a claim lasts before it must be reclaimed
+    claim_work_wait: int       # seconds claimWork long-polls before answering empty
+    credentials_client_id: str
+    credentials_access_token: str
+
+    @classmethod
+    def from_environ(cls) -> Settings:
+        return cls(
+            storage_connection=os.environ.get("AzureWebJobsStorage") or DEVELOPMENT_STORAGE,
+            table_prefix=os.environ.get("QUEUE_TABLE_PREFIX", ""),
+            claim_timeout=_int("TASK_CLAIM_TIMEOUT", 1200),
+            claim_work_wait=_int("CLAIM_WORK_WAIT_SECONDS", 20),
+            credentials_client_id=os.environ.get("QUEUE_CREDENTIALS_CLIENT_ID", "queue"),
+            credentials_access_token=os.environ.get("QUEUE_CREDENTIALS_ACCESS_TOKEN", "local-development-only"),
+        )

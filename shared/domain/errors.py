@@ -1,0 +1,39 @@
+"""Errors the domain and services raise; the API turns each into Taskcluster's error shape.
+
+Each class carries the Taskcluster error `code`; the HTTP status belongs to the API layer.
+"""
+
+
+class QueueError(Exception):
+    code = "InternalServerError"
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInput(QueueError):
+    """The request body or a parameter breaks the schema or a rule of the API."""
+
+    code = "InputValidationError"
+
+
+class MalformedPayload(QueueError):
+    """The request body is not JSON at all."""
+
+    code = "MalformedPayload"
+
+
+class NotFound(QueueError):
+    code = "ResourceNotFound"
+
+
+class Conflict(QueueError):
+    """The request contradicts the stored state (Taskcluster's RequestConflict)."""
+
+    code = "RequestConflict"
+
+
+class TooLarge(QueueError):
+    code = "PayloadTooLarge"

@@ -1,0 +1,92 @@
+"""A task definition as the Queue stores it: every default filled in, the rules between
+fields checked. Input has already passed the create-task-request schema.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from .errors import InvalidInput
+from .ids import is_slugid
+from .timestamps import normalize_iso, parse_iso, to_iso
+
+MAX_DEADLINE = timedelta(days=5)
+CLOCK_SKEW = timedelta(minutes=15)
+DEFAULT_EXPIRES_AFTER_DEADLINE = timedelta(days=365)
+
+# Claim order, most urgent first; `normal` is an old name for `lowest`.
+PRIORITIES = ("highest", "very-high", "high", "medium", "low", "very-low", "lowest")
+
+_DEFAULTS = {
+    "schedulerId": "-",
+    "projectId": "none",
+    "dependencies": [],
+    "requires": "all-completed",
+    "routes": [],
+    "priority": "lowest",
+    "retries": 5,
+    "scopes": [],
+    "payload": {},
+    "tags": {},
+    "extra": {},
+}
+
+
+def priority_rank(priority: str) -> int:
+    return PRIORITIES.index("lowest" if priority == "normal" else priority)
+
+
+def normalize(task_id: str, body: dict, now: datetime) -> dict:
+    """The stored definition for `body`, or InvalidInput naming the field that breaks a rule."""
+    if not is_slugid(task_id):
+        raise InvalidInput(f"taskId: {task_id!r} is not a slugid")
+    definition = {**{key: _copy(value) for key, value in _DEFAULTS.items()}, **body}
+    definition.setdefault("taskGroupId", task_id)
+    _fill_task_queue(definition)
+    for field in ("created", "deadline"):
+        definition[field] = normalize_iso(definition[field])
+    if "expires" in definition:
+        definition["expires"] = normalize_iso(definition["expires"])
+    else:
+        definition["expires"] = to_iso(parse_iso(definition["deadline"]) + DEFAULT_EXPIRES_AFTER_DEADLINE)
+    _check_times(definition, now)
+    if task_id in definition["dependencies"]:
+        raise InvalidInput(f"dependencies: task {task_id} cannot depend on itself")
+    return definition
+
+
+def _copy(value):
+    return type(value)(value) if isinstance(value, (list, dict)) else value
+
+
+def _fill_task_queue(definition: dict) -> None:
+    given = definition.get("taskQueueId")
+    if "provisionerId" in definition and "workerType" in definition:
+        derived = f"{definition['provisionerId']}/{definition['workerType']}"
+        if given and given != derived:
+            raise InvalidInput(f"taskQueueId: {given!r} does not match provisionerId/workerType {derived!r}")
+        definition["taskQueueId"] = derived
+    elif given:
+        definition["provisionerId"], definition["workerType"] = given.split("/", 1)
+    else:
+        raise InvalidInput("taskQueueId: give taskQueueId, or both provisionerId and workerType")
+
+
+def _check_times(definition: dict, now: datetime) -> None:
+    created, deadline = parse_iso(definition["created"]), parse_iso(definition["deadline"])
+    expires = parse_iso(definition["expires"])
+    if created > now + CLOCK_SKEW:
+        raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the future")
+    if deadline <= now:
+        raise InvalidInput(f"deadline: {definition['deadline']} is in the past; it must be in the future")
+    if deadline > now + MAX_DEADLINE + CLOCK_SKEW:
+        raise InvalidInput(f"deadline: {definition['deadline']} is more than 5 days in the future")
+    if deadline <= created:
+        raise InvalidInput(f"deadline: {definition['deadline']} must be after created {definition['created']}")
+    if expires < deadline:
+        raise InvalidInput(f"expires: {definition['expires']} must not be before deadline {definition['deadline']}")
+
+
+def same_definition(stored: dict, requested: dict) -> bool:
+    """Whether a repeated createTask asks for the task that exists (both normalized)."""
+    return stored == requested

@@ -1,0 +1,1 @@
+"""Function bindings (blueprints): thin translations from Functions triggers to the API and services."""

@@ -1,0 +1,121 @@
+"""claimWork and reclaimTask: handing pending runs to workers, exactly once each.
+
+A run is claimed by the conditional write that turns it from pending to running; of all
+the workers that read the same pending hint, only one write can succeed. The hint is
+only a pointer: it is checked against the task row and dropped once it is stale.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import datetime, timedelta
+
+from ..domain import lifecycle
+from ..domain.errors import NotFound
+from ..domain.task_status import render_status
+from ..domain.timestamps import to_iso, utcnow
+from ..storage.pending_table import PendingHint, PendingTable
+from ..storage.task_table import TaskRecord, TaskTable
+from .credentials import CredentialIssuer
+from .task_queues import TaskQueues
+from .task_updates import TaskUpdater
+
+# A hint whose run does not exist (yet) is left alone this long: its task may still be
+# being written. Older ones are leftovers of a crashed create and are removed.
+ORPHAN_HINT_GRACE = timedelta(minutes=10)
+POLL_INTERVAL = 0.5
+
+
+class _Skip(Exception):
+    """The hint does not lead to a claimable run; `stale` says whether to delete it."""
+
+    def __init__(self, stale: bool) -> None:
+        self.stale = stale
+
+
+class Claims:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, updater: TaskUpdater,
+                 queues: TaskQueues, issuer: CredentialIssuer, claim_timeout: int, wait_seconds: int) -> None:
+        self.tasks = tasks
+        self.pending = pending
+        self.updater = updater
+        self.queues = queues
+        self.issuer = issuer
+        self.claim_timeout = timedelta(seconds=claim_timeout)
+        self.wait_seconds = wait_seconds
+
+    def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
+        """Claim up to `count` runs, long-polling while the queue is empty."""
+        give_up = time.monotonic() + self.wait_seconds
+        while True:
+            claimed = self._claim_available(task_queue_id, worker_group, worker_id, count)
+            remaining = give_up - time.monotonic()
+            if claimed or remaining <= 0:
+                break
+            self.updater.signal.wait(task_queue_id, min(POLL_INTERVAL, remaining))
+        self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1)))
+        return {"tasks": claimed}
+
+    def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
+        hints = self.pending.peek(task_queue_id, min(count * 2 + 8, 100))
+        claimed: list[dict] = []
+        contended = False
+        while hints and len(claimed) < count:
+            # In key order while uncontended (priority, then age); once another worker
+            # beats us to a hint, spread out so concurrent claimers stop colliding.
+            hint = hints.pop(random.randrange(len(hints)) if contended else 0)
+            try:
+                claimed.append(self._claim_hint(hint, worker_group, worker_id))
+            except _Skip as skip:
+                contended = contended or not skip.stale
+                if skip.stale:
+                    self.pending.remove(hint)
+        return claimed
+
+    def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str) -> dict:
+        now = utcnow()
+        taken_until = now + self.claim_timeout
+
+        def take(status):
+            run = status.run(hint.run_id)
+            if run is None:
+                raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
+            if run is not status.pending_run:
+                raise _Skip(stale=True)
+            if lifecycle.is_past_deadline(status, now):
+                raise _Skip(stale=True)  # the deadline resolver owns it now
+            return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
+
+        try:
+            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True)
+        except NotFound:
+            raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
+        self.pending.remove(hint)
+        return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
+
+    def reclaim(self, task_id: str, run_id: int) -> dict:
+        now = utcnow()
+        taken_until = now + self.claim_timeout
+        record = self.updater.apply(
+            task_id, lambda status: lifecycle.reclaim(status, run_id, now, taken_until), "reclaim",
+            with_definition=True)
+        run = record.status.run(run_id)
+        return self._claim_response(record, run_id, run.worker_group, run.worker_id, now, taken_until, False)
+
+    def _claim_response(self, record: TaskRecord, run_id: int, worker_group: str, worker_id: str,
+                        now: datetime, taken_until: datetime, with_task: bool) -> dict:
+        definition = record.definition
+        out = {
+            "status": render_status(record.summary, record.status),
+            "runId": run_id,
+            "workerGroup": worker_group,
+            "workerId": worker_id,
+            "takenUntil": to_iso(taken_until),
+            "credentials": self.issuer.for_run(record.task_id, run_id, worker_group, worker_id,
+                                               definition["scopes"], now, taken_until),
+        }
+        if with_task:
+            out["task"] = definition
+        return out
+

@@ -1,0 +1,36 @@
+"""Temporary Taskcluster credentials handed to a worker with each claim.
+
+They name the run and carry the task's scopes plus the run-specific ones, and expire
+shortly after `takenUntil`. The certificate format is Taskcluster's own, made by its
+client library so that it is byte-for-byte what Taskcluster's auth service accepts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from taskcluster.client import createTemporaryCredentials
+
+# Taskcluster issues certificates valid from a little in the past, for clock drift.
+CLOCK_DRIFT = timedelta(minutes=15)
+AFTER_TAKEN_UNTIL = timedelta(minutes=5)
+
+
+class CredentialIssuer:
+    def __init__(self, client_id: str, access_token: str) -> None:
+        self.client_id = client_id
+        self.access_token = access_token
+
+    def for_run(self, task_id: str, run_id: int, worker_group: str, worker_id: str,
+                task_scopes: list[str], now: datetime, taken_until: datetime) -> dict:
+        run = f"{task_id}/{run_id}"
+        scopes = [
+            f"queue:reclaim-task:{run}",
+            f"queue:resolve-task:{run}",
+            f"queue:create-artifact:{run}",
+            *task_scopes,
+        ]
+        return createTemporaryCredentials(
+            self.client_id, self.access_token, now - CLOCK_DRIFT, taken_until + AFTER_TAKEN_UNTIL,
+            scopes, name=f"task-client/{run}/on/{worker_group}/{worker_id}",
+        )

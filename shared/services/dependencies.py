@@ -1,0 +1,118 @@
+"""The dependency tracker: registering a new task's dependencies, and unblocking dependents
+when a task resolves.
+
+Invariants, kept in this order of writes:
+- a dependent's TaskDependencies rows exist before its task row, so a resolution that
+  happens while the dependent is being created either finds the dependent or is seen by
+  the creator's re-check (`recheck`), which runs after the task row is written;
+- a requirement row is deleted only when its dependency resolved in a way that satisfies
+  it; the task is scheduled by whoever finds its requirements empty (scheduling is
+  idempotent, so two finders do no harm);
+- handling a resolution twice, or late, changes nothing: resolved runs never change, and
+  deleting a deleted requirement is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from ..domain import lifecycle
+from ..domain.dependencies import resolution_of, satisfies
+from ..domain.errors import Conflict, InvalidInput, NotFound
+from ..domain.runs import RunState
+from ..domain.timestamps import parse_iso, utcnow
+from ..storage.dependency_table import Dependent, DependencyTable
+from ..storage.requirement_table import RequirementTable
+from ..storage.task_table import TaskRecord, TaskTable
+from .task_updates import TaskUpdater
+
+log = logging.getLogger("queue.dependencies")
+PAGE = 500
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
+
+
+class Dependencies:
+    def __init__(self, tasks: TaskTable, dependencies: DependencyTable, requirements: RequirementTable,
+                 updater: TaskUpdater) -> None:
+        self.tasks = tasks
+        self.dependencies = dependencies
+        self.requirements = requirements
+        self.updater = updater
+
+    def register(self, task_id: str, definition: dict) -> bool:
+        """Record a new task's dependencies; True when all are satisfied already."""
+        required = definition["dependencies"]
+        records = dict(zip(required, _POOL.map(self.tasks.load, required)))
+        _check_dependencies(definition, records)
+        dependent = [Dependent(task_id, definition["requires"])]
+        list(_POOL.map(lambda required_id: self.dependencies.add(required_id, dependent, definition["expires"]),
+                       required))
+        waiting = [required_id for required_id, record in records.items()
+                   if not _satisfied_now(definition["requires"], record)]
+        self.requirements.add(task_id, waiting, definition["expires"])
+        return not waiting
+
+    def recheck(self, task_id: str, requires: str) -> None:
+        """After the task row exists: satisfy what resolved meanwhile, schedule if ready."""
+        while True:
+            waiting = self.requirements.remaining(task_id, PAGE)
+            if not waiting:
+                self._schedule(task_id)
+                return
+            records = _POOL.map(self.tasks.load, waiting)
+            done = [required_id for required_id, record in zip(waiting, records)
+                    if _satisfied_now(requires, record)]
+            if not done:
+                return
+            for required_id in done:
+                self.requirements.satisfy(task_id, required_id)
+
+    def task_resolved(self, task_id: str, run_id: int) -> None:
+        """Handle 'task resolved with run `run_id`': satisfy and schedule its dependents."""
+        record = self.tasks.load(task_id)
+        state = resolution_of(record.status, run_id) if record else None
+        if state is None:
+            return  # not (or no longer) a resolution of the task: nothing to do
+        after = ""
+        while True:
+            page = self.dependencies.dependents(task_id, after, PAGE)
+            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
+            if len(page) < PAGE:
+                return
+            after = page[-1].task_id
+
+    def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
+        if not satisfies(dependent.requires, state):
+            return
+        self.requirements.satisfy(dependent.task_id, required_id)
+        if not self.requirements.remaining(dependent.task_id):
+            self._schedule(dependent.task_id)
+
+    def _schedule(self, task_id: str) -> None:
+        now = utcnow()
+        try:
+            self.updater.apply(task_id, lambda status: lifecycle.schedule(status, now), "schedule (dependencies done)")
+        except NotFound:
+            pass  # still being created: its creator's re-check will schedule it
+        except Conflict as refused:
+            log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
+
+
+def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:
+    if record is None or not record.status.runs:
+        return False
+    state = resolution_of(record.status, record.status.latest.run_id)
+    return state is not None and satisfies(requires, state)
+
+
+def _check_dependencies(definition: dict, records: dict) -> None:
+    missing = [task_id for task_id, record in records.items() if record is None]
+    if missing:
+        raise InvalidInput(f"dependencies: these tasks do not exist: {', '.join(missing[:50])}"
+                           + (f" and {len(missing) - 50} more" if len(missing) > 50 else ""))
+    deadline = parse_iso(definition["deadline"])
+    expiring = [task_id for task_id, record in records.items() if parse_iso(record.summary["expires"]) < deadline]
+    if expiring:
+        raise InvalidInput(f"dependencies: these tasks expire before this task's deadline: "
+                           f"{', '.join(expiring[:50])}")

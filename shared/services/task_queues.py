@@ -1,0 +1,67 @@
+"""Task queues: the ones seen so far, and how much work waits in each."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..domain.errors import NotFound
+from ..domain.timestamps import parse_iso, to_iso, utcnow
+from ..storage.claim_table import ClaimTable
+from ..storage.pending_table import PendingTable
+from ..storage.task_queue_table import TaskQueueRecord, TaskQueueTable
+from .task_groups import DEFAULT_PAGE, decode_token, encode_token
+
+# A queue row is refreshed at most this often per process, so a busy queue costs no writes.
+REFRESH_SECONDS = 300
+
+
+class TaskQueues:
+    def __init__(self, table: TaskQueueTable, pending: PendingTable, claims: ClaimTable) -> None:
+        self.table = table
+        self.pending = pending
+        self.claims = claims
+        self._refreshed: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def seen(self, task_queue_id: str, expires: str) -> None:
+        """Record activity on a queue; its expiry follows the latest task or claim on it."""
+        with self._lock:
+            last = self._refreshed.get(task_queue_id)
+        if last and time.monotonic() - last[0] < REFRESH_SECONDS and last[1] >= expires:
+            return
+        stored = self.table.get(task_queue_id)
+        if stored and parse_iso(stored.expires) > parse_iso(expires):
+            expires = stored.expires
+        self.table.put(TaskQueueRecord(task_queue_id, to_iso(utcnow()), expires))
+        with self._lock:
+            self._refreshed[task_queue_id] = (time.monotonic(), expires)
+
+    def get(self, task_queue_id: str) -> dict:
+        record = self.table.get(task_queue_id)
+        if record is None:
+            raise NotFound(f"Task queue {task_queue_id} not found")
+        return _render(record)
+
+    def list(self, continuation: str | None, limit: int | None) -> dict:
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        records = self.table.page(decode_token(continuation), limit + 1)
+        out = {"taskQueues": [_render(record) for record in records[:limit]]}
+        if len(records) > limit:
+            out["continuationToken"] = encode_token(records[limit - 1].task_queue_id)
+        return out
+
+    def counts(self, task_queue_id: str) -> dict:
+        out = self.pending_count(task_queue_id)
+        out["claimedTasks"] = self.claims.count(task_queue_id)
+        return out
+
+    def pending_count(self, task_queue_id: str) -> dict:
+        provisioner_id, worker_type = task_queue_id.split("/", 1)
+        return {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": task_queue_id,
+                "pendingTasks": self.pending.count(task_queue_id)}
+
+
+def _render(record: TaskQueueRecord) -> dict:
+    return {"taskQueueId": record.task_queue_id, "expires": record.expires,
+            "lastDateActive": record.last_date_active, "description": "", "stability": "experimental"}

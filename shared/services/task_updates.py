@@ -1,0 +1,88 @@
+"""The one way a task's status changes: read the row, apply a transition, write it back
+conditionally, and keep the index rows in step.
+
+Crash safety comes from the order of writes:
+- a new pending run's hint is written *before* the row that makes the run pending, so no
+  pending run is ever without a hint (a leftover hint is harmless: claimers check the row);
+- the claimed-run index and hint removals happen *after* the row write; if they are lost,
+  readers find a stale hint and drop it.
+Losing the conditional write means someone else changed the task first: read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from ..domain.errors import NotFound, QueueError
+from ..domain.runs import Run, RunState
+from ..domain.task_definition import priority_rank
+from ..domain.task_status import TaskStatus
+from ..storage.claim_table import ClaimTable
+from ..storage.errors import ChangedSinceRead
+from ..storage.pending_table import PendingTable
+from ..storage.task_table import TaskRecord, TaskTable
+from .work_signal import WorkSignal
+
+log = logging.getLogger("queue.tasks")
+MAX_ATTEMPTS = 20
+
+Transition = Callable[[TaskStatus], TaskStatus]
+
+
+class TaskUpdater:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal) -> None:
+        self.tasks = tasks
+        self.pending = pending
+        self.claims = claims
+        self.signal = signal
+
+    def apply(self, task_id: str, transition: Transition, action: str,
+              with_definition: bool = False) -> TaskRecord:
+        for _ in range(MAX_ATTEMPTS):
+            record = self.tasks.load(task_id, with_definition=with_definition)
+            if record is None:
+                raise NotFound(f"Task {task_id} not found")
+            status = transition(record.status)
+            if status is record.status:
+                return record
+            try:
+                saved = self.write(record, status)
+            except ChangedSinceRead:
+                continue
+            log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
+                     extra={"taskId": task_id, "action": action})
+            return saved
+        raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
+
+    def write(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
+        """Write `status` over `record` with its index rows; raises ChangedSinceRead."""
+        queue_id = record.summary["taskQueueId"]
+        new_pending = status.pending_run
+        if new_pending and new_pending != record.status.pending_run:
+            self.add_hint(record.summary, status.task_id, new_pending)
+        saved = self.tasks.save_status(record, status)
+        for before, after in _changed_runs(record.status, status):
+            if before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
+                self.pending_removed(record.summary, status.task_id, before)
+            if after.state is RunState.RUNNING:
+                self.claims.add(queue_id, status.task_id, after.run_id, after.taken_until)
+            elif before and before.state is RunState.RUNNING:
+                self.claims.remove(queue_id, status.task_id, after.run_id)
+        if new_pending and new_pending != record.status.pending_run:
+            self.signal.notify(queue_id)
+        return saved
+
+    def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
+        self.pending.add(summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
+
+    def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
+        self.pending.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
+                                run.scheduled, task_id, run.run_id)
+
+
+def _changed_runs(old: TaskStatus, new: TaskStatus):
+    for run in new.runs:
+        before = old.run(run.run_id)
+        if before != run:
+            yield before, run

@@ -1,0 +1,77 @@
+"""One storage account: its table and queue clients, created once per process."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from azure.core.exceptions import ResourceExistsError
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.data.tables import TableClient
+
+from ..config import DEVELOPMENT_STORAGE
+from .message_queue import MessageQueue
+
+_AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURITE_CONNECTION = (
+    "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + _AZURITE_KEY + ";"
+    "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+    "QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;"
+    "TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+)
+
+
+class OperationCounter(SansIOHTTPPolicy):
+    """Counts every request sent to storage, so benchmarks can report operations per task."""
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self._seen = 0
+
+    def on_request(self, request) -> None:
+        self._seen = next(self._count) + 1
+
+    @property
+    def value(self) -> int:
+        return self._seen
+
+
+OPERATIONS = OperationCounter()
+
+
+def resolve_connection(connection: str) -> str:
+    return AZURITE_CONNECTION if connection.strip() == DEVELOPMENT_STORAGE else connection
+
+
+class StorageAccount:
+    """Tables and queues by logical name; `prefix` keeps test runs apart in one account."""
+
+    def __init__(self, connection: str, prefix: str = "") -> None:
+        self.connection = resolve_connection(connection)
+        self.prefix = prefix
+        self._tables: dict[str, TableClient] = {}
+        self._queues: dict[str, MessageQueue] = {}
+        self._lock = threading.Lock()
+
+    def table(self, name: str) -> TableClient:
+        """The table `<prefix><name>`, created on first use in this process."""
+        with self._lock:
+            client = self._tables.get(name)
+            if client is None:
+                client = TableClient.from_connection_string(
+                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS])
+                try:
+                    client.create_table()
+                except ResourceExistsError:
+                    pass
+                self._tables[name] = client
+            return client
+
+    def queue(self, name: str) -> MessageQueue:
+        """The storage queue `<prefix>-<name>` (lower case, as queue names must be)."""
+        with self._lock:
+            queue = self._queues.get(name)
+            if queue is None:
+                full_name = f"{self.prefix}-{name}".lower().strip("-")
+                queue = self._queues[name] = MessageQueue(self.connection, full_name, OPERATIONS)
+            return queue

@@ -1,0 +1,9 @@
+"""Storage outcomes the services act on, so that they never import Azure's exceptions."""
+
+
+class AlreadyExists(Exception):
+    """An insert found a row with the same keys."""
+
+
+class ChangedSinceRead(Exception):
+    """A conditional write lost: the row's ETag moved on since it was read."""

@@ -1,0 +1,58 @@
+"""Storage queues carrying JSON messages, encoded as Azure Functions' queue trigger expects.
+
+Messages are hints to do work that the tables describe; handlers look at the rows, so a
+message delivered twice, late, or after the work was done by someone else changes nothing.
+A message sent with a delay stays invisible until then: that is how the Queue schedules
+work for a moment in the future (claim expiry, deadlines) without scanning anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
+
+# Azure keeps a message invisible for at most seven days.
+MAX_DELAY = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    body: dict
+    message_id: str
+    pop_receipt: str
+    dequeue_count: int
+
+
+class MessageQueue:
+    def __init__(self, connection: str, name: str, operation_counter=None) -> None:
+        policies = [operation_counter] if operation_counter else []
+        self.name = name
+        self._client = QueueClient.from_connection_string(
+            connection, name, message_encode_policy=TextBase64EncodePolicy(),
+            message_decode_policy=TextBase64DecodePolicy(), per_call_policies=policies)
+        try:
+            self._client.create_queue()
+        except ResourceExistsError:
+            pass
+
+    def send(self, body: dict, delay: timedelta = timedelta(0)) -> None:
+        seconds = max(0, min(int(delay.total_seconds() + 0.999), int(MAX_DELAY.total_seconds()) - 1))
+        self._client.send_message(json.dumps(body, separators=(",", ":")),
+                                  visibility_timeout=seconds or None, time_to_live=-1)
+
+    def receive(self, count: int, hold: timedelta) -> list[ReceivedMessage]:
+        """Up to `count` visible messages, hidden from others for `hold` while handled."""
+        pages = self._client.receive_messages(
+            messages_per_page=count, max_messages=count, visibility_timeout=int(hold.total_seconds()))
+        return [ReceivedMessage(json.loads(message.content), message.id, message.pop_receipt,
+                                message.dequeue_count) for message in pages]
+
+    def delete(self, message: ReceivedMessage) -> None:
+        try:
+            self._client.delete_message(message.message_id, message.pop_receipt)
+        except ResourceNotFoundError:
+            pass  # its hold ran out and another handler took it; the work is idempotent

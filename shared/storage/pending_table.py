@@ -1,0 +1,76 @@
+"""The PendingTasks table: where claimWork finds the next pending run of a task queue.
+
+PartitionKey = task queue id, RowKey = `<priority rank>.<scheduled>.<taskId>.<runId>`, so
+one partition scan in key order yields highest priority first and, within a priority,
+oldest first, without touching unrelated tasks.
+
+A hint is written *before* the task row makes the run pending, so a pending run always has
+a hint; a hint may therefore outlive its run or precede it. Readers check the task row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from .account import StorageAccount
+from .keys import escape_key
+
+
+@dataclass(frozen=True)
+class PendingHint:
+    task_queue_id: str
+    task_id: str
+    run_id: int
+    row_key: str
+    written: datetime
+
+
+def _row_key(priority_rank: int, scheduled: str, task_id: str, run_id: int) -> str:
+    return f"{priority_rank}.{scheduled}.{task_id}.{run_id}"
+
+
+class PendingTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("PendingTasks")
+
+    def add(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
+        self._table.upsert_entity({
+            "PartitionKey": escape_key(task_queue_id),
+            "RowKey": _row_key(priority_rank, scheduled, task_id, run_id),
+            "taskId": task_id,
+            "runId": run_id,
+        })
+
+    def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
+        self._delete(task_queue_id, _row_key(priority_rank, scheduled, task_id, run_id))
+
+    def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
+        """The first `limit` hints of the queue in claim order."""
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk", parameters={"pk": escape_key(task_queue_id)},
+            results_per_page=limit, select=["RowKey", "taskId", "runId"],
+        ).by_page()
+        page = next(pages, [])
+        return [self._hint(task_queue_id, entity) for entity in page][:limit]
+
+    def remove(self, hint: PendingHint) -> None:
+        self._delete(hint.task_queue_id, hint.row_key)
+
+    def _delete(self, task_queue_id: str, row_key: str) -> None:
+        try:
+            self._table.delete_entity(escape_key(task_queue_id), row_key)
+        except ResourceNotFoundError:
+            pass  # another claimer cleaned it up first
+
+    def count(self, task_queue_id: str) -> int:
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk", parameters={"pk": escape_key(task_queue_id)}, select=["RowKey"])
+        return sum(1 for _ in rows)
+
+    @staticmethod
+    def _hint(task_queue_id: str, entity) -> PendingHint:
+        written = entity.metadata.get("timestamp") or datetime.now(timezone.utc)
+        return PendingHint(task_queue_id, entity["taskId"], entity["runId"], entity["RowKey"], written)

@@ -1,0 +1,38 @@
+"""The TaskRequirements table: the dependencies a task still waits for.
+
+PartitionKey = the waiting taskId, RowKey = a required taskId that has not yet resolved
+in a way that satisfies it. A satisfied requirement's row is deleted; the task is ready
+when its partition is empty. Deletes in one partition never conflict, and the emptiness
+check is one query of one row, so a fan-in of thousands costs no contention: whoever
+deletes the last row sees the partition empty and schedules the task (scheduling twice
+is a no-op).
+"""
+
+from __future__ import annotations
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from .account import StorageAccount
+from .batches import upsert_in_batches
+
+
+class RequirementTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("TaskRequirements")
+
+    def add(self, task_id: str, required_ids: list[str], expires: str) -> None:
+        rows = [{"PartitionKey": task_id, "RowKey": required_id, "expires": expires}
+                for required_id in required_ids]
+        upsert_in_batches(self._table, rows)
+
+    def satisfy(self, task_id: str, required_id: str) -> None:
+        try:
+            self._table.delete_entity(task_id, required_id)
+        except ResourceNotFoundError:
+            pass  # satisfied before: handling a resolution twice must not matter
+
+    def remaining(self, task_id: str, limit: int = 1) -> list[str]:
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk", parameters={"pk": task_id}, results_per_page=limit,
+            select=["RowKey"]).by_page()
+        return [row["RowKey"] for row in next(pages, [])][:limit]

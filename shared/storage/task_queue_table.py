@@ -1,0 +1,54 @@
+"""The TaskQueues table: the task queues the Queue has seen, for listTaskQueues/getTaskQueue.
+
+One partition ("queues"), RowKey = escaped taskQueueId: the list is small and is read in
+key order for paging.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
+from .account import StorageAccount
+from .keys import escape_key, unescape_key
+
+PARTITION = "queues"
+
+
+@dataclass(frozen=True)
+class TaskQueueRecord:
+    task_queue_id: str
+    last_date_active: str
+    expires: str
+
+
+class TaskQueueTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("TaskQueues")
+
+    def put(self, record: TaskQueueRecord) -> None:
+        self._table.upsert_entity({
+            "PartitionKey": PARTITION, "RowKey": escape_key(record.task_queue_id),
+            "lastDateActive": record.last_date_active, "expires": record.expires,
+        }, mode=UpdateMode.REPLACE)
+
+    def get(self, task_queue_id: str) -> TaskQueueRecord | None:
+        try:
+            entity = self._table.get_entity(PARTITION, escape_key(task_queue_id))
+        except ResourceNotFoundError:
+            return None
+        return self._record(entity)
+
+    def page(self, after: str, limit: int) -> list[TaskQueueRecord]:
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt @after",
+            parameters={"pk": PARTITION, "after": escape_key(after) if after else ""},
+            results_per_page=limit,
+        ).by_page()
+        return [self._record(entity) for entity in next(pages, [])][:limit]
+
+    @staticmethod
+    def _record(entity) -> TaskQueueRecord:
+        return TaskQueueRecord(unescape_key(entity["RowKey"]), entity["lastDateActive"], entity["expires"])

@@ -1,0 +1,156 @@
+"""Fixtures shared by the whole suite: a real Azurite, the real local Functions host, and
+the official Taskcluster client pointed at it. Nothing here is a mock.
+
+Every test run starts its own Azurite on free ports (so it never meets a `make run`), and
+every server gets its own table prefix, so servers never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import requests
+import taskcluster
+
+from devhost.azurite import Azurite
+from shared.config import Settings
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
+from shared.services.queue import Queue
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def unique_prefix() -> str:
+    return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    instance = Azurite()
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@dataclass
+class Server:
+    """A local Functions host serving function_app.py in its own process."""
+
+    root_url: str
+    process: subprocess.Popen
+    env: dict
+    log_path: Path
+
+    def client(self, **options) -> taskcluster.Queue:
+        return taskcluster.Queue({"rootUrl": self.root_url, "maxRetries": 0, **options})
+
+    def url(self, path: str) -> str:
+        return f"{self.root_url}/api/queue/v1{path}"
+
+    def stop(self, sig_kill: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.kill() if sig_kill else self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
+    port = free_port()
+    env = {
+        **os.environ,
+        "AzureWebJobsStorage": azurite.connection_string,
+        "QUEUE_TABLE_PREFIX": unique_prefix(),
+        "CLAIM_WORK_WAIT_SECONDS": "2",
+        **settings,
+    }
+    log_path = log_dir / f"devhost-{port}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "none"],
+        cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    server = Server(f"http://127.0.0.1:{port}", process, env, log_path)
+    _wait_until_up(server)
+    return server
+
+
+def _wait_until_up(server: Server, timeout: float = 60) -> None:
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"the local host exited: {server.log_path.read_text()[-3000:]}")
+        try:
+            if requests.get(server.url("/ping"), timeout=2).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the local host did not answer: {server.log_path.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def server(azurite, tmp_path_factory):
+    instance = start_server(azurite, tmp_path_factory.mktemp("server"))
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def queue(server) -> taskcluster.Queue:
+    """The official Taskcluster client, as a user would make it (no retries, to see errors)."""
+    return server.client()
+
+
+@pytest.fixture
+def services(azurite) -> Queue:
+    """The Queue's services in this process, on tables of their own."""
+    settings = Settings(
+        storage_connection=azurite.connection_string, table_prefix=unique_prefix(),
+        claim_timeout=1200, claim_work_wait=1,
+        credentials_client_id="queue", credentials_access_token="test-token")
+    return Queue.build(settings)
+
+
+@pytest.fixture
+def task_queue_id() -> str:
+    """A task queue no other test uses."""
+    return f"prov-{uuid.uuid4().hex[:8]}/worker-{uuid.uuid4().hex[:8]}"
+
+
+def make_task(task_queue_id: str, **overrides) -> dict:
+    """A valid task definition, created now with a deadline an hour away."""
+    now = utcnow()
+    task = {
+        "taskQueueId": task_queue_id,
+        "created": to_iso(now),
+        "deadline": to_iso(now + timedelta(hours=1)),
+        "payload": {"command": ["true"]},
+        "metadata": {"name": "test task", "description": "made by the test suite",
+                     "owner": "tests@example.com", "source": "https://example.com/tests"},
+    }
+    task.update(overrides)
+    return task
+
+
+@pytest.fixture
+def new_task(task_queue_id):
+    """A factory: `new_task(**overrides)` gives a fresh definition on this test's queue."""
+    return lambda **overrides: make_task(task_queue_id, **overrides)
+
+
+@pytest.fixture
+def task_id() -> str:
+    return new_slugid()

@@ -1,0 +1,41 @@
+"""The Function App's bindings: what Azure (or the local host) reads from function_app.py."""
+
+import json
+
+import azure.functions as func
+
+from function_app import app
+
+
+def functions_by_name() -> dict:
+    return {function.get_function_name(): function for function in app.get_functions()}
+
+
+def test_the_queue_api_is_one_anonymous_http_function_under_queue_v1():
+    function = functions_by_name()["queue_api"]
+    trigger = function.get_trigger()
+    assert trigger.type == "httpTrigger"
+    assert trigger.route == "queue/v1/{*path}"
+    assert {str(getattr(method, "value", method)) for method in trigger.methods} >= {"GET", "POST", "PUT"}
+    assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
+
+
+def call(method: str, path: str, body: bytes = b"") -> func.HttpResponse:
+    handler = functions_by_name()["queue_api"].get_user_function()
+    request = func.HttpRequest(method=method, url=f"http://localhost:7071/api/queue/v1{path}",
+                               headers={}, params={}, route_params={"path": path.lstrip("/")}, body=body)
+    return handler(request)
+
+
+def test_the_user_function_answers_ping_without_storage():
+    response = call("GET", "/ping")
+    assert response.status_code == 200 and json.loads(response.get_body())["alive"] is True
+    assert response.mimetype == "application/json"
+
+
+def test_the_user_function_renders_errors_in_taskclusters_shape():
+    response = call("GET", "/not/an/endpoint")
+    body = json.loads(response.get_body())
+    assert response.status_code == 404 and body["code"] == "ResourceNotFound"
+    response = call("PUT", "/task/not-a-slug", b"{}")
+    assert response.status_code == 400 and json.loads(response.get_body())["code"] == "InvalidRequestArguments"
