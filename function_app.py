@@ -2,7 +2,8 @@
 
 import azure.functions as func
 
-from shared.functions import queue_http
+from shared.functions import dependency_resolver, queue_http, repair_sweep
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-app.register_functions(queue_http.bp)
+for blueprint in (queue_http.bp, dependency_resolver.bp, repair_sweep.bp):
+    app.register_functions(blueprint)

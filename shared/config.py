@@ -25,6 +25,9 @@ class Settings:
     claim_work_wait: int       # seconds claimWork long-polls before answering empty
     credentials_client_id: str
     credentials_access_token: str
+    resolved_queue: str = "task-resolved"   # storage queue of 'task resolved' events
+    repair_queue: str = "queue-repairs"     # storage queue of delayed repair intents
+    repair_delay: int = 60                  # seconds before a repair intent comes due
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -35,4 +38,7 @@ class Settings:
             claim_work_wait=_int("CLAIM_WORK_WAIT_SECONDS", 20),
             credentials_client_id=os.environ.get("QUEUE_CREDENTIALS_CLIENT_ID", "queue"),
             credentials_access_token=os.environ.get("QUEUE_CREDENTIALS_ACCESS_TOKEN", "local-development-only"),
+            resolved_queue=os.environ.get("QUEUE_RESOLVED_QUEUE", "task-resolved"),
+            repair_queue=os.environ.get("QUEUE_REPAIR_QUEUE", "queue-repairs"),
+            repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
         )

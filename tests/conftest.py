@@ -71,10 +71,15 @@ class Server:
 
 def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
     port = free_port()
+    prefix = unique_prefix()
     env = {
         **os.environ,
         "AzureWebJobsStorage": azurite.connection_string,
-        "QUEUE_TABLE_PREFIX": unique_prefix(),
+        "QUEUE_TABLE_PREFIX": prefix,
+        "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
+        "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
+        "QUEUE_REPAIR_DELAY_SECONDS": "2",
+        "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         **settings,
     }
@@ -117,10 +122,12 @@ def queue(server) -> taskcluster.Queue:
 @pytest.fixture
 def services(azurite) -> Queue:
     """The Queue's services in this process, on tables of their own."""
+    prefix = unique_prefix()
     settings = Settings(
-        storage_connection=azurite.connection_string, table_prefix=unique_prefix(),
+        storage_connection=azurite.connection_string, table_prefix=prefix,
         claim_timeout=1200, claim_work_wait=1,
-        credentials_client_id="queue", credentials_access_token="test-token")
+        credentials_client_id="queue", credentials_access_token="test-token",
+        resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1)
     return Queue.build(settings)
 
 

@@ -68,6 +68,15 @@ class Dependencies:
             for required_id in done:
                 self.requirements.satisfy(task_id, required_id)
 
+    def schedule_if_ready(self, task_id: str) -> bool:
+        """Re-check an unscheduled task; True if that scheduled it."""
+        record = self.tasks.load(task_id, with_definition=True)
+        if record is None or record.status.runs:
+            return False
+        self.recheck(task_id, record.definition["requires"])
+        after = self.tasks.load(task_id)
+        return bool(after and after.status.runs)
+
     def task_resolved(self, task_id: str, run_id: int) -> None:
         """Handle 'task resolved with run `run_id`': satisfy and schedule its dependents."""
         record = self.tasks.load(task_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import timedelta
 
 from ..config import Settings
 from ..storage.account import StorageAccount
@@ -12,8 +13,15 @@ from ..storage.pending_table import PendingTable
 from ..storage.task_group_table import TaskGroupTable
 from ..storage.task_queue_table import TaskQueueTable
 from ..storage.task_table import TaskTable
+from ..storage.dependency_table import DependencyTable
+from ..storage.handled_table import HandledTable
+from ..storage.requirement_table import RequirementTable
 from .claims import Claims
 from .credentials import CredentialIssuer
+from .dependencies import Dependencies
+from .repairs import Repairs
+from .resolution_events import ResolutionEvents
+from .resolution_handler import ResolutionHandler
 from .resolutions import Resolutions
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
@@ -29,22 +37,33 @@ class Queue:
     resolutions: Resolutions
     task_groups: TaskGroups
     task_queues: TaskQueues
+    dependencies: Dependencies
+    resolution_handler: ResolutionHandler
+    repairs: Repairs
 
     @classmethod
     def build(cls, settings: Settings) -> Queue:
         account = StorageAccount(settings.storage_connection, settings.table_prefix)
         task_table, pending, claimed = TaskTable(account), PendingTable(account), ClaimTable(account)
-        updater = TaskUpdater(task_table, pending, claimed, WorkSignal())
+        repair_queue = account.queue(settings.repair_queue)
+        events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
+                                  timedelta(seconds=settings.repair_delay))
+        updater = TaskUpdater(task_table, pending, claimed, WorkSignal(), events)
         groups = TaskGroups(TaskGroupTable(account), task_table)
         queues = TaskQueues(TaskQueueTable(account), pending, claimed)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
+        dependencies = Dependencies(task_table, DependencyTable(account), RequirementTable(account), updater)
+        handler = ResolutionHandler(task_table, dependencies, groups, HandledTable(account))
         return cls(
-            tasks=Tasks(task_table, updater, groups, queues),
+            tasks=Tasks(task_table, updater, groups, queues, dependencies),
             claims=Claims(task_table, pending, updater, queues, issuer,
                           settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
             task_groups=groups,
             task_queues=queues,
+            dependencies=dependencies,
+            resolution_handler=handler,
+            repairs=Repairs(repair_queue, handler, dependencies),
         )
 
 

@@ -64,6 +64,20 @@ class TaskGroups:
             except ChangedSinceRead:
                 group = self.groups.load(group.task_group_id)
 
+    def member_resolved(self, task_group_id: str, task_id: str, now: str) -> bool:
+        """Note that a member resolved; True when that made the whole group resolved."""
+        self.groups.member_resolved(task_group_id, task_id)
+        if self.groups.unresolved(task_group_id):
+            return False
+        group = self.groups.load(task_group_id)
+        while group is not None and group.resolved < now:
+            try:
+                self.groups.save(replace(group, resolved=now))
+                return True
+            except ChangedSinceRead:
+                group = self.groups.load(task_group_id)
+        return False
+
     def get(self, task_group_id: str) -> dict:
         group = self.groups.load(task_group_id)
         if group is None:

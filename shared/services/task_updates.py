@@ -6,6 +6,8 @@ Crash safety comes from the order of writes:
   pending run is ever without a hint (a leftover hint is harmless: claimers check the row);
 - the claimed-run index and hint removals happen *after* the row write; if they are lost,
   readers find a stale hint and drop it.
+- a change that resolves the task sends a delayed repair intent before the row write and
+  the 'task resolved' event after it (see `resolution_events`), so no resolution is lost.
 Losing the conditional write means someone else changed the task first: read again.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from ..domain.dependencies import became_resolved
 from ..domain.errors import NotFound, QueueError
 from ..domain.runs import Run, RunState
 from ..domain.task_definition import priority_rank
@@ -22,6 +25,7 @@ from ..storage.claim_table import ClaimTable
 from ..storage.errors import ChangedSinceRead
 from ..storage.pending_table import PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
+from .resolution_events import ResolutionEvents
 from .work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
@@ -31,11 +35,13 @@ Transition = Callable[[TaskStatus], TaskStatus]
 
 
 class TaskUpdater:
-    def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal) -> None:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal,
+                 events: ResolutionEvents) -> None:
         self.tasks = tasks
         self.pending = pending
         self.claims = claims
         self.signal = signal
+        self.events = events
 
     def apply(self, task_id: str, transition: Transition, action: str,
               with_definition: bool = False) -> TaskRecord:
@@ -61,6 +67,9 @@ class TaskUpdater:
         new_pending = status.pending_run
         if new_pending and new_pending != record.status.pending_run:
             self.add_hint(record.summary, status.task_id, new_pending)
+        resolved_run = became_resolved(record.status, status)
+        if resolved_run is not None:
+            self.events.intend(status.task_id, resolved_run)
         saved = self.tasks.save_status(record, status)
         for before, after in _changed_runs(record.status, status):
             if before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
@@ -71,6 +80,8 @@ class TaskUpdater:
                 self.claims.remove(queue_id, status.task_id, after.run_id)
         if new_pending and new_pending != record.status.pending_run:
             self.signal.notify(queue_id)
+        if resolved_run is not None:
+            self.events.announce(status.task_id, resolved_run)
         return saved
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:

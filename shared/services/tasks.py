@@ -10,6 +10,7 @@ from ..domain.task_status import TaskStatus, render_status
 from ..domain.timestamps import utcnow
 from ..storage.errors import AlreadyExists
 from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
+from .dependencies import Dependencies
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
@@ -18,11 +19,13 @@ log = logging.getLogger("queue.tasks")
 
 
 class Tasks:
-    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues) -> None:
+    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
+                 dependencies: Dependencies) -> None:
         self.tasks = tasks
         self.updater = updater
         self.groups = groups
         self.queues = queues
+        self.dependencies = dependencies
 
     def create(self, task_id: str, body: dict) -> dict:
         """createTask: idempotent; the same definition again answers with the current status."""
@@ -36,17 +39,30 @@ class Tasks:
         if existing is not None:
             return self._recreated(existing, definition)
         self.groups.join(definition, task_id)
-        status = lifecycle.schedule(TaskStatus.new(task_id, definition), now)
-        self.updater.add_hint(definition, task_id, status.pending_run)
+        status = TaskStatus.new(task_id, definition)
+        if self._ready(task_id, definition):
+            status = lifecycle.schedule(status, now)
+            self.updater.add_hint(definition, task_id, status.pending_run)
         try:
             record = self.tasks.insert(definition, status)
         except AlreadyExists:
             return self._recreated(self.tasks.load(task_id, with_definition=True), definition)
+        if not status.runs:
+            self.dependencies.recheck(task_id, definition["requires"])
+            record = self.tasks.load(task_id)
         self.queues.seen(definition["taskQueueId"], definition["expires"])
         self.updater.signal.notify(definition["taskQueueId"])
         log.info("task %s created in group %s on %s", task_id, definition["taskGroupId"],
                  definition["taskQueueId"], extra={"taskId": task_id, "action": "create"})
         return render_status(record.summary, record.status)
+
+    def _ready(self, task_id: str, definition: dict) -> bool:
+        """Register the task's dependencies; True when none is left to wait for."""
+        if not definition["dependencies"]:
+            return True
+        # If this process dies before the re-check below, the repair sweep does it.
+        self.updater.events.intend_readiness_check(task_id)
+        return self.dependencies.register(task_id, definition)
 
     @staticmethod
     def _recreated(existing: TaskRecord, definition: dict) -> dict:

@@ -68,10 +68,10 @@ class StorageAccount:
             return client
 
     def queue(self, name: str) -> MessageQueue:
-        """The storage queue `<prefix>-<name>` (lower case, as queue names must be)."""
+        """The storage queue `name`, created on first use; names come from app settings
+        because queue-triggered functions bind to them by name."""
         with self._lock:
             queue = self._queues.get(name)
             if queue is None:
-                full_name = f"{self.prefix}-{name}".lower().strip("-")
-                queue = self._queues[name] = MessageQueue(self.connection, full_name, OPERATIONS)
+                queue = self._queues[name] = MessageQueue(self.connection, name, OPERATIONS)
             return queue

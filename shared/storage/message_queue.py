@@ -29,11 +29,12 @@ class ReceivedMessage:
 
 class MessageQueue:
     def __init__(self, connection: str, name: str, operation_counter=None) -> None:
-        policies = [operation_counter] if operation_counter else []
+        # The queue SDK takes no per-call policies; its request hook counts the same requests.
+        hook = {"raw_request_hook": operation_counter.on_request} if operation_counter else {}
         self.name = name
         self._client = QueueClient.from_connection_string(
             connection, name, message_encode_policy=TextBase64EncodePolicy(),
-            message_decode_policy=TextBase64DecodePolicy(), per_call_policies=policies)
+            message_decode_policy=TextBase64DecodePolicy(), **hook)
         try:
             self._client.create_queue()
         except ResourceExistsError:

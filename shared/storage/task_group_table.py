@@ -1,8 +1,10 @@
 """The TaskGroups table: each group's row and its member rows, in one partition.
 
 PartitionKey = taskGroupId; RowKey "group" holds schedulerId, expires and sealed;
-RowKey "member.<taskId>" marks each task of the group. Keeping both in one partition lets
-later changes to a group and its members go in one transaction.
+RowKey "member.<taskId>" marks each task of the group, and "unresolved.<taskId>" each
+member that has not resolved yet: the group is resolved when no such row is left, which
+one query of one row tells, however large the group. Member and unresolved rows are
+written together in one transaction.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .errors import AlreadyExists, ChangedSinceRead
 
 GROUP_ROW = "group"
 MEMBER_PREFIX = "member."
-_MEMBER_END = "member/"  # '/' sorts right after '.', closing the member key range
+UNRESOLVED_PREFIX = "unresolved."  # members that have not resolved even once yet
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class TaskGroupRecord:
     scheduler_id: str
     expires: str
     sealed: str = ""
+    resolved: str = ""   # when every member had resolved at least once (last time it happened)
     etag: str | None = None
 
 
@@ -47,7 +50,7 @@ class TaskGroupTable:
         except ResourceNotFoundError:
             return None
         return TaskGroupRecord(task_group_id, entity["schedulerId"], entity["expires"],
-                               entity.get("sealed", ""), entity.metadata.get("etag"))
+                               entity.get("sealed", ""), entity.get("resolved", ""), entity.metadata.get("etag"))
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
         try:
@@ -59,19 +62,35 @@ class TaskGroupTable:
         return replace(group, etag=meta.get("etag"))
 
     def add_member(self, task_group_id: str, task_id: str) -> None:
-        self._table.upsert_entity({"PartitionKey": task_group_id, "RowKey": MEMBER_PREFIX + task_id})
+        self._table.submit_transaction([
+            ("upsert", {"PartitionKey": task_group_id, "RowKey": MEMBER_PREFIX + task_id}),
+            ("upsert", {"PartitionKey": task_group_id, "RowKey": UNRESOLVED_PREFIX + task_id}),
+        ])
+
+    def member_resolved(self, task_group_id: str, task_id: str) -> None:
+        try:
+            self._table.delete_entity(task_group_id, UNRESOLVED_PREFIX + task_id)
+        except ResourceNotFoundError:
+            pass  # resolved before
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
-        start = MEMBER_PREFIX + after if after else MEMBER_PREFIX
+        return self._keys(task_group_id, MEMBER_PREFIX, after, limit)
+
+    def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
+        return self._keys(task_group_id, UNRESOLVED_PREFIX, "", limit)
+
+    def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
+        # '/' sorts right after '.', so [prefix, prefix-with-'/') is exactly the prefix's range.
         pages = self._table.query_entities(
             "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-            parameters={"pk": task_group_id, "start": start, "end": _MEMBER_END},
+            parameters={"pk": task_group_id, "start": prefix + after, "end": prefix[:-1] + "/"},
             results_per_page=limit, select=["RowKey"],
         ).by_page()
-        return [entity["RowKey"][len(MEMBER_PREFIX):] for entity in next(pages, [])][:limit]
+        return [entity["RowKey"][len(prefix):] for entity in next(pages, [])][:limit]
 
     @staticmethod
     def _entity(group: TaskGroupRecord) -> dict:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
-                "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed}
+                "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
+                "resolved": group.resolved}

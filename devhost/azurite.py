@@ -1,0 +1,119 @@
+"""Azurite's lifecycle for `make run`, the test suite and the benchmarks.
+
+Azurite runs as a few Node.js processes; it is started in a process group of its own so
+that stopping the group leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VERSION = "3.35.0"
+ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def find_azurite_bin() -> Path:
+    return Path(os.environ.get("AZURITE_BIN") or REPO / ".tools" / "node_modules" / ".bin" / "azurite")
+
+
+def ensure_installed() -> Path:
+    binary = find_azurite_bin()
+    if not binary.exists():
+        print(f"==> installing Azurite {VERSION} into .tools/ (npm)", flush=True)
+        subprocess.run(["npm", "install", "--prefix", str(REPO / ".tools"), "--no-audit", "--no-fund",
+                        "--loglevel=error", f"azurite@{VERSION}"], check=True)
+    return binary
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Azurite:
+    """One Azurite: blob, queue and table services on 127.0.0.1."""
+
+    def __init__(self, location: Path | None = None, blob_port: int = 0, queue_port: int = 0,
+                 table_port: int = 0) -> None:
+        self.location = Path(location) if location else None
+        self.ports = {"blob": blob_port or free_port(), "queue": queue_port or free_port(),
+                      "table": table_port or free_port()}
+        self.process: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def connection_string(self) -> str:
+        base = "http://127.0.0.1:{}/devstoreaccount1"
+        return (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={ACCOUNT_KEY};"
+                f"BlobEndpoint={base.format(self.ports['blob'])};"
+                f"QueueEndpoint={base.format(self.ports['queue'])};"
+                f"TableEndpoint={base.format(self.ports['table'])};")
+
+    def start(self, timeout: float = 30) -> Azurite:
+        taken = [name for name, port in self.ports.items() if port_open(port)]
+        if taken:
+            raise RuntimeError(f"Azurite cannot start: ports {[self.ports[n] for n in taken]} are in use")
+        command = [str(ensure_installed()), "--skipApiVersionCheck", "--loose", "--disableTelemetry",
+                   "--blobHost", "127.0.0.1", "--queueHost", "127.0.0.1", "--tableHost", "127.0.0.1",
+                   "--blobPort", str(self.ports["blob"]), "--queuePort", str(self.ports["queue"]),
+                   "--tablePort", str(self.ports["table"])]
+        if self.location:
+            self.location.mkdir(parents=True, exist_ok=True)
+            command += ["--location", str(self.location)]
+            self.log_path = self.location / "azurite.log"
+        else:
+            command += ["--inMemoryPersistence"]
+            self.log_path = Path(tempfile.mkstemp(prefix="azurite-", suffix=".log")[1])
+        self.process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.location or None)
+        self._wait_until_listening(timeout)
+        return self
+
+    def _wait_until_listening(self, timeout: float) -> None:
+        give_up = time.monotonic() + timeout
+        while time.monotonic() < give_up:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Azurite exited: {self.log_tail()}")
+            if all(port_open(port) for port in self.ports.values()):
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"Azurite did not listen within {timeout} s: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.process = None
+
+    def __enter__(self) -> Azurite:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,15 @@
+"""Queue trigger: a task resolved; unblock its dependents and update its group."""
+
+import json
+
+import azure.functions as func
+
+from ..services.queue import get_queue
+
+bp = func.Blueprint()
+
+
+@bp.queue_trigger(arg_name="message", queue_name="%QUEUE_RESOLVED_QUEUE%", connection="AzureWebJobsStorage")
+def dependency_resolver(message: func.QueueMessage) -> None:
+    event = json.loads(message.get_body())
+    get_queue().resolution_handler.handle(event["taskId"], int(event["runId"]))

@@ -1,0 +1,43 @@
+"""What follows a task's resolution: its dependents are unblocked and its group learns
+that one more member resolved. Driven by the 'task resolved' event and by repairs.
+
+Queue messages are only hints; the task row says whether the run resolved the task, and
+a marker row says whether the work was done. Handling one twice must not matter.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..domain.dependencies import resolution_of
+from ..domain.timestamps import to_iso, utcnow
+from ..storage.handled_table import HandledTable
+from ..storage.task_table import TaskTable
+from .dependencies import Dependencies
+from .task_groups import TaskGroups
+
+log = logging.getLogger("queue.resolutions")
+
+
+class ResolutionHandler:
+    def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
+                 handled: HandledTable) -> None:
+        self.tasks = tasks
+        self.dependencies = dependencies
+        self.groups = groups
+        self.handled = handled
+
+    def handle(self, task_id: str, run_id: int) -> bool:
+        """Process the resolution of `task_id` by run `run_id`; False if there was nothing to do."""
+        if self.handled.is_marked(task_id, run_id):
+            return False
+        record = self.tasks.load(task_id)
+        if record is None or resolution_of(record.status, run_id) is None:
+            return False  # an intent whose write never happened, or a retried run
+        self.dependencies.task_resolved(task_id, run_id)
+        group_id = record.summary["taskGroupId"]
+        if self.groups.member_resolved(group_id, task_id, to_iso(utcnow())):
+            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
+        self.handled.mark(task_id, run_id, record.summary["expires"])
+        log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
+        return True

@@ -1,0 +1,127 @@
+"""Dependencies through the services, with the real event queue drained as the host would."""
+
+from datetime import timedelta
+
+import pytest
+
+from shared.domain.errors import InvalidInput
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
+from shared.services.queue import Queue
+from tests.conftest import make_task
+
+
+def deliver_events(services: Queue) -> int:
+    """Hand every queued 'task resolved' event to the handler, like the queue trigger does."""
+    events = services.tasks.updater.events.resolved
+    delivered = 0
+    while messages := events.receive(32, timedelta(seconds=30)):
+        for message in messages:
+            services.resolution_handler.handle(message.body["taskId"], message.body["runId"])
+            events.delete(message)
+            delivered += 1
+    return delivered
+
+
+def run(services: Queue, task_queue_id: str, outcome: str = "completed") -> list[str]:
+    """Claim everything pending on the queue and resolve it; returns the task ids."""
+    claims = services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
+    for claim in claims:
+        task_id = claim["status"]["taskId"]
+        getattr(services.resolutions, outcome)(task_id, claim["runId"])
+    deliver_events(services)
+    return [claim["status"]["taskId"] for claim in claims]
+
+
+def state(services: Queue, task_id: str) -> str:
+    return services.tasks.status(task_id)["state"]
+
+
+def create(services: Queue, task_queue_id: str, **overrides) -> str:
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **overrides))
+    return task_id
+
+
+def test_a_chain_runs_in_order(services, task_queue_id):
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first])
+    third = create(services, task_queue_id, dependencies=[second])
+    assert [state(services, task) for task in (first, second, third)] == ["pending", "unscheduled", "unscheduled"]
+    assert run(services, task_queue_id) == [first]
+    assert run(services, task_queue_id) == [second]
+    assert run(services, task_queue_id) == [third]
+    assert run(services, task_queue_id) == []
+
+
+def test_a_diamond_waits_for_both_sides(services, task_queue_id):
+    top = create(services, task_queue_id)
+    left = create(services, task_queue_id, dependencies=[top])
+    right = create(services, task_queue_id, dependencies=[top])
+    bottom = create(services, task_queue_id, dependencies=[left, right])
+    run(services, task_queue_id)
+    assert sorted(run(services, task_queue_id)) == sorted([left, right])
+    assert run(services, task_queue_id) == [bottom]
+
+
+def test_created_after_its_dependency_resolved_is_scheduled_at_once(services, task_queue_id):
+    done = create(services, task_queue_id)
+    run(services, task_queue_id)
+    assert state(services, create(services, task_queue_id, dependencies=[done])) == "pending"
+
+
+def test_all_completed_waits_through_a_failure_until_a_rerun_completes(services, task_queue_id):
+    flaky = create(services, task_queue_id, retries=0)
+    dependent = create(services, task_queue_id, dependencies=[flaky])
+    run(services, task_queue_id, "failed")
+    assert state(services, dependent) == "unscheduled"
+    services.tasks.rerun(flaky)
+    run(services, task_queue_id)
+    assert state(services, dependent) == "pending"
+
+
+def test_all_resolved_runs_after_a_failure(services, task_queue_id):
+    failing = create(services, task_queue_id)
+    dependent = create(services, task_queue_id, dependencies=[failing], requires="all-resolved")
+    run(services, task_queue_id, "failed")
+    assert state(services, dependent) == "pending"
+
+
+def test_unknown_and_expiring_dependencies_are_refused_and_nothing_is_stored(services, task_queue_id):
+    missing = new_slugid()
+    task_id = new_slugid()
+    with pytest.raises(InvalidInput, match=missing):
+        services.tasks.create(task_id, make_task(task_queue_id, dependencies=[missing]))
+    soon = utcnow() + timedelta(hours=1)
+    short_lived = create(services, task_queue_id, deadline=to_iso(soon), expires=to_iso(soon))
+    with pytest.raises(InvalidInput, match=short_lived):
+        services.tasks.create(task_id, make_task(task_queue_id, dependencies=[short_lived],
+                                                 deadline=to_iso(soon + timedelta(minutes=30))))
+    with pytest.raises(Exception):
+        services.tasks.status(task_id)
+
+
+def test_a_duplicated_event_changes_nothing(services, task_queue_id):
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first])
+    run(services, task_queue_id)
+    before = services.tasks.status(second)
+    assert services.resolution_handler.handle(first, 0) is False
+    services.tasks.updater.events.announce(first, 0)
+    deliver_events(services)
+    assert services.tasks.status(second) == before
+
+
+def test_a_lost_event_is_repaired_by_the_sweep(services, task_queue_id):
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first])
+    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    services.resolutions.completed(first, claim["runId"])
+    events = services.tasks.updater.events.resolved
+    for message in events.receive(32, timedelta(seconds=30)):  # the process 'dies': event dropped
+        events.delete(message)
+    assert state(services, second) == "unscheduled"
+    import time
+    time.sleep(1.5)  # the repair intent comes due (repair_delay=1 in this fixture)
+    assert services.repairs.sweep() >= 1
+    assert state(services, second) == "pending"
