@@ -2,8 +2,8 @@
 
 import azure.functions as func
 
-from shared.functions import dependency_resolver, queue_http, repair_sweep
+from shared.functions import dependency_resolver, queue_http, repair_sweep, scheduler_http
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-for blueprint in (queue_http.bp, dependency_resolver.bp, repair_sweep.bp):
+for blueprint in (queue_http.bp, scheduler_http.bp, dependency_resolver.bp, repair_sweep.bp):
     app.register_functions(blueprint)

@@ -15,7 +15,7 @@ from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
 from .errors import InvalidRequestArguments, error_response
 from .http import ApiRequest, ApiResponse
 from .router import Endpoint, check_params, match
-from .validation import validate
+from ..validation import validate
 
 log = logging.getLogger("queue.api")
 MAX_BODY_BYTES = 10 * 1024 * 1024

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from ..domain.timestamps import to_iso, utcnow
 from .dispatch import Call
 from .router import Endpoint
 
@@ -59,6 +60,15 @@ ENDPOINTS = [
     Endpoint("listTaskGroup", "GET", "/task-group/<taskGroupId>/list",
              lambda call: call.queue.task_groups.list(call.params["taskGroupId"],
                                                       call.query.get("continuationToken"), call.query.get("limit")),
+             query=("continuationToken", "limit")),
+    Endpoint("sealTaskGroup", "POST", "/task-group/<taskGroupId>/seal",
+             lambda call: call.queue.task_groups.seal(call.params["taskGroupId"], to_iso(utcnow()))),
+    Endpoint("cancelTaskGroup", "POST", "/task-group/<taskGroupId>/cancel",
+             lambda call: call.queue.task_groups.cancel(call.params["taskGroupId"],
+                                                        call.queue.tasks.cancel_if_unresolved)),
+    Endpoint("listDependentTasks", "GET", "/task/<taskId>/dependents",
+             lambda call: call.queue.tasks.dependents(call.params["taskId"], call.query.get("continuationToken"),
+                                                      call.query.get("limit")),
              query=("continuationToken", "limit")),
     Endpoint("getTaskGroup", "GET", "/task-group/<taskGroupId>",
              lambda call: call.queue.task_groups.get(call.params["taskGroupId"])),

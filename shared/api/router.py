@@ -17,6 +17,7 @@ from .errors import InvalidRequestArguments
 PARAM_PATTERNS = {
     "taskId": SLUGID_PATTERN,
     "taskGroupId": SLUGID_PATTERN,
+    "taskGraphId": SLUGID_PATTERN,
     "runId": r"^[0-9]{1,4}$",
     "taskQueueId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "provisionerId": r"^[a-zA-Z0-9-_]{1,38}$",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
@@ -29,6 +30,12 @@ from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
 PAGE = 500
+
+
+@dataclass
+class Registration:
+    ready: dict[str, bool]   # taskId -> no dependency left to wait for
+    recheck: list[str]       # tasks waiting on tasks outside the batch: re-check after insert
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
 
 
@@ -40,18 +47,31 @@ class Dependencies:
         self.requirements = requirements
         self.updater = updater
 
-    def register(self, task_id: str, definition: dict) -> bool:
-        """Record a new task's dependencies; True when all are satisfied already."""
-        required = definition["dependencies"]
-        records = dict(zip(required, _POOL.map(self.tasks.load, required)))
-        _check_dependencies(definition, records)
-        dependent = [Dependent(task_id, definition["requires"])]
-        list(_POOL.map(lambda required_id: self.dependencies.add(required_id, dependent, definition["expires"]),
-                       required))
-        waiting = [required_id for required_id, record in records.items()
-                   if not _satisfied_now(definition["requires"], record)]
-        self.requirements.add(task_id, waiting, definition["expires"])
-        return not waiting
+    def register_many(self, definitions: dict[str, dict], events) -> Registration:
+        """Record the dependencies of new tasks (taskId -> definition), created together.
+
+        Dependencies inside the batch cannot have resolved yet; those outside are read,
+        must exist and must not expire before the dependent's deadline.
+        """
+        outside = {required for definition in definitions.values() for required in definition["dependencies"]
+                   if required not in definitions}
+        records = dict(zip(outside, _POOL.map(self.tasks.load, outside)))
+        _check_dependencies(definitions, records)
+        edges, waiting_rows, registration = [], [], Registration({}, [])
+        for task_id, definition in definitions.items():
+            waiting = []
+            for required in definition["dependencies"]:
+                edges.append((required, Dependent(task_id, definition["requires"]), definition["expires"]))
+                if required in definitions or not _satisfied_now(definition["requires"], records[required]):
+                    waiting.append(required)
+            waiting_rows += [(task_id, required, definition["expires"]) for required in waiting]
+            registration.ready[task_id] = not waiting
+            if any(required not in definitions for required in waiting):
+                registration.recheck.append(task_id)
+                events.intend_readiness_check(task_id)  # if this process dies before the re-check
+        self.dependencies.add(edges)
+        self.requirements.add(waiting_rows)
+        return registration
 
     def recheck(self, task_id: str, requires: str) -> None:
         """After the task row exists: satisfy what resolved meanwhile, schedule if ready."""
@@ -115,13 +135,23 @@ def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:
     return state is not None and satisfies(requires, state)
 
 
-def _check_dependencies(definition: dict, records: dict) -> None:
-    missing = [task_id for task_id, record in records.items() if record is None]
+def _check_dependencies(definitions: dict[str, dict], records: dict) -> None:
+    missing = sorted(task_id for task_id, record in records.items() if record is None)
     if missing:
-        raise InvalidInput(f"dependencies: these tasks do not exist: {', '.join(missing[:50])}"
-                           + (f" and {len(missing) - 50} more" if len(missing) > 50 else ""))
-    deadline = parse_iso(definition["deadline"])
-    expiring = [task_id for task_id, record in records.items() if parse_iso(record.summary["expires"]) < deadline]
+        raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}")
+    expiring = set()
+    for definition in definitions.values():
+        deadline = parse_iso(definition["deadline"])
+        for required in definition["dependencies"]:
+            expires = (definitions[required]["expires"] if required in definitions
+                       else records[required].summary["expires"])
+            if parse_iso(expires) < deadline:
+                expiring.add(required)
     if expiring:
-        raise InvalidInput(f"dependencies: these tasks expire before this task's deadline: "
-                           f"{', '.join(expiring[:50])}")
+        raise InvalidInput(f"dependencies: these tasks expire before the dependent's deadline: "
+                           f"{_some(sorted(expiring))}")
+
+
+def _some(task_ids: list[str], shown: int = 50) -> str:
+    more = len(task_ids) - shown
+    return ", ".join(task_ids[:shown]) + (f" and {more} more" if more > 0 else "")

@@ -11,6 +11,7 @@ from ..storage.account import StorageAccount
 from ..storage.claim_table import ClaimTable
 from ..storage.pending_table import PendingTable
 from ..storage.task_group_table import TaskGroupTable
+from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_queue_table import TaskQueueTable
 from ..storage.task_table import TaskTable
 from ..storage.dependency_table import DependencyTable
@@ -23,6 +24,8 @@ from .repairs import Repairs
 from .resolution_events import ResolutionEvents
 from .resolution_handler import ResolutionHandler
 from .resolutions import Resolutions
+from .task_creation import TaskCreation
+from .task_graphs import TaskGraphs
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
@@ -40,6 +43,7 @@ class Queue:
     dependencies: Dependencies
     resolution_handler: ResolutionHandler
     repairs: Repairs
+    task_graphs: TaskGraphs
 
     @classmethod
     def build(cls, settings: Settings) -> Queue:
@@ -53,9 +57,11 @@ class Queue:
         queues = TaskQueues(TaskQueueTable(account), pending, claimed)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         dependencies = Dependencies(task_table, DependencyTable(account), RequirementTable(account), updater)
-        handler = ResolutionHandler(task_table, dependencies, groups, HandledTable(account))
+        creation = TaskCreation(task_table, updater, groups, queues, dependencies)
+        graphs = TaskGraphs(TaskGraphTable(account), task_table, creation, updater)
+        handler = ResolutionHandler(task_table, dependencies, groups, graphs, HandledTable(account))
         return cls(
-            tasks=Tasks(task_table, updater, groups, queues, dependencies),
+            tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, updater, queues, issuer,
                           settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
@@ -64,6 +70,7 @@ class Queue:
             dependencies=dependencies,
             resolution_handler=handler,
             repairs=Repairs(repair_queue, handler, dependencies),
+            task_graphs=graphs,
         )
 
 

@@ -35,19 +35,24 @@ class TaskGroups:
         self.groups = groups
         self.tasks = tasks
 
-    def join(self, definition: dict, task_id: str) -> None:
-        """Make the task a member of its group, creating the group or extending its expiry.
+    def join_many(self, definitions: dict[str, dict]) -> None:
+        """Make new tasks members of their groups, creating groups or extending their expiry.
 
         A group's schedulerId is fixed by its first task, and a sealed group takes no more.
         """
-        group = self._ensure(definition)
-        if group.scheduler_id != definition["schedulerId"]:
-            raise Conflict(f"Task group {group.task_group_id} has schedulerId {group.scheduler_id!r}; "
-                           f"task {task_id} has schedulerId {definition['schedulerId']!r}")
-        if group.sealed:
-            raise Conflict(f"Task group {group.task_group_id} was sealed at {group.sealed}; no tasks can be added")
-        self._extend_expiry(group, definition["expires"])
-        self.groups.add_member(group.task_group_id, task_id)
+        by_group: dict[str, list[str]] = {}
+        for task_id, definition in definitions.items():
+            by_group.setdefault(definition["taskGroupId"], []).append(task_id)
+        for group_id, task_ids in by_group.items():
+            group = self._ensure(definitions[task_ids[0]])
+            for task_id in task_ids:
+                if definitions[task_id]["schedulerId"] != group.scheduler_id:
+                    raise Conflict(f"Task group {group_id} has schedulerId {group.scheduler_id!r}; task "
+                                   f"{task_id} has schedulerId {definitions[task_id]['schedulerId']!r}")
+            if group.sealed:
+                raise Conflict(f"Task group {group_id} was sealed at {group.sealed}; no tasks can be added")
+            self._extend_expiry(group, max(definitions[task_id]["expires"] for task_id in task_ids))
+            self.groups.add_members(group_id, task_ids)
 
     def _ensure(self, definition: dict) -> TaskGroupRecord:
         fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"])
@@ -79,23 +84,55 @@ class TaskGroups:
         return False
 
     def get(self, task_group_id: str) -> dict:
-        group = self.groups.load(task_group_id)
-        if group is None:
-            raise NotFound(f"Task group {task_group_id} not found")
+        group = self._existing(task_group_id)
         out = {"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id, "expires": group.expires}
         if group.sealed:
             out["sealed"] = group.sealed
         return out
+
+    def seal(self, task_group_id: str, now: str) -> dict:
+        """No task can join a sealed group; sealing twice keeps the first time."""
+        group = self._existing(task_group_id)
+        while not group.sealed:
+            try:
+                group = self.groups.save(replace(group, sealed=now))
+            except ChangedSinceRead:
+                group = self._existing(task_group_id)
+        return self.get(task_group_id)
+
+    def cancel(self, task_group_id: str, cancel_task) -> dict:
+        """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""
+        if not self._existing(task_group_id).sealed:
+            raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
+        size, canceled, after = 0, [], ""
+        while page := self.groups.members(task_group_id, after, DEFAULT_PAGE):
+            size += len(page)
+            canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
+            after = page[-1]
+        return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
+                "taskIds": canceled}
+
+    def _existing(self, task_group_id: str) -> TaskGroupRecord:
+        group = self.groups.load(task_group_id)
+        if group is None:
+            raise NotFound(f"Task group {task_group_id} not found")
+        return group
 
     def list(self, task_group_id: str, continuation: str | None, limit: int | None) -> dict:
         out = self.get(task_group_id)
         out.pop("sealed", None)
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
         members = self.groups.members(task_group_id, decode_token(continuation), limit + 1)
-        page = members[:limit]
+        out.update(self.page_of_tasks(members, limit))
+        return out
+
+    def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
+        """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given
+        when there may be more), reading the tasks in parallel."""
+        page = task_ids[:limit]
         records = _READERS.map(lambda task_id: self.tasks.load(task_id, with_definition=True), page)
-        out["tasks"] = [{"task": record.definition, "status": render_status(record.summary, record.status)}
-                        for record in records if record is not None]
-        if len(members) > limit:
+        out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
+                         for record in records if record is not None]}
+        if len(task_ids) > limit:
             out["continuationToken"] = encode_token(page[-1])
         return out

@@ -85,7 +85,13 @@ class TaskUpdater:
         return saved
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
-        self.pending.add(summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
+        self.add_hints([(summary, task_id, run)])
+
+    def add_hints(self, pending: list[tuple[dict, str, Run]]) -> None:
+        """Hints for pending runs given as (summary or definition, taskId, run), batched."""
+        self.pending.add_many([
+            (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
+            for summary, task_id, run in pending])
 
     def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
         self.pending.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),

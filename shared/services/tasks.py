@@ -1,74 +1,33 @@
-"""Creating tasks and the calls that act on one whole task: read, schedule, rerun, cancel."""
+"""The calls that act on one whole task: create, read, schedule, rerun, cancel, dependents."""
 
 from __future__ import annotations
 
-import logging
 
 from ..domain import lifecycle, task_definition
-from ..domain.errors import Conflict, InvalidInput, NotFound
-from ..domain.task_status import TaskStatus, render_status
+from ..domain.errors import NotFound
+from ..domain.task_status import render_status
 from ..domain.timestamps import utcnow
-from ..storage.errors import AlreadyExists
-from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
+from ..storage.task_table import TaskRecord, TaskTable
 from .dependencies import Dependencies
-from .task_groups import TaskGroups
-from .task_queues import TaskQueues
+from .task_creation import TaskCreation
+from .task_groups import DEFAULT_PAGE, TaskGroups, decode_token
 from .task_updates import TaskUpdater
-
-log = logging.getLogger("queue.tasks")
 
 
 class Tasks:
-    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
-                 dependencies: Dependencies) -> None:
+    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, dependencies: Dependencies,
+                 creation: TaskCreation) -> None:
         self.tasks = tasks
         self.updater = updater
         self.groups = groups
-        self.queues = queues
         self.dependencies = dependencies
+        self.creation = creation
 
     def create(self, task_id: str, body: dict) -> dict:
         """createTask: idempotent; the same definition again answers with the current status."""
         now = utcnow()
         definition = task_definition.normalize(task_id, body, now)
-        size = len(encode_definition(definition))
-        if size > MAX_DEFINITION_CHARS:
-            raise InvalidInput(f"task: the definition is {size} characters of JSON; at most "
-                               f"{MAX_DEFINITION_CHARS} are allowed (move large data to artifacts)")
-        existing = self.tasks.load(task_id, with_definition=True)
-        if existing is not None:
-            return self._recreated(existing, definition)
-        self.groups.join(definition, task_id)
-        status = TaskStatus.new(task_id, definition)
-        if self._ready(task_id, definition):
-            status = lifecycle.schedule(status, now)
-            self.updater.add_hint(definition, task_id, status.pending_run)
-        try:
-            record = self.tasks.insert(definition, status)
-        except AlreadyExists:
-            return self._recreated(self.tasks.load(task_id, with_definition=True), definition)
-        if not status.runs:
-            self.dependencies.recheck(task_id, definition["requires"])
-            record = self.tasks.load(task_id)
-        self.queues.seen(definition["taskQueueId"], definition["expires"])
-        self.updater.signal.notify(definition["taskQueueId"])
-        log.info("task %s created in group %s on %s", task_id, definition["taskGroupId"],
-                 definition["taskQueueId"], extra={"taskId": task_id, "action": "create"})
-        return render_status(record.summary, record.status)
-
-    def _ready(self, task_id: str, definition: dict) -> bool:
-        """Register the task's dependencies; True when none is left to wait for."""
-        if not definition["dependencies"]:
-            return True
-        # If this process dies before the re-check below, the repair sweep does it.
-        self.updater.events.intend_readiness_check(task_id)
-        return self.dependencies.register(task_id, definition)
-
-    @staticmethod
-    def _recreated(existing: TaskRecord, definition: dict) -> dict:
-        if not task_definition.same_definition(existing.definition, definition):
-            raise Conflict(f"Task {existing.task_id} already exists with a different definition")
-        return render_status(existing.summary, existing.status)
+        return self.creation.create({task_id: definition}, now)[task_id]
 
     def definition(self, task_id: str) -> dict:
         return self._load(task_id, with_definition=True).definition
@@ -91,6 +50,31 @@ class Tasks:
 
     def cancel(self, task_id: str) -> dict:
         return self._change(task_id, lifecycle.cancel, "cancel")
+
+    def cancel_if_unresolved(self, task_id: str) -> bool:
+        """Cancel for cancelTaskGroup: True if this call canceled the task."""
+        now = utcnow()
+        changed = [False]  # set by the attempt whose write succeeded
+
+        def cancel(status):
+            if status.state.is_resolved or lifecycle.is_past_deadline(status, now):
+                changed[0] = False
+                return status
+            changed[0] = True
+            return lifecycle.cancel(status, now)
+
+        try:
+            self.updater.apply(task_id, cancel, "cancel (group)")
+        except NotFound:
+            return False  # a member whose creation never finished
+        return changed[0]
+
+    def dependents(self, task_id: str, continuation: str | None, limit: int | None) -> dict:
+        """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
+        self._load(task_id)
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        page = self.dependencies.dependencies.dependents(task_id, decode_token(continuation), limit + 1)
+        return {"taskId": task_id, **self.groups.page_of_tasks([dependent.task_id for dependent in page], limit)}
 
     def _change(self, task_id: str, transition, action: str) -> dict:
         now = utcnow()

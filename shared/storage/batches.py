@@ -11,7 +11,12 @@ MAX_BATCH = 100
 
 
 def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
-    """Upsert `rows`, grouped by partition, 100 to a transaction; returns transactions sent."""
+    """Upsert `rows`, grouped by partition, 100 to a transaction; returns transactions sent.
+
+    Rows keep their order within a partition, so rows written together (a member and its
+    unresolved marker) land in the same transaction unless a batch boundary splits them,
+    which MAX_BATCH being even prevents for pairs.
+    """
     sent = 0
     ordered = sorted(rows, key=lambda row: row["PartitionKey"])
     for _, group in groupby(ordered, key=lambda row: row["PartitionKey"]):

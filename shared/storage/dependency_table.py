@@ -23,10 +23,11 @@ class DependencyTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("TaskDependencies")
 
-    def add(self, required_id: str, dependents: list[Dependent], expires: str) -> None:
-        rows = [{"PartitionKey": required_id, "RowKey": dependent.task_id,
-                 "requires": dependent.requires, "expires": expires} for dependent in dependents]
-        upsert_in_batches(self._table, rows)
+    def add(self, edges: list[tuple[str, Dependent, str]]) -> None:
+        """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
+        upsert_in_batches(self._table, [
+            {"PartitionKey": required_id, "RowKey": dependent.task_id, "requires": dependent.requires,
+             "expires": expires} for required_id, dependent, expires in edges])
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from azure.core.exceptions import ResourceNotFoundError
 
 from .account import StorageAccount
+from .batches import upsert_in_batches
 from .keys import escape_key
 
 
@@ -37,12 +38,16 @@ class PendingTable:
         self._table = account.table("PendingTasks")
 
     def add(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
-        self._table.upsert_entity({
+        self.add_many([(task_queue_id, priority_rank, scheduled, task_id, run_id)])
+
+    def add_many(self, hints: list[tuple[str, int, str, str, int]]) -> None:
+        """Hints as (taskQueueId, priority rank, scheduled, taskId, runId), batched per queue."""
+        upsert_in_batches(self._table, [{
             "PartitionKey": escape_key(task_queue_id),
             "RowKey": _row_key(priority_rank, scheduled, task_id, run_id),
             "taskId": task_id,
             "runId": run_id,
-        })
+        } for task_queue_id, priority_rank, scheduled, task_id, run_id in hints])
 
     def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
         self._delete(task_queue_id, _row_key(priority_rank, scheduled, task_id, run_id))

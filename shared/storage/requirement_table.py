@@ -20,10 +20,10 @@ class RequirementTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("TaskRequirements")
 
-    def add(self, task_id: str, required_ids: list[str], expires: str) -> None:
-        rows = [{"PartitionKey": task_id, "RowKey": required_id, "expires": expires}
-                for required_id in required_ids]
-        upsert_in_batches(self._table, rows)
+    def add(self, rows: list[tuple[str, str, str]]) -> None:
+        """Requirements as (waiting taskId, required taskId, expiry), batched per waiting task."""
+        upsert_in_batches(self._table, [{"PartitionKey": task_id, "RowKey": required_id, "expires": expires}
+                                        for task_id, required_id, expires in rows])
 
     def satisfy(self, task_id: str, required_id: str) -> None:
         try:

@@ -16,6 +16,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
+from .batches import upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 
 GROUP_ROW = "group"
@@ -61,11 +62,13 @@ class TaskGroupTable:
             raise ChangedSinceRead(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))
 
-    def add_member(self, task_group_id: str, task_id: str) -> None:
-        self._table.submit_transaction([
-            ("upsert", {"PartitionKey": task_group_id, "RowKey": MEMBER_PREFIX + task_id}),
-            ("upsert", {"PartitionKey": task_group_id, "RowKey": UNRESOLVED_PREFIX + task_id}),
-        ])
+    def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
+        """Member and unresolved rows, each task's pair in the same transaction."""
+        rows = []
+        for task_id in task_ids:
+            rows += [{"PartitionKey": task_group_id, "RowKey": MEMBER_PREFIX + task_id},
+                     {"PartitionKey": task_group_id, "RowKey": UNRESOLVED_PREFIX + task_id}]
+        upsert_in_batches(self._table, rows)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> None:
         try:

@@ -7,7 +7,7 @@ import pytest
 import requests
 import taskcluster
 
-from shared.api.validation import check_response
+from shared.validation import check_response
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 

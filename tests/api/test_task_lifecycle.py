@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 import taskcluster
 
-from shared.api.validation import check_response
+from shared.validation import check_response
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 

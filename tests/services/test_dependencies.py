@@ -125,3 +125,27 @@ def test_a_lost_event_is_repaired_by_the_sweep(services, task_queue_id):
     time.sleep(1.5)  # the repair intent comes due (repair_delay=1 in this fixture)
     assert services.repairs.sweep() >= 1
     assert state(services, second) == "pending"
+
+
+def test_dependents_are_listed_in_pages(services, task_queue_id):
+    required = create(services, task_queue_id)
+    dependents = {create(services, task_queue_id, dependencies=[required]) for _ in range(5)}
+    seen, token = [], None
+    while True:
+        page = services.tasks.dependents(required, token, 2)
+        seen += [entry["status"]["taskId"] for entry in page["tasks"]]
+        token = page.get("continuationToken")
+        if not token:
+            break
+    assert set(seen) == dependents and len(seen) == 5
+
+
+def test_fan_out_and_fan_in(services, task_queue_id):
+    root = create(services, task_queue_id)
+    middle = [create(services, task_queue_id, dependencies=[root]) for _ in range(40)]
+    sink = create(services, task_queue_id, dependencies=middle)
+    run(services, task_queue_id)
+    ran = []
+    while batch := run(services, task_queue_id):
+        ran += batch
+    assert set(ran) == set(middle) | {sink} and ran[-1] == sink

@@ -13,10 +13,10 @@ from pathlib import Path
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 
-from ..domain.errors import InvalidInput
-from ..domain.timestamps import parse_iso
+from .domain.errors import InvalidInput
+from .domain.timestamps import parse_iso
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "v1"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas" / "v1"
 BASE_URI = "https://schemas.local/queue/v1/"
 MAX_MESSAGES = 20
 
@@ -72,9 +72,12 @@ def violations(schema_name: str, body: object) -> list[str]:
     return [_describe(error, validator.schema) for error in errors]
 
 
-def validate(schema_name: str, body: object) -> None:
-    """Raise InvalidInput listing every violation of `schema_name`, one per line."""
+def validate(schema_name: str, body: object, where: str = "") -> None:
+    """Raise InvalidInput listing every violation of `schema_name`, one per line; `where`
+    prefixes the paths when `body` sits inside a larger request (e.g. `tasks.build.task`)."""
     found = violations(schema_name, body)
+    if where:
+        found = [f"{where}.{line}" if not line.startswith("(root)") else f"{where}{line[6:]}" for line in found]
     if found:
         shown = found[:MAX_MESSAGES] + ([f"... and {len(found) - MAX_MESSAGES} more"] if len(found) > MAX_MESSAGES else [])
         raise InvalidInput("\n".join(shown))

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print figures beside a storage baseline measured in the same run."""

@@ -1,0 +1,101 @@
+"""createTask, for one task or a whole graph at once, through one code path.
+
+Order of writes, so that a crash at any point loses nothing:
+1. group membership, dependency and requirement rows, and pending hints (all batched in
+   single-partition transactions where the partition allows);
+2. the task rows, which are what makes a task exist;
+3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
+   delayed repair intent, sent in step 1, redoes it if this process dies first).
+A retried create repeats steps 1-3 harmlessly: every write is an upsert or a conditional
+insert, and an existing task with the same definition is the success answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+from ..domain import lifecycle, task_definition
+from ..domain.errors import Conflict, InvalidInput
+from ..domain.task_status import TaskStatus, render_status
+from ..storage.errors import AlreadyExists
+from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
+from .dependencies import Dependencies
+from .task_groups import TaskGroups
+from .task_queues import TaskQueues
+from .task_updates import TaskUpdater
+
+log = logging.getLogger("queue.tasks")
+_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
+
+
+class TaskCreation:
+    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
+                 dependencies: Dependencies) -> None:
+        self.tasks = tasks
+        self.updater = updater
+        self.groups = groups
+        self.queues = queues
+        self.dependencies = dependencies
+
+    def create(self, definitions: dict[str, dict], now: datetime) -> dict[str, dict]:
+        """Create normalized `definitions` (taskId -> definition); statuses by taskId.
+
+        Tasks that exist with the same definition are answered as they are; a different
+        definition under an existing taskId is a Conflict and nothing new is written.
+        """
+        for task_id, definition in definitions.items():
+            _check_size(task_id, definition)
+        existing = self._existing(definitions)
+        new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
+        statuses = {task_id: render_status(record.summary, record.status) for task_id, record in existing.items()}
+        if new:
+            statuses.update(self._create_new(new, now))
+        return {task_id: statuses[task_id] for task_id in definitions}
+
+    def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
+        found = dict(zip(definitions, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), definitions)))
+        existing = {task_id: record for task_id, record in found.items() if record is not None}
+        for task_id, record in existing.items():
+            if not task_definition.same_definition(record.definition, definitions[task_id]):
+                raise Conflict(f"Task {task_id} already exists with a different definition")
+        return existing
+
+    def _create_new(self, new: dict[str, dict], now: datetime) -> dict[str, dict]:
+        self.groups.join_many(new)
+        registration = self.dependencies.register_many(new, self.updater.events)
+        statuses = {}
+        for task_id, definition in new.items():
+            status = TaskStatus.new(task_id, definition)
+            statuses[task_id] = lifecycle.schedule(status, now) if registration.ready[task_id] else status
+        self.updater.add_hints([(new[task_id], task_id, status.latest)
+                                for task_id, status in statuses.items() if status.runs])
+        records = dict(zip(new, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]), new)))
+        for task_id in registration.recheck:
+            self.dependencies.recheck(task_id, new[task_id]["requires"])
+            records[task_id] = self.tasks.load(task_id)
+        for queue_id in {definition["taskQueueId"] for definition in new.values()}:
+            self.queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
+            self.updater.signal.notify(queue_id)
+        for task_id, definition in new.items():
+            log.info("task %s created in group %s on %s (%s)", task_id, definition["taskGroupId"],
+                     definition["taskQueueId"], records[task_id].status.state.value,
+                     extra={"taskId": task_id, "action": "create"})
+        return {task_id: render_status(record.summary, record.status) for task_id, record in records.items()}
+
+    def _insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
+        try:
+            return self.tasks.insert(definition, status)
+        except AlreadyExists:  # a concurrent create of the same task won the race
+            record = self.tasks.load(status.task_id, with_definition=True)
+            if not task_definition.same_definition(record.definition, definition):
+                raise Conflict(f"Task {status.task_id} already exists with a different definition") from None
+            return record
+
+
+def _check_size(task_id: str, definition: dict) -> None:
+    size = len(encode_definition(definition))
+    if size > MAX_DEFINITION_CHARS:
+        raise InvalidInput(f"task {task_id}: the definition is {size} characters of JSON; at most "
+                           f"{MAX_DEFINITION_CHARS} are allowed (move large data to artifacts)")

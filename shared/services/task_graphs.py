@@ -1,0 +1,214 @@
+"""The task-graph scheduler (seed 000): create, extend and inspect graphs, and react to
+their tasks' resolutions with reruns, `blocked` and `finished`.
+
+A graph's tasks are ordinary Queue tasks in the task group `taskGraphId`, depending on
+each other through `dependencies`; the Queue's dependency tracker schedules them. This
+module adds what a graph has on top: labels, reruns, and the graph's state.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+
+from ..domain import lifecycle, task_definition, task_graph
+from ..domain.errors import Conflict, InvalidInput, NotFound
+from ..domain.runs import RunState
+from ..domain.task_graph import BLOCKED, FINISHED, RUNNING, SCHEDULER_ID, Node
+from ..domain.timestamps import utcnow
+from ..storage.errors import AlreadyExists, ChangedSinceRead
+from ..storage.task_graph_table import GraphRecord, LabelRecord, TaskGraphTable
+from ..storage.task_table import TaskRecord, TaskTable
+from ..validation import validate
+from .task_creation import TaskCreation
+from .task_updates import TaskUpdater
+
+log = logging.getLogger("queue.task-graphs")
+CREATING = "creating"   # the graph row exists but its tasks may not all exist yet
+_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-read")
+
+
+class TaskGraphs:
+    def __init__(self, graphs: TaskGraphTable, tasks: TaskTable, creation: TaskCreation,
+                 updater: TaskUpdater) -> None:
+        self.graphs = graphs
+        self.tasks = tasks
+        self.creation = creation
+        self.updater = updater
+
+    def create(self, graph_id: str, request: dict) -> dict:
+        """Create a graph; the same request again answers with its status (resuming a
+        creation a crash interrupted); a different one under the same id is a Conflict."""
+        fingerprint = task_graph.fingerprint(request)
+        graph = self.graphs.load_graph(graph_id)
+        if graph is not None and graph.fingerprint != fingerprint:
+            raise Conflict(f"Task graph {graph_id} already exists with a different definition")
+        if graph is not None and graph.state != CREATING:
+            return self.status(graph_id)
+        now = utcnow()
+        routing = request.get("routing", "")
+        nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
+        definitions = _definitions(nodes, now)
+        if graph is None:
+            graph = self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
+        self._add(graph_id, nodes, definitions, now)
+        # Tasks may have finished while the rest were created: the graph starts as what it is.
+        started = RUNNING if self.graphs.any_open(graph_id) else FINISHED
+        self._set_state(graph_id, lambda g: replace(g, state=started) if g.state == CREATING else g)
+        log.info("task graph %s created with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
+        return self.status(graph_id)
+
+    def extend(self, graph_id: str, request: dict) -> dict:
+        """Add tasks, which may require labels already in the graph."""
+        graph = self._existing(graph_id)
+        fingerprint = task_graph.fingerprint(request)
+        if self.graphs.has_extension(graph_id, fingerprint):
+            return self.status(graph_id)
+        if graph.state in (BLOCKED, CREATING):
+            raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
+        now = utcnow()
+        known = {label.label: label.task_id for label in self.graphs.labels(graph_id)}
+        nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
+        self._add(graph_id, nodes, _definitions(nodes, now), now)
+        self._set_state(graph_id, lambda g: replace(g, state=RUNNING) if g.state == FINISHED else g)
+        self.graphs.mark_extension(graph_id, fingerprint)
+        log.info("task graph %s extended with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
+        return self.status(graph_id)
+
+    def _add(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], now: datetime) -> None:
+        self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.requires, node.reruns,
+                                            node.reruns) for node in nodes])
+        self.creation.create(definitions, now)
+
+    def _insert(self, graph: GraphRecord) -> GraphRecord:
+        try:
+            return self.graphs.insert_graph(graph)
+        except AlreadyExists:  # a concurrent creation: the same request, or a conflict
+            existing = self.graphs.load_graph(graph.graph_id)
+            if existing.fingerprint != graph.fingerprint:
+                raise Conflict(f"Task graph {graph.graph_id} already exists with a different definition") from None
+            return existing
+
+    def status(self, graph_id: str) -> dict:
+        graph = self._existing(graph_id)
+        return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": _shown(graph.state)}}
+
+    def inspect(self, graph_id: str) -> dict:
+        graph = self._existing(graph_id)
+        labels = self.graphs.labels(graph_id)
+        records = dict(zip((label.label for label in labels),
+                           _READERS.map(lambda label: self.tasks.load(label.task_id), labels)))
+        requires = {label.label: label.requires for label in labels}
+        dependents: dict[str, list[str]] = {label.label: [] for label in labels}
+        for label in labels:
+            for required in label.requires:
+                dependents[required].append(label.label)
+        return {
+            "taskGraphId": graph_id,
+            "state": _shown(graph.state),
+            "routing": graph.routing,
+            "blockedBy": list(graph.blocked_by),
+            "unreachable": sorted(task_graph.unreachable(requires, set(graph.blocked_by))),
+            "tasks": [{
+                "label": label.label,
+                "taskId": label.task_id,
+                "state": records[label.label].status.state.value if records[label.label] else "unscheduled",
+                "requires": list(label.requires),
+                "dependents": sorted(dependents[label.label]),
+                "reruns": label.reruns,
+                "rerunsLeft": label.reruns_left,
+            } for label in labels],
+        }
+
+    def task_resolved(self, record: TaskRecord, run_id: int, state: RunState) -> None:
+        """A graph task resolved: close its label, rerun it, or block the graph."""
+        if record.summary["schedulerId"] != SCHEDULER_ID:
+            return
+        graph_id = record.summary["taskGroupId"]
+        label = self.graphs.label_of(graph_id, record.task_id)
+        if label is None:
+            return
+        if state is RunState.COMPLETED:
+            self._completed(graph_id, label)
+        elif not self._rerun(graph_id, label, record.task_id, run_id):
+            self._set_state(graph_id, lambda g: replace(
+                g, state=BLOCKED, blocked_by=tuple(sorted(set(g.blocked_by) | {label}))))
+            log.warning("task graph %s blocked by %s (task %s)", graph_id, label, record.task_id,
+                        extra={"taskGraphId": graph_id, "taskId": record.task_id})
+
+    def _completed(self, graph_id: str, label: str) -> None:
+        self.graphs.close(graph_id, label)
+        finished = not self.graphs.any_open(graph_id)
+
+        def update(graph: GraphRecord) -> GraphRecord:
+            blocked_by = tuple(other for other in graph.blocked_by if other != label)
+            state = graph.state
+            if state in (RUNNING, BLOCKED) and not blocked_by:
+                state = FINISHED if finished else RUNNING
+            return replace(graph, state=state, blocked_by=blocked_by)
+        self._set_state(graph_id, update)
+
+    def _rerun(self, graph_id: str, label: str, task_id: str, run_id: int) -> bool:
+        """Answer the failure of run `run_id` with a rerun while reruns last; False if none left.
+
+        The label row records which run was answered, so a repeated event reruns once."""
+        while True:
+            record = self.graphs.load_label(graph_id, label)
+            if record.rerun_of_run >= run_id:
+                break
+            if record.reruns_left <= 0:
+                return False
+            try:
+                self.graphs.save_label(replace(record, reruns_left=record.reruns_left - 1, rerun_of_run=run_id))
+                break
+            except ChangedSinceRead:
+                continue
+        now = utcnow()
+
+        def rerun(status):
+            if status.latest is None or status.latest.run_id != run_id:
+                return status  # already rerun (this is a repeated event)
+            return lifecycle.rerun(status, now)
+        try:
+            self.updater.apply(task_id, rerun, f"rerun (graph {graph_id}, {label})")
+        except Conflict as refused:
+            log.warning("task %s of graph %s not rerun: %s", task_id, graph_id, refused.message)
+            return False
+        return True
+
+    def _set_state(self, graph_id: str, change) -> None:
+        while True:
+            graph = self._existing(graph_id)
+            updated = change(graph)
+            if updated == graph:
+                return
+            try:
+                self.graphs.save_graph(updated)
+                return
+            except ChangedSinceRead:
+                continue
+
+    def _existing(self, graph_id: str) -> GraphRecord:
+        graph = self.graphs.load_graph(graph_id)
+        if graph is None:
+            raise NotFound(f"Task graph {graph_id} not found")
+        return graph
+
+
+def _shown(state: str) -> str:
+    return RUNNING if state == CREATING else state
+
+
+def _definitions(nodes: list[Node], now: datetime) -> dict[str, dict]:
+    """Each node's task, validated and normalized; errors name the label."""
+    definitions = {}
+    for node in nodes:
+        where = f"tasks.{node.label}.task"
+        validate("create-task-request", node.task, where)
+        try:
+            definitions[node.task_id] = task_definition.normalize(node.task_id, node.task, now)
+        except InvalidInput as error:
+            raise InvalidInput(f"{where}.{error.message}") from None
+    return definitions

@@ -1,0 +1,139 @@
+"""The TaskGraphs table: one partition per graph (PartitionKey = taskGraphId).
+
+RowKeys:
+- "graph": routing, state, the creation request's fingerprint, which labels block it;
+- "label.<label>": the label's taskId, requires (labels), reruns and reruns left;
+- "task.<taskId>": the label of a task, to go from a resolution to its label;
+- "open.<label>": present until the label's task completes; no open row = finished;
+- "extension.<fingerprint>": an extension that was applied, so repeating it is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
+from .account import StorageAccount
+from .batches import upsert_in_batches
+from .errors import AlreadyExists, ChangedSinceRead
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    graph_id: str
+    routing: str
+    state: str
+    fingerprint: str
+    blocked_by: tuple[str, ...] = ()
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    graph_id: str
+    label: str
+    task_id: str
+    requires: tuple[str, ...]
+    reruns: int
+    reruns_left: int
+    rerun_of_run: int = -1     # the last run whose failure was answered with a rerun
+    etag: str | None = field(default=None, compare=False)
+
+
+class TaskGraphTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("TaskGraphs")
+
+    def insert_graph(self, graph: GraphRecord) -> GraphRecord:
+        try:
+            meta = self._table.create_entity(_graph_entity(graph))
+        except ResourceExistsError as exc:
+            raise AlreadyExists(graph.graph_id) from exc
+        return replace(graph, etag=meta.get("etag"))
+
+    def load_graph(self, graph_id: str) -> GraphRecord | None:
+        row = self._get(graph_id, "graph")
+        if row is None:
+            return None
+        return GraphRecord(graph_id, row["routing"], row["state"], row["fingerprint"],
+                           tuple(json.loads(row["blockedBy"])), row.metadata.get("etag"))
+
+    def save_graph(self, graph: GraphRecord) -> GraphRecord:
+        return replace(graph, etag=self._save(_graph_entity(graph), graph.etag, graph.graph_id))
+
+    def add_labels(self, labels: list[LabelRecord]) -> None:
+        rows = []
+        for record in labels:
+            rows.append(_label_entity(record))
+            rows.append({"PartitionKey": record.graph_id, "RowKey": f"task.{record.task_id}", "label": record.label})
+            rows.append({"PartitionKey": record.graph_id, "RowKey": f"open.{record.label}"})
+        upsert_in_batches(self._table, rows)
+
+    def load_label(self, graph_id: str, label: str) -> LabelRecord | None:
+        row = self._get(graph_id, f"label.{label}")
+        return _label(row) if row is not None else None
+
+    def save_label(self, record: LabelRecord) -> LabelRecord:
+        return replace(record, etag=self._save(_label_entity(record), record.etag, record.label))
+
+    def labels(self, graph_id: str) -> list[LabelRecord]:
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt 'label.' and RowKey lt 'label/'", parameters={"pk": graph_id})
+        return [_label(row) for row in rows]
+
+    def label_of(self, graph_id: str, task_id: str) -> str | None:
+        row = self._get(graph_id, f"task.{task_id}")
+        return row["label"] if row is not None else None
+
+    def close(self, graph_id: str, label: str) -> None:
+        try:
+            self._table.delete_entity(graph_id, f"open.{label}")
+        except ResourceNotFoundError:
+            pass
+
+    def any_open(self, graph_id: str) -> bool:
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt 'open.' and RowKey lt 'open/'", parameters={"pk": graph_id},
+            results_per_page=1, select=["RowKey"]).by_page()
+        return bool(list(next(pages, [])))
+
+    def mark_extension(self, graph_id: str, fingerprint: str) -> None:
+        self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}"})
+
+    def has_extension(self, graph_id: str, fingerprint: str) -> bool:
+        return self._get(graph_id, f"extension.{fingerprint}") is not None
+
+    def _get(self, graph_id: str, row_key: str):
+        try:
+            return self._table.get_entity(graph_id, row_key)
+        except ResourceNotFoundError:
+            return None
+
+    def _save(self, entity: dict, etag: str | None, name: str) -> str | None:
+        try:
+            meta = self._table.update_entity(entity, mode=UpdateMode.MERGE, etag=etag,
+                                             match_condition=MatchConditions.IfNotModified)
+        except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            raise ChangedSinceRead(name) from exc
+        return meta.get("etag")
+
+
+def _graph_entity(graph: GraphRecord) -> dict:
+    return {"PartitionKey": graph.graph_id, "RowKey": "graph", "routing": graph.routing, "state": graph.state,
+            "fingerprint": graph.fingerprint, "blockedBy": json.dumps(list(graph.blocked_by))}
+
+
+def _label_entity(record: LabelRecord) -> dict:
+    return {"PartitionKey": record.graph_id, "RowKey": f"label.{record.label}", "taskId": record.task_id,
+            "requires": json.dumps(list(record.requires)), "reruns": record.reruns,
+            "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
+
+
+def _label(row) -> LabelRecord:
+    return LabelRecord(row["PartitionKey"], row["RowKey"][len("label."):], row["taskId"],
+                       tuple(json.loads(row["requires"])), row["reruns"], row["rerunsLeft"],
+                       row["rerunOfRun"], row.metadata.get("etag"))

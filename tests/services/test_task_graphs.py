@@ -1,0 +1,109 @@
+"""The task-graph scheduler through its service, with the real event queue."""
+
+import pytest
+
+from shared.domain.errors import Conflict, InvalidInput
+from shared.domain.ids import new_slugid
+from tests.conftest import make_task
+from tests.services.test_dependencies import run
+
+
+def graph(task_queue_id: str, **nodes) -> dict:
+    """`graph(q, build={}, test={"requires": ["build"]})`: a request with a task per label."""
+    return {"tasks": {label: {"task": make_task(task_queue_id, **node.pop("task", {})), **node}
+                      for label, node in nodes.items()}}
+
+
+def labels_by_task(services, graph_id) -> dict:
+    return {entry["taskId"]: entry["label"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+
+
+def run_labels(services, graph_id, task_queue_id, outcome="completed") -> list[str]:
+    names = labels_by_task(services, graph_id)
+    return sorted(names[task_id] for task_id in run(services, task_queue_id, outcome))
+
+
+def state(services, graph_id) -> str:
+    return services.task_graphs.status(graph_id)["status"]["state"]
+
+
+def test_a_graph_runs_to_finished_with_subs(services, task_queue_id):
+    graph_id = new_slugid()
+    request = graph(task_queue_id, build={},
+                    test={"requires": ["build"], "task": {"payload": {"artifact": {"$subs": "taskId:build"}}}})
+    services.task_graphs.create(graph_id, request)
+    inspect = services.task_graphs.inspect(graph_id)
+    ids = {entry["label"]: entry["taskId"] for entry in inspect["tasks"]}
+    assert services.tasks.definition(ids["test"])["payload"] == {"artifact": ids["build"]}
+    assert services.tasks.definition(ids["test"])["dependencies"] == [ids["build"]]
+    assert services.tasks.definition(ids["build"])["taskGroupId"] == graph_id
+    assert run_labels(services, graph_id, task_queue_id) == ["build"]
+    assert state(services, graph_id) == "running"
+    assert run_labels(services, graph_id, task_queue_id) == ["test"]
+    assert state(services, graph_id) == "finished"
+
+
+def test_creating_the_same_graph_twice_is_idempotent_and_a_different_one_conflicts(services, task_queue_id):
+    graph_id = new_slugid()
+    request = graph(task_queue_id, a={}, b={"requires": ["a"]})
+    first = services.task_graphs.create(graph_id, request)
+    assert services.task_graphs.create(graph_id, request) == first
+    assert len(services.task_graphs.inspect(graph_id)["tasks"]) == 2
+    with pytest.raises(Conflict):
+        services.task_graphs.create(graph_id, graph(task_queue_id, a={}))
+
+
+@pytest.mark.parametrize("nodes, named", [
+    ({"a": {"requires": ["b"]}, "b": {"requires": ["a"]}}, "a, b"),
+    ({"a": {"requires": ["ghost"]}}, "ghost"),
+    ({"a": {"task": {"payload": {"x": {"$subs": "taskId:ghost"}}}}}, "ghost"),
+    ({"a": {"task": {"retries": 100}}}, "tasks.a.task.retries"),
+])
+def test_bad_graphs_name_the_problem_and_create_nothing(services, task_queue_id, nodes, named):
+    graph_id = new_slugid()
+    with pytest.raises(InvalidInput, match=named):
+        services.task_graphs.create(graph_id, graph(task_queue_id, **nodes))
+    with pytest.raises(Exception):
+        services.task_graphs.status(graph_id)
+    assert services.task_queues.pending_count(task_queue_id)["pendingTasks"] == 0
+
+
+def test_reruns_then_blocked_with_the_blocker_and_what_cannot_run(services, task_queue_id):
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, flaky={"reruns": 1},
+                                                after={"requires": ["flaky"]}, last={"requires": ["after"]}))
+    assert run_labels(services, graph_id, task_queue_id, "failed") == ["flaky"]
+    assert state(services, graph_id) == "running"              # rerun automatically
+    assert run_labels(services, graph_id, task_queue_id, "failed") == ["flaky"]
+    assert state(services, graph_id) == "blocked"
+    inspect = services.task_graphs.inspect(graph_id)
+    assert inspect["blockedBy"] == ["flaky"] and inspect["unreachable"] == ["after", "last"]
+    flaky = next(entry for entry in inspect["tasks"] if entry["label"] == "flaky")
+    assert flaky["rerunsLeft"] == 0 and flaky["state"] == "failed"
+    assert run(services, task_queue_id) == []
+
+
+def test_a_redelivered_failure_reruns_only_once(services, task_queue_id):
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, flaky={"reruns": 3}))
+    task_id = run(services, task_queue_id, "failed")[0]
+    services.resolution_handler.handled._table.delete_entity(task_id, "0")  # forget it was handled
+    assert services.resolution_handler.handle(task_id, 0) is True             # handle it again
+    status = services.tasks.status(task_id)
+    assert len(status["runs"]) == 2
+    assert services.task_graphs.inspect(graph_id)["tasks"][0]["rerunsLeft"] == 2
+
+
+def test_extend_adds_tasks_requiring_existing_labels(services, task_queue_id):
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={}))
+    run_labels(services, graph_id, task_queue_id)
+    assert state(services, graph_id) == "finished"
+    extension = graph(task_queue_id, deploy={"requires": ["build"]})
+    services.task_graphs.extend(graph_id, extension)
+    assert state(services, graph_id) == "running"
+    assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "running"  # idempotent
+    assert run_labels(services, graph_id, task_queue_id) == ["deploy"]
+    assert state(services, graph_id) == "finished"
+    with pytest.raises(InvalidInput, match="build"):
+        services.task_graphs.extend(graph_id, graph(task_queue_id, build={}))
