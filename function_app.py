@@ -2,8 +2,9 @@
 
 import azure.functions as func
 
-from shared.functions import dependency_resolver, queue_http, repair_sweep, scheduler_http
+from shared.functions import dependency_resolver, queue_http, repair_sweep, scheduler_http, time_resolvers
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-for blueprint in (queue_http.bp, scheduler_http.bp, dependency_resolver.bp, repair_sweep.bp):
+BLUEPRINTS = (queue_http.bp, scheduler_http.bp, dependency_resolver.bp, repair_sweep.bp, time_resolvers.bp)
+for blueprint in BLUEPRINTS:
     app.register_functions(blueprint)

@@ -72,8 +72,7 @@ class _Labeller:
 
 def _label(method: str, url: str, prefix: str) -> str:
     """'GET Tasks(entity)', 'POST $batch', 'POST queue:repairs/messages' and the like."""
-    path = url.split("?", 1)[0].split("/", 4)[-1]          # after http://host:port/
-    path = path.split("/", 1)[1] if "/" in path else path  # drop the account name
+    path = url.split("?", 1)[0].split("/", 4)[-1]  # after http://host:port/<account>/
     if path.startswith(prefix):
         path = path[len(prefix):].lstrip("-")
     if "/" in path:

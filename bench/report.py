@@ -73,7 +73,7 @@ def percentiles(seconds: list[float]) -> dict:
 
 def table(rows: list[tuple[str, str]]) -> str:
     """Two columns, the label left-aligned; a row with an empty value is a section title."""
-    width = max(len(label) for label, _ in rows)
+    width = max(len(label) for label, value in rows if value)
     lines = []
     for label, value in rows:
         lines.append(f"\n{label}" if not value else f"  {label:<{width}}  {value}")

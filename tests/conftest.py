@@ -80,6 +80,8 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
         "QUEUE_REPAIR_DELAY_SECONDS": "2",
         "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
+        "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
+        "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         **settings,
     }
@@ -119,16 +121,20 @@ def queue(server) -> taskcluster.Queue:
     return server.client()
 
 
-@pytest.fixture
-def services(azurite) -> Queue:
-    """The Queue's services in this process, on tables of their own."""
+def build_services(azurite: Azurite, **overrides) -> Queue:
+    """The Queue's services in this process, on tables and queues of their own."""
     prefix = unique_prefix()
-    settings = Settings(
+    settings = dict(
         storage_connection=azurite.connection_string, table_prefix=prefix,
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1)
-    return Queue.build(settings)
+    return Queue.build(Settings(**{**settings, **overrides}))
+
+
+@pytest.fixture
+def services(azurite) -> Queue:
+    return build_services(azurite)
 
 
 @pytest.fixture

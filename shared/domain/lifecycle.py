@@ -109,9 +109,9 @@ def _resolve_latest(status: TaskStatus, run: Run, reason: ReasonResolved, now: d
 
 def cancel(status: TaskStatus, now: datetime) -> TaskStatus:
     """Resolve the current run as exception/canceled; an unscheduled task gets a run for it."""
+    _refuse_past_deadline(status, now, "canceled")
     if status.state.is_resolved:
         return status
-    _refuse_past_deadline(status, now, "canceled")
     return _resolve_unfinished(status, ReasonResolved.CANCELED, now)
 
 
@@ -129,9 +129,9 @@ def _resolve_unfinished(status: TaskStatus, reason: ReasonResolved, now: datetim
 
 def rerun(status: TaskStatus, now: datetime) -> TaskStatus:
     """Start a new run of a resolved (or unscheduled) task and reset its retries."""
+    _refuse_past_deadline(status, now, "rerun")
     if status.state in (TaskState.PENDING, TaskState.RUNNING):
         return status
-    _refuse_past_deadline(status, now, "rerun")
     reset = status.with_runs(retries_left=status.retries)
     return reset.with_runs(_new_run(reset, ReasonCreated.RERUN, now))
 

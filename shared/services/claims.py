@@ -19,6 +19,7 @@ from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .credentials import CredentialIssuer
 from .task_queues import TaskQueues
+from .time_resolvers import ClaimExpiry
 from .task_updates import TaskUpdater
 
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
@@ -35,8 +36,9 @@ class _Skip(Exception):
 
 
 class Claims:
-    def __init__(self, tasks: TaskTable, pending: PendingTable, updater: TaskUpdater,
-                 queues: TaskQueues, issuer: CredentialIssuer, claim_timeout: int, wait_seconds: int) -> None:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, updater: TaskUpdater, queues: TaskQueues,
+                 issuer: CredentialIssuer, expiry: ClaimExpiry, claim_timeout: int, wait_seconds: int) -> None:
+        self.expiry = expiry
         self.tasks = tasks
         self.pending = pending
         self.updater = updater
@@ -87,6 +89,8 @@ class Claims:
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
 
+        # Watched before the claim exists, so no claim can outlive a crash unwatched.
+        self.expiry.watch(hint.task_id, hint.run_id, taken_until)
         try:
             record = self.updater.apply(hint.task_id, take, "claim", with_definition=True)
         except NotFound:
@@ -97,6 +101,7 @@ class Claims:
     def reclaim(self, task_id: str, run_id: int) -> dict:
         now = utcnow()
         taken_until = now + self.claim_timeout
+        self.expiry.watch(task_id, run_id, taken_until)
         record = self.updater.apply(
             task_id, lambda status: lifecycle.reclaim(status, run_id, now, taken_until), "reclaim",
             with_definition=True)

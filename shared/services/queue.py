@@ -14,6 +14,7 @@ from ..storage.task_group_table import TaskGroupTable
 from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_queue_table import TaskQueueTable
 from ..storage.task_table import TaskTable
+from ..storage.time_index import TimeIndex
 from ..storage.dependency_table import DependencyTable
 from ..storage.handled_table import HandledTable
 from ..storage.requirement_table import RequirementTable
@@ -30,6 +31,7 @@ from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
 from .tasks import Tasks
+from .time_resolvers import ClaimExpiry, Deadlines
 from .work_signal import WorkSignal
 
 
@@ -44,6 +46,8 @@ class Queue:
     resolution_handler: ResolutionHandler
     repairs: Repairs
     task_graphs: TaskGraphs
+    claim_expiry: ClaimExpiry
+    deadlines: Deadlines
 
     @classmethod
     def build(cls, settings: Settings) -> Queue:
@@ -57,12 +61,14 @@ class Queue:
         queues = TaskQueues(TaskQueueTable(account), pending, claimed)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         dependencies = Dependencies(task_table, DependencyTable(account), RequirementTable(account), updater)
-        creation = TaskCreation(task_table, updater, groups, queues, dependencies)
+        deadlines = Deadlines(TimeIndex(account, "deadline"), updater)
+        expiry = ClaimExpiry(TimeIndex(account, "claim"), updater)
+        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
         graphs = TaskGraphs(TaskGraphTable(account), task_table, creation, updater)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, HandledTable(account))
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
-            claims=Claims(task_table, pending, updater, queues, issuer,
+            claims=Claims(task_table, pending, updater, queues, issuer, expiry,
                           settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
             task_groups=groups,
@@ -71,6 +77,8 @@ class Queue:
             resolution_handler=handler,
             repairs=Repairs(repair_queue, handler, dependencies),
             task_graphs=graphs,
+            claim_expiry=expiry,
+            deadlines=deadlines,
         )
 
 

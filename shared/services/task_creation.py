@@ -1,8 +1,8 @@
 """createTask, for one task or a whole graph at once, through one code path.
 
 Order of writes, so that a crash at any point loses nothing:
-1. group membership, dependency and requirement rows, and pending hints (all batched in
-   single-partition transactions where the partition allows);
+1. group membership, deadline watch, dependency and requirement rows, and pending hints
+   (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist;
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
    delayed repair intent, sent in step 1, redoes it if this process dies first).
@@ -25,6 +25,7 @@ from .dependencies import Dependencies
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
+from .time_resolvers import Deadlines
 
 log = logging.getLogger("queue.tasks")
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
@@ -32,7 +33,8 @@ _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
 
 class TaskCreation:
     def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
-                 dependencies: Dependencies) -> None:
+                 dependencies: Dependencies, deadlines: Deadlines) -> None:
+        self.deadlines = deadlines
         self.tasks = tasks
         self.updater = updater
         self.groups = groups
@@ -64,6 +66,7 @@ class TaskCreation:
 
     def _create_new(self, new: dict[str, dict], now: datetime) -> dict[str, dict]:
         self.groups.join_many(new)
+        self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
         registration = self.dependencies.register_many(new, self.updater.events)
         statuses = {}
         for task_id, definition in new.items():

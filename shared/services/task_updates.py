@@ -61,6 +61,21 @@ class TaskUpdater:
             return saved
         raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
 
+    def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
+        """Like `apply`, for sweeps: True if this call changed the task (False if the task
+        is gone or the transition had nothing to do)."""
+        changed = [False]  # decided by the attempt whose write went through
+
+        def tracked(status: TaskStatus) -> TaskStatus:
+            after = transition(status)
+            changed[0] = after is not status
+            return after
+        try:
+            self.apply(task_id, tracked, action)
+        except NotFound:
+            return False
+        return changed[0]
+
     def write(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status` over `record` with its index rows; raises ChangedSinceRead."""
         queue_id = record.summary["taskQueueId"]

@@ -54,20 +54,12 @@ class Tasks:
     def cancel_if_unresolved(self, task_id: str) -> bool:
         """Cancel for cancelTaskGroup: True if this call canceled the task."""
         now = utcnow()
-        changed = [False]  # set by the attempt whose write succeeded
 
         def cancel(status):
             if status.state.is_resolved or lifecycle.is_past_deadline(status, now):
-                changed[0] = False
                 return status
-            changed[0] = True
             return lifecycle.cancel(status, now)
-
-        try:
-            self.updater.apply(task_id, cancel, "cancel (group)")
-        except NotFound:
-            return False  # a member whose creation never finished
-        return changed[0]
+        return self.updater.try_apply(task_id, cancel, "cancel (group)")
 
     def dependents(self, task_id: str, continuation: str | None, limit: int | None) -> dict:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""

@@ -132,9 +132,11 @@ def test_runs_are_capped():
 
 def test_nothing_changes_after_the_deadline():
     past = fresh(deadline=NOW - timedelta(seconds=1))
-    for transition in (lifecycle.schedule, lifecycle.cancel, lifecycle.rerun):
-        with pytest.raises(Conflict):
-            transition(past, NOW)
+    resolved = lifecycle.exceed_deadline(past, NOW)
+    for status in (past, resolved):
+        for transition in (lifecycle.schedule, lifecycle.cancel, lifecycle.rerun):
+            with pytest.raises(Conflict):
+                transition(status, NOW)
 
 
 def test_claim_expiry_retries_but_loses_to_a_reclaim():

@@ -1,0 +1,211 @@
+"""Task lifecycles through the HTTP API of the real local host, with the official client.
+
+Two phases, so that each rate means one thing:
+1. create: N createTask calls from W threads (each its own client and connection);
+2. work: W workers, each its own client, loop claimWork (up to 4 tasks) -> reportCompleted
+   until all N are completed.
+Lifecycles/s is N over the wall time from the first create to the last completion.
+
+The host runs its background work meanwhile as it would in production: the queue trigger
+handling 'task resolved' events and the repair sweep. The repair delay is short (2 s) so
+that the sweep's cost falls inside the measured window, as it does in a steady state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import taskcluster
+from azure.storage.queue import QueueClient
+
+from devhost.azurite import Azurite
+from tests.conftest import Server, start_server
+
+from .report import percentiles
+from .tasks import task_definition
+
+CLAIM_BATCH = 4
+SERVER_SETTINGS = {
+    "CLAIM_WORK_WAIT_SECONDS": "2",      # idle workers notice the end of the run within 2 s
+    "QUEUE_REPAIR_DELAY_SECONDS": "2",
+    "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
+}
+SETTLE_TIMEOUT = 60.0
+
+
+@dataclass
+class WorkLog:
+    """What the workers saw; shared by all worker threads under `lock`."""
+
+    target: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: threading.Event = field(default_factory=threading.Event)
+    completed: Counter = field(default_factory=Counter)   # taskId -> times completed
+    completion_times: list[float] = field(default_factory=list)
+    claim_seconds: list[float] = field(default_factory=list)
+    complete_seconds: list[float] = field(default_factory=list)
+    claimed_per_call: Counter = field(default_factory=Counter)
+    first_claim: float | None = None
+    not_completed: list[str] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+
+def measure(azurite: Azurite, tasks: int, workers: int, log_dir: Path, progress) -> dict:
+    progress("starting the local Functions host (python -m devhost)")
+    server = start_server(azurite, log_dir, **SERVER_SETTINGS)
+    try:
+        _warm_up(server)
+        progress(f"host up at {server.root_url}; log {server.log_path}")
+        return _measure(server, tasks, workers, progress)
+    finally:
+        server.stop()
+
+
+def _warm_up(server: Server) -> None:
+    """One lifecycle on a queue and group of its own, so first-request costs (imports,
+    storage clients, connections) stay out of the figures."""
+    client = server.client()
+    definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/warmup", taskcluster.slugId())
+    task_id = definition["taskGroupId"]
+    client.createTask(task_id, definition)
+    claim = client.claimWork(definition["taskQueueId"], {"workerGroup": "bench", "workerId": "warmup", "tasks": 1})
+    client.reportCompleted(task_id, str(claim["tasks"][0]["runId"]))
+
+
+def _measure(server: Server, tasks: int, workers: int, progress) -> dict:
+    definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/http", taskcluster.slugId())
+    task_ids = [taskcluster.slugId() for _ in range(tasks)]
+
+    progress(f"createTask x {tasks} from {workers} threads")
+    started = time.perf_counter()
+    create_seconds = _create_all(server, definition, task_ids, workers)
+    created = time.perf_counter()
+    progress(f"created {tasks} tasks in {created - started:.2f} s; {workers} workers claim and complete")
+
+    log = WorkLog(target=tasks)
+    work_started = time.perf_counter()
+    _work(server, definition["taskQueueId"], workers, log, progress)
+    finished = max(log.completion_times)
+    _check(log, task_ids)
+    progress(f"completed {tasks} tasks in {finished - work_started:.2f} s; waiting for the host's events")
+    settle, left = _settle(server, finished)
+    progress(f"background events drained {settle:.1f} s after the last completion" if left is None
+             else f"background queues NOT drained {SETTLE_TIMEOUT:.0f} s after the last completion: {left} left")
+
+    total = finished - started
+    return {
+        "tasks": tasks,
+        "workers": workers,
+        "claim_batch": CLAIM_BATCH,
+        "server_settings": SERVER_SETTINGS,
+        "seconds": {"create": round(created - started, 3), "claim_complete": round(finished - work_started, 3),
+                    "total": round(total, 3), "events_drained_after_last_completion": None if left else round(settle, 2)},
+        "events_left_undrained": left,
+        "lifecycles_per_s": round(tasks / total, 1),
+        "creates_per_s": round(tasks / (created - started), 1),
+        "claim_completes_per_s": round(tasks / (finished - work_started), 1),
+        "latency": {"createTask": percentiles(create_seconds), "claimWork": percentiles(log.claim_seconds),
+                    "reportCompleted": percentiles(log.complete_seconds)},
+        "tasks_per_claimWork": dict(sorted(log.claimed_per_call.items())),
+        "first_claim_after_work_start_s": round(log.first_claim - work_started, 3),
+    }
+
+
+def _create_all(server: Server, definition: dict, task_ids: list[str], threads: int) -> list[float]:
+    shares = [task_ids[i::threads] for i in range(threads)]
+
+    def create(share: list[str]) -> list[float]:
+        client = server.client()
+        seconds = []
+        for task_id in share:
+            began = time.perf_counter()
+            client.createTask(task_id, definition)
+            seconds.append(time.perf_counter() - began)
+        return seconds
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return [s for share in pool.map(create, shares) for s in share]
+
+
+def _work(server: Server, task_queue_id: str, workers: int, log: WorkLog, progress) -> None:
+    threads = [threading.Thread(target=_worker, args=(server.client(), task_queue_id, f"w{i}", log), daemon=True)
+               for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    give_up = time.monotonic() + max(120.0, log.target / 2)
+    while not log.done.wait(5):
+        with log.lock:
+            progress(f"  {sum(log.completed.values())}/{log.target} completed")
+        if time.monotonic() > give_up:
+            log.done.set()
+            raise RuntimeError(f"workers gave up: {sum(log.completed.values())}/{log.target} completed")
+    for thread in threads:
+        thread.join(timeout=int(SERVER_SETTINGS["CLAIM_WORK_WAIT_SECONDS"]) + 30)
+    if log.errors:
+        raise RuntimeError(f"{len(log.errors)} worker calls failed; first: {log.errors[0]!r}") from log.errors[0]
+
+
+def _worker(client: taskcluster.Queue, task_queue_id: str, worker_id: str, log: WorkLog) -> None:
+    payload = {"workerGroup": "bench", "workerId": worker_id, "tasks": CLAIM_BATCH}
+    try:
+        while not log.done.is_set():
+            began = time.perf_counter()
+            claims = client.claimWork(task_queue_id, payload)["tasks"]
+            answered = time.perf_counter()
+            with log.lock:
+                log.claim_seconds.append(answered - began)
+                log.claimed_per_call[len(claims)] += 1
+                if claims and log.first_claim is None:
+                    log.first_claim = answered
+            for claim in claims:
+                _complete(client, claim, log)
+    except BaseException as error:  # noqa: BLE001 - reported by the main thread
+        with log.lock:
+            log.errors.append(error)
+        log.done.set()
+
+
+def _complete(client: taskcluster.Queue, claim: dict, log: WorkLog) -> None:
+    task_id = claim["status"]["taskId"]
+    began = time.perf_counter()
+    state = client.reportCompleted(task_id, str(claim["runId"]))["status"]["state"]
+    ended = time.perf_counter()
+    with log.lock:
+        log.complete_seconds.append(ended - began)
+        log.completion_times.append(ended)
+        log.completed[task_id] += 1
+        if state != "completed":
+            log.not_completed.append(task_id)
+        if sum(log.completed.values()) >= log.target:
+            log.done.set()
+
+
+def _check(log: WorkLog, task_ids: list[str]) -> None:
+    """A fast wrong answer is no result: every task exactly once, and completed."""
+    twice = [task_id for task_id, times in log.completed.items() if times > 1]
+    missing = set(task_ids) - set(log.completed)
+    if twice or missing or log.not_completed:
+        raise RuntimeError(f"lifecycles went wrong: {len(twice)} completed twice, {len(missing)} never "
+                           f"completed, {len(log.not_completed)} not 'completed' after reportCompleted")
+
+
+def _settle(server: Server, finished: float) -> tuple[float, dict | None]:
+    """Seconds from the last completion until the host's event and repair queues are empty:
+    whether its background work keeps up with the API (a growing backlog would show here).
+    The messages left, by queue, if they did not drain in time (a figure, not a failure)."""
+    connection = server.env["AzureWebJobsStorage"]
+    queues = {name: QueueClient.from_connection_string(connection, server.env[setting])
+              for name, setting in (("task-resolved", "QUEUE_RESOLVED_QUEUE"), ("repairs", "QUEUE_REPAIR_QUEUE"))}
+    give_up = time.monotonic() + SETTLE_TIMEOUT
+    while time.monotonic() < give_up:
+        left = {name: queue.get_queue_properties().approximate_message_count for name, queue in queues.items()}
+        if not any(left.values()):
+            return time.perf_counter() - finished, None
+        time.sleep(0.2)
+    return time.perf_counter() - finished, left

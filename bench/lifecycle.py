@@ -1,0 +1,157 @@
+"""Task lifecycles per second, beside the storage they are made of.
+
+    python -m bench.lifecycle [--tasks N] [--workers W]
+
+One Azurite (in memory, free ports) serves every measurement, so the figures are
+comparable with each other and not with another machine's:
+1. the raw storage baseline (single-entity inserts and point reads), the yardstick;
+2. full lifecycles (createTask -> claimWork -> reportCompleted) through the HTTP API of
+   the real local host, with the official taskcluster client;
+3. the ratio of the two;
+4. storage operations per lifecycle, counted exactly in-process, per step, including the
+   host's background work (the 'task resolved' event and the repair sweep);
+then the baseline once more, to show whether Azurite slowed down as its tables grew.
+See bench/README.md for how to read the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from devhost.azurite import Azurite
+
+from . import http_lifecycles, operation_counts, storage_baseline
+from .report import command_line, elapsed, header, machine, progress, table, write_json
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.lifecycle", description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=300, help="lifecycles through the HTTP API (default 300)")
+    parser.add_argument("--workers", type=int, default=8, help="concurrent workers and creators (default 8)")
+    parser.add_argument("--count", type=int, default=50, help="lifecycles whose storage operations are counted "
+                                                             "in-process (default 50)")
+    parser.add_argument("--baseline-ops", type=int, default=1000, help="inserts, then reads, for the baseline")
+    parser.add_argument("--baseline-threads", type=int, default=4, help="client threads for the baseline")
+    parser.add_argument("--skip-http", action="store_true", help="leave out the HTTP run (no local host needed)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    info = machine()
+    print(header(info), flush=True)
+    results = {"command": command_line(), "machine": info}
+    with Azurite() as azurite, tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        progress(f"Azurite up (in memory), tables on port {azurite.ports['table']}")
+        results["baseline"] = _baseline(azurite, args, "before")
+        if not args.skip_http:
+            results["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, Path(scratch), progress)
+        results["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
+        results["baseline_after"] = _baseline(azurite, args, "after")
+    results["ratio"] = _ratio(results)
+    results["seconds"] = round(elapsed(), 1)
+    print(table(_rows(results)), flush=True)
+    print(f"\nresults: {write_json('lifecycle', results)}  ({results['seconds']} s in all)")
+    return 0
+
+
+def _baseline(azurite: Azurite, args: argparse.Namespace, when: str) -> dict:
+    progress(f"storage baseline ({when}): {args.baseline_ops} inserts, then point reads, "
+             f"{args.baseline_threads} threads")
+    figures = storage_baseline.measure(azurite.connection_string, args.baseline_ops, args.baseline_threads)
+    progress(f"  {figures['inserts_per_s']} inserts/s, {figures['reads_per_s']} reads/s")
+    return figures
+
+
+def _ratio(results: dict) -> dict:
+    """The HTTP rate against the raw insert rate measured just before it, and what the
+    counted operations would allow if each cost one raw insert (a storage-bound ceiling)."""
+    raw = results["baseline"]["inserts_per_s"]
+    ops = results["operations"]["total_per_lifecycle"]
+    out = {"storage_bound_lifecycles_per_s": round(raw / ops, 1)}
+    if "http" in results:
+        rate = results["http"]["lifecycles_per_s"]
+        out["lifecycles_per_raw_insert"] = round(rate / raw, 4)
+        out["raw_inserts_per_lifecycle"] = round(raw / rate, 1)
+        # Above 1, each counted operation costs more than a raw insert did: time goes to
+        # the host, contention or slower requests (queries, batches), not to request count.
+        out["time_per_counted_operation_in_raw_inserts"] = round(raw / rate / ops, 2)
+    return out
+
+
+def _rows(results: dict) -> list[tuple[str, str]]:
+    return [*_baseline_rows(results), *_http_rows(results), *_ratio_rows(results), *_operation_rows(results)]
+
+
+def _baseline_rows(results: dict) -> list[tuple[str, str]]:
+    before, after = results["baseline"], results["baseline_after"]
+    return [
+        (f"1. storage baseline: azure-data-tables, {before['threads']} threads, "
+         f"{before['entity_bytes']}-byte entities, one partition each", ""),
+        ("single-entity inserts", f"{before['inserts_per_s']:8.1f} /s   ({before['operations']} in "
+                                  f"{before['insert_seconds']} s)"),
+        ("point reads", f"{before['reads_per_s']:8.1f} /s   ({before['operations']} in {before['read_seconds']} s)"),
+        ("inserts, at the end", f"{after['inserts_per_s']:8.1f} /s   (drift check; reads {after['reads_per_s']} /s)"),
+    ]
+
+
+def _http_rows(results: dict) -> list[tuple[str, str]]:
+    http = results.get("http")
+    if http is None:
+        return [("2. lifecycles over HTTP: skipped (--skip-http)", "")]
+    seconds, latency = http["seconds"], http["latency"]
+    drained = seconds["events_drained_after_last_completion"]
+    return [
+        (f"2. lifecycles over HTTP: {http['tasks']} tasks, {http['workers']} workers (official client, "
+         f"<= {http['claim_batch']} tasks per claimWork)", ""),
+        ("lifecycles", f"{http['lifecycles_per_s']:8.1f} /s   ({http['tasks']} in {seconds['total']} s, "
+                       "first create to last completion)"),
+        ("createTask", f"{http['creates_per_s']:8.1f} /s   ({seconds['create']} s)"),
+        ("claimWork + reportCompleted", f"{http['claim_completes_per_s']:8.1f} /s   ({seconds['claim_complete']} s)"),
+        *[(f"{call} latency", _latency(latency[call])) for call in ("createTask", "claimWork", "reportCompleted")],
+        ("tasks per claimWork answer", ", ".join(f"{n}: {calls}x" for n, calls in http["tasks_per_claimWork"].items())),
+        ("host's events drained", f"{drained} s after the last completion" if drained is not None
+         else f"NOT drained; left: {http['events_left_undrained']}"),
+    ]
+
+
+def _latency(figures: dict) -> str:
+    return f"p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms, max {figures['max_ms']} ms ({figures['count']} calls)"
+
+
+def _ratio_rows(results: dict) -> list[tuple[str, str]]:
+    ratio = results["ratio"]
+    if "lifecycles_per_raw_insert" not in ratio:
+        return []
+    return [
+        ("3. ratio", ""),
+        ("lifecycles/s / raw inserts/s", f"{ratio['lifecycles_per_raw_insert']:8.4f}"),
+        ("raw-insert-equivalents per lifecycle", f"{ratio['raw_inserts_per_lifecycle']:8.1f}"),
+    ]
+
+
+def _operation_rows(results: dict) -> list[tuple[str, str]]:
+    ops, ratio = results["operations"], results["ratio"]
+    steps = ops["steps"]
+    rows = [(f"4. storage operations per lifecycle: counted in-process over {ops['lifecycles']} lifecycles, "
+             f"one thread, <= {ops['claim_batch']} tasks per claimWork", "")]
+    rows += [(name, f"{step['per_lifecycle']:8.2f} ops") for name, step in list(steps.items())[:3]]
+    rows.append(("API total", f"{ops['api_per_lifecycle']:8.2f} ops"))
+    rows += [(f"{name} (host, background)", f"{step['per_lifecycle']:8.2f} ops") for name, step in list(steps.items())[3:]]
+    rows.append(("total", f"{ops['total_per_lifecycle']:8.2f} ops"))
+    rows.append(("ceiling if each op cost one raw insert", f"{ratio['storage_bound_lifecycles_per_s']:8.1f} lifecycles/s"))
+    if "time_per_counted_operation_in_raw_inserts" in ratio:
+        rows.append(("measured time per counted op", f"{ratio['time_per_counted_operation_in_raw_inserts']:8.2f} "
+                                                      "raw inserts"))
+    rows.append(("operations by kind, per lifecycle", ""))
+    for name, step in steps.items():
+        kinds = ", ".join(f"{kind} {number:g}" for kind, number in step["by_kind_per_lifecycle"].items())
+        rows.append((name, kinds or "-"))
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The time-driven resolvers: claims that ran out and deadlines that passed.
+
+Each has the same shape (as Taskcluster's claim and deadline resolvers): a row is put in
+a time index before the change it watches is written; when it comes due a sweep applies
+one transition to the task row, which decides whether anything is still to be done (a
+reclaim that moved `takenUntil` wins over the expiry, a resolved task ignores its
+deadline), and removes the row. Handling a row twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from ..domain import lifecycle
+from ..domain.timestamps import to_iso, utcnow
+from ..storage.time_index import DueItem, TimeIndex
+from .task_updates import TaskUpdater
+
+log = logging.getLogger("queue.time")
+BATCH = 100
+
+
+class _Resolver:
+    action = ""
+
+    def __init__(self, index: TimeIndex, updater: TaskUpdater) -> None:
+        self.index = index
+        self.updater = updater
+
+    def sweep(self, now: datetime | None = None, max_items: int = 1000) -> int:
+        """Resolve what came due, in batches; returns how many tasks changed."""
+        changed = handled = 0
+        while handled < max_items:
+            moment = now or utcnow()
+            items = self.index.due(moment, min(BATCH, max_items - handled))
+            for item in items:
+                changed += self._handle(item, moment)
+                self.index.remove(item)
+            handled += len(items)
+            if len(items) < BATCH:
+                break
+        return changed
+
+    def _handle(self, item: DueItem, now: datetime) -> int:
+        task_id, _, run = item.key.partition(".")
+        if not self.updater.try_apply(task_id, self.transition(int(run) if run else None, now), self.action):
+            return 0
+        log.info("task %s: %s", task_id, self.action, extra={"taskId": task_id, "action": self.action})
+        return 1
+
+
+class ClaimExpiry(_Resolver):
+    action = "claim expired"
+
+    def watch(self, task_id: str, run_id: int, taken_until: datetime) -> None:
+        self.index.add([(to_iso(taken_until), f"{task_id}.{run_id}")])
+
+    @staticmethod
+    def transition(run_id: int, now: datetime):
+        return lambda status: lifecycle.expire_claim(status, run_id, now)
+
+
+class Deadlines(_Resolver):
+    action = "deadline exceeded"
+
+    def watch(self, deadlines: list[tuple[str, str]]) -> None:
+        """(taskId, deadline) pairs of new tasks."""
+        self.index.add([(deadline, task_id) for task_id, deadline in deadlines])
+
+    @staticmethod
+    def transition(_run_id, now: datetime):
+        return lambda status: lifecycle.exceed_deadline(status, now)

@@ -1,0 +1,103 @@
+"""Time-ordered index rows: "at time T, look at item X", read only when they come due.
+
+PartitionKey = `<index name>.<bucket>` where a bucket is a minute (or a day) of the due
+time, RowKey = `<due time ISO>.<item key>`. A sweep walks the buckets from its cursor up
+to now and reads only rows whose due time has passed, so its cost follows what is due,
+never how much is stored. Rows written together in one bucket go in 100-row
+transactions. Rows are hints: the sweeper checks the real row before acting, so an
+obsolete index row (a claim that was reclaimed since) costs one read and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from ..domain.timestamps import parse_iso, to_iso
+from .account import StorageAccount
+from .batches import upsert_in_batches
+
+CURSOR_PARTITION = "cursors"
+# The cursor stays this far behind now, so rows written by a host whose clock runs a
+# little behind ours still land at or after the cursor.
+CURSOR_LAG = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class DueItem:
+    bucket: str
+    row_key: str
+    due: str
+    key: str        # what the item is about, e.g. "<taskId>" or "<taskId>.<runId>"
+
+
+class TimeIndex:
+    def __init__(self, account: StorageAccount, name: str, bucket: timedelta = timedelta(minutes=1)) -> None:
+        self._table = account.table("TimeIndex")
+        self.name = name
+        self.bucket = bucket
+
+    def _bucket_of(self, moment: datetime) -> datetime:
+        epoch = datetime(2000, 1, 1, tzinfo=moment.tzinfo)
+        return epoch + ((moment - epoch) // self.bucket) * self.bucket
+
+    def _partition(self, bucket: datetime) -> str:
+        return f"{self.name}.{bucket.strftime('%Y%m%dT%H%M')}"
+
+    def add(self, items: list[tuple[str, str]]) -> None:
+        """Index (due time ISO, item key) pairs."""
+        upsert_in_batches(self._table, [{
+            "PartitionKey": self._partition(self._bucket_of(parse_iso(due))),
+            "RowKey": f"{due}.{key}", "due": due, "key": key,
+        } for due, key in items])
+
+    def due(self, now: datetime, limit: int) -> list[DueItem]:
+        """Up to `limit` items due at `now`, oldest buckets first; advances the cursor past
+        buckets that are behind it and empty."""
+        found: list[DueItem] = []
+        bucket = self._cursor(now)
+        last = self._bucket_of(now)
+        cursor_can_move = True
+        while bucket <= last and len(found) < limit:
+            rows = self._rows(bucket, now, limit - len(found))
+            found += rows
+            if rows or bucket > self._bucket_of(now - CURSOR_LAG):
+                cursor_can_move = False
+            elif cursor_can_move:
+                self._save_cursor(bucket + self.bucket)
+            bucket += self.bucket
+        return found
+
+    def remove(self, item: DueItem) -> None:
+        try:
+            self._table.delete_entity(item.bucket, item.row_key)
+        except ResourceNotFoundError:
+            pass  # another sweeper got there first
+
+    def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
+        partition = self._partition(bucket)
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey le @now", parameters={"pk": partition, "now": to_iso(now) + "~"},
+            results_per_page=limit, select=["RowKey", "due", "key"]).by_page()
+        rows = [DueItem(partition, row["RowKey"], row["due"], row["key"]) for row in next(pages, [])]
+        return [row for row in rows if parse_iso(row.due) <= now][:limit]
+
+    def _cursor(self, now: datetime) -> datetime:
+        try:
+            return parse_iso(self._table.get_entity(CURSOR_PARTITION, self.name)["bucket"])
+        except ResourceNotFoundError:
+            return self._earliest() or self._bucket_of(now - CURSOR_LAG)
+
+    def _earliest(self) -> datetime | None:
+        """The first bucket holding rows: where a sweeper with no cursor yet must begin."""
+        pages = self._table.query_entities(
+            "PartitionKey gt @start and PartitionKey lt @end",
+            parameters={"start": f"{self.name}.", "end": f"{self.name}/"},
+            results_per_page=1, select=["due"]).by_page()
+        first = list(next(pages, []))
+        return self._bucket_of(parse_iso(first[0]["due"])) if first else None
+
+    def _save_cursor(self, bucket: datetime) -> None:
+        self._table.upsert_entity({"PartitionKey": CURSOR_PARTITION, "RowKey": self.name, "bucket": to_iso(bucket)})
