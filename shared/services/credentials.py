@@ -30,7 +30,9 @@ class CredentialIssuer:
             f"queue:create-artifact:{run}",
             *task_scopes,
         ]
-        return createTemporaryCredentials(
+        credentials = createTemporaryCredentials(
             self.client_id, self.access_token, now - CLOCK_DRIFT, taken_until + AFTER_TAKEN_UNTIL,
             scopes, name=f"task-client/{run}/on/{worker_group}/{worker_id}",
         )
+        # The library hands the token back as bytes; the API speaks JSON text.
+        return {key: value.decode() if isinstance(value, bytes) else value for key, value in credentials.items()}

@@ -1,0 +1,64 @@
+"""`python -m devhost`: the Function App on http://127.0.0.1:7071, with Azurite if needed."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from .azurite import Azurite
+from .settings import load_settings
+
+DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__)
+    parser.add_argument("--app-dir", default=".", type=Path)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", default=7071, type=int)
+    parser.add_argument("--azurite", choices=("auto", "none"), default="auto",
+                        help="auto: start Azurite when AzureWebJobsStorage is unset or development storage")
+    parser.add_argument("--azurite-data", default=".azurite", type=Path)
+    return parser.parse_args()
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    for noisy in ("azure", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main() -> int:
+    args = _arguments()
+    _logging()
+    stopping = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.set())
+    azurite = None
+    storage = load_settings(args.app_dir).get("AzureWebJobsStorage", "")
+    if args.azurite == "auto" and storage in ("", DEVELOPMENT_STORAGE):
+        azurite = Azurite(args.app_dir / args.azurite_data, 10000, 10001, 10002)
+        print("==> starting Azurite (blob 10000, queue 10001, table 10002), data in", azurite.location, flush=True)
+        azurite.start()
+        os.environ["AzureWebJobsStorage"] = azurite.connection_string
+    try:
+        from .host import LocalHost
+        host = LocalHost(args.app_dir, args.host, args.port).start()
+        print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)
+        stopping.wait()
+        print("==> stopping", flush=True)
+        host.stop()
+    finally:
+        if azurite:
+            azurite.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

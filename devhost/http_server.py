@@ -1,0 +1,85 @@
+"""HTTP triggers behind a threaded HTTP server (claimWork long-polls, so requests overlap)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+import azure.functions as func
+
+from .routes import RouteTemplate
+
+log = logging.getLogger("devhost.http")
+
+
+class HttpFunction:
+    def __init__(self, name: str, function, template: RouteTemplate, methods: set[str] | None) -> None:
+        self.name = name
+        self.function = function
+        self.template = template
+        self.methods = methods
+
+
+def call_function(function, request):
+    result = function(request)
+    return asyncio.run(result) if inspect.isawaitable(result) else result
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    functions: list[HttpFunction] = []
+
+    def log_message(self, format, *args) -> None:  # one structured line per request instead
+        pass
+
+    def _serve(self) -> None:
+        started = time.monotonic()
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        status, headers, payload = self._dispatch(parts.path, parts.query, body)
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        log.info("%s %s -> %d (%.0f ms)", self.command, parts.path, status, (time.monotonic() - started) * 1000)
+
+    def _dispatch(self, path: str, query: str, body: bytes) -> tuple[int, dict, bytes]:
+        for function in self.functions:
+            values = function.template.match(path)
+            if values is None or (function.methods and self.command not in function.methods):
+                continue
+            host, port = self.server.server_address[:2]
+            request = func.HttpRequest(
+                method=self.command, url=f"http://{host}:{port}{self.path}", headers=dict(self.headers.items()),
+                params=dict(parse_qsl(query)), route_params=values, body=body)
+            try:
+                response = call_function(function.function, request)
+            except Exception:
+                log.exception("http function %s failed", function.name)
+                return 500, {"Content-Type": "application/json"}, json.dumps(
+                    {"code": "InternalServerError", "message": f"function {function.name} failed"}).encode()
+            headers = dict(response.headers)
+            if response.mimetype:
+                charset = f"; charset={response.charset}" if response.charset else ""
+                headers["Content-Type"] = response.mimetype + charset
+            return response.status_code, headers, response.get_body() or b""
+        return 404, {"Content-Type": "text/plain"}, b"Not Found"
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+
+def make_server(host: str, port: int, functions: list[HttpFunction]) -> ThreadingHTTPServer:
+    ordered = sorted(functions, key=lambda function: function.template.precedence)
+    handler = type("Handler", (_Handler,), {"functions": ordered})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server

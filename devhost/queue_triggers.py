@@ -1,0 +1,102 @@
+"""Queue triggers: poll a storage queue, run the function per message, delete on success,
+retry after `visibilityTimeout` on failure, and move a message to `<queue>-poison` after
+`maxDequeueCount` attempts, as the Functions host does."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import azure.functions as func
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.queue import QueueClient
+
+from .host_config import HostConfig
+
+log = logging.getLogger("devhost.queue")
+PROCESSING_HOLD = 300  # seconds a received message stays hidden while its function runs
+
+
+class QueuePoller:
+    def __init__(self, name: str, function, connection: str, queue_name: str, config: HostConfig,
+                 stop: threading.Event) -> None:
+        self.name = name
+        self.function = function
+        self.config = config
+        self.stop = stop
+        self.queue = QueueClient.from_connection_string(connection, queue_name)
+        self.poison = QueueClient.from_connection_string(connection, f"{queue_name}-poison")
+        self.pool = ThreadPoolExecutor(max_workers=config.batch_size, thread_name_prefix=f"queue-{name}")
+        self.thread = threading.Thread(target=self._loop, name=f"poll-{name}", daemon=True)
+
+    def start(self) -> None:
+        for client in (self.queue, self.poison):
+            try:
+                client.create_queue()
+            except ResourceExistsError:
+                pass
+        self.thread.start()
+
+    def _loop(self) -> None:
+        delay = 0.1
+        while not self.stop.is_set():
+            try:
+                messages = list(self.queue.receive_messages(
+                    messages_per_page=self.config.batch_size, max_messages=self.config.batch_size,
+                    visibility_timeout=PROCESSING_HOLD))
+            except Exception:
+                log.exception("polling %s failed", self.queue.queue_name)
+                messages = []
+            if messages:
+                delay = 0.1
+                list(self.pool.map(self._run, messages))
+            else:
+                delay = min(delay * 2, self.config.max_polling_interval)
+                self.stop.wait(delay)
+        self.pool.shutdown(wait=True)
+
+    def _run(self, message) -> None:
+        try:
+            self.function(self._request(message))
+        except Exception:
+            self._failed(message)
+            return
+        self._delete(self.queue, message)
+
+    def _request(self, message) -> func.QueueMessage:
+        return func.QueueMessage(
+            id=message.id, body=self._body(message.content), dequeue_count=message.dequeue_count,
+            expiration_time=message.expires_on, insertion_time=message.inserted_on,
+            time_next_visible=message.next_visible_on, pop_receipt=message.pop_receipt)
+
+    def _body(self, content: str) -> bytes:
+        if self.config.base64_messages:
+            try:
+                return base64.b64decode(content, validate=True)
+            except (binascii.Error, ValueError):
+                pass  # the host passes undecodable content through as it is
+        return content.encode()
+
+    def _failed(self, message) -> None:
+        if message.dequeue_count >= self.config.max_dequeue_count:
+            log.error("function %s failed on message %s %d times: moved to %s", self.name, message.id,
+                      message.dequeue_count, self.poison.queue_name, exc_info=True)
+            self.poison.send_message(message.content)
+            self._delete(self.queue, message)
+            return
+        log.warning("function %s failed on message %s (attempt %d); retrying", self.name, message.id,
+                    message.dequeue_count, exc_info=True)
+        try:
+            self.queue.update_message(message, visibility_timeout=int(self.config.visibility_timeout))
+        except ResourceNotFoundError:
+            pass
+
+    @staticmethod
+    def _delete(queue: QueueClient, message) -> None:
+        try:
+            queue.delete_message(message)
+        except ResourceNotFoundError:
+            pass
