@@ -82,6 +82,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
+        "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         **settings,
     }

@@ -21,6 +21,7 @@ from ..storage.requirement_table import RequirementTable
 from .claims import Claims
 from .credentials import CredentialIssuer
 from .dependencies import Dependencies
+from .expiration import Expiration
 from .repairs import Repairs
 from .resolution_events import ResolutionEvents
 from .resolution_handler import ResolutionHandler
@@ -48,6 +49,7 @@ class Queue:
     task_graphs: TaskGraphs
     claim_expiry: ClaimExpiry
     deadlines: Deadlines
+    expiration: Expiration
 
     @classmethod
     def build(cls, settings: Settings) -> Queue:
@@ -57,15 +59,19 @@ class Queue:
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
                                   timedelta(seconds=settings.repair_delay))
         updater = TaskUpdater(task_table, pending, claimed, WorkSignal(), events)
-        groups = TaskGroups(TaskGroupTable(account), task_table)
         queues = TaskQueues(TaskQueueTable(account), pending, claimed)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
-        dependencies = Dependencies(task_table, DependencyTable(account), RequirementTable(account), updater)
+        edges, requirements = DependencyTable(account), RequirementTable(account)
+        dependencies = Dependencies(task_table, edges, requirements, updater)
         deadlines = Deadlines(TimeIndex(account, "deadline"), updater)
         expiry = ClaimExpiry(TimeIndex(account, "claim"), updater)
-        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
-        graphs = TaskGraphs(TaskGraphTable(account), task_table, creation, updater)
-        handler = ResolutionHandler(task_table, dependencies, groups, graphs, HandledTable(account))
+        group_table, graph_table, handled = TaskGroupTable(account), TaskGraphTable(account), HandledTable(account)
+        groups = TaskGroups(group_table, task_table)
+        expiration = Expiration(TimeIndex(account, "expires", bucket=timedelta(days=1)), task_table,
+                                edges, requirements, handled, group_table, graph_table)
+        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
+        graphs = TaskGraphs(graph_table, task_table, creation, updater)
+        handler = ResolutionHandler(task_table, dependencies, groups, graphs, handled)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, updater, queues, issuer, expiry,
@@ -79,6 +85,7 @@ class Queue:
             task_graphs=graphs,
             claim_expiry=expiry,
             deadlines=deadlines,
+            expiration=expiration,
         )
 
 

@@ -1,7 +1,7 @@
 """createTask, for one task or a whole graph at once, through one code path.
 
 Order of writes, so that a crash at any point loses nothing:
-1. group membership, deadline watch, dependency and requirement rows, and pending hints
+1. expiry and deadline watches, group membership, dependency and requirement rows, and pending hints
    (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist;
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
@@ -25,6 +25,7 @@ from .dependencies import Dependencies
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
+from .expiration import Expiration
 from .time_resolvers import Deadlines
 
 log = logging.getLogger("queue.tasks")
@@ -33,8 +34,9 @@ _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
 
 class TaskCreation:
     def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
-                 dependencies: Dependencies, deadlines: Deadlines) -> None:
+                 dependencies: Dependencies, deadlines: Deadlines, expiration: Expiration) -> None:
         self.deadlines = deadlines
+        self.expiration = expiration
         self.tasks = tasks
         self.updater = updater
         self.groups = groups
@@ -65,6 +67,7 @@ class TaskCreation:
         return existing
 
     def _create_new(self, new: dict[str, dict], now: datetime) -> dict[str, dict]:
+        self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
         self.groups.join_many(new)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
         registration = self.dependencies.register_many(new, self.updater.events)

@@ -19,28 +19,46 @@ from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.time")
 BATCH = 100
+KEEP = None  # what `_handle` answers for an item that is not ready to be handled yet
 
 
-class _Resolver:
+class TimeResolver:
+    """A sweep of one time index: each due item is handled, then its index row removed."""
+
     action = ""
 
-    def __init__(self, index: TimeIndex, updater: TaskUpdater) -> None:
+    def __init__(self, index: TimeIndex) -> None:
         self.index = index
-        self.updater = updater
 
     def sweep(self, now: datetime | None = None, max_items: int = 1000) -> int:
-        """Resolve what came due, in batches; returns how many tasks changed."""
+        """Handle what came due, in batches; returns how many tasks changed."""
         changed = handled = 0
         while handled < max_items:
             moment = now or utcnow()
             items = self.index.due(moment, min(BATCH, max_items - handled))
+            removed = 0
             for item in items:
-                changed += self._handle(item, moment)
-                self.index.remove(item)
+                outcome = self._handle(item, moment)
+                if outcome is not KEEP:
+                    changed += outcome
+                    self.index.remove(item)
+                    removed += 1
             handled += len(items)
-            if len(items) < BATCH:
+            if len(items) < BATCH or not removed:
                 break
         return changed
+
+    def _handle(self, item: DueItem, now: datetime) -> int | None:
+        """Act on one due item: 1 if a task changed, 0 if nothing was left to do, or KEEP."""
+        raise NotImplementedError
+
+
+class _RunResolver(TimeResolver):
+    """Applies one transition to the task row an item names; the row decides if it still applies."""
+
+    def __init__(self, index: TimeIndex, updater: TaskUpdater) -> None:
+        super().__init__(index)
+        self.updater = updater
 
     def _handle(self, item: DueItem, now: datetime) -> int:
         task_id, _, run = item.key.partition(".")
@@ -50,7 +68,7 @@ class _Resolver:
         return 1
 
 
-class ClaimExpiry(_Resolver):
+class ClaimExpiry(_RunResolver):
     action = "claim expired"
 
     def watch(self, task_id: str, run_id: int, taken_until: datetime) -> None:
@@ -61,7 +79,7 @@ class ClaimExpiry(_Resolver):
         return lambda status: lifecycle.expire_claim(status, run_id, now)
 
 
-class Deadlines(_Resolver):
+class Deadlines(_RunResolver):
     action = "deadline exceeded"
 
     def watch(self, deadlines: list[tuple[str, str]]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from azure.data.tables import TableClient
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import TableClient, TableTransactionError
 
 MAX_BATCH = 100
 
@@ -29,3 +30,40 @@ def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
                 table.submit_transaction([("upsert", row) for row in chunk])
             sent += 1
     return sent
+
+
+def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None:
+    """Delete rows of one partition, 100 to a transaction. A row already gone fails its whole
+    transaction, so that chunk is deleted row by row instead (deleting twice is not an error)."""
+    for start in range(0, len(row_keys), MAX_BATCH):
+        chunk = row_keys[start:start + MAX_BATCH]
+        try:
+            table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": key}) for key in chunk])
+        except (TableTransactionError, ResourceNotFoundError):
+            for key in chunk:
+                delete_row(table, partition, key)
+
+
+def delete_row(table: TableClient, partition: str, row_key: str) -> None:
+    try:
+        table.delete_entity(partition, row_key)
+    except ResourceNotFoundError:
+        pass  # deleted before: every delete may be repeated
+
+
+def delete_partition(table: TableClient, partition: str, last: str = "") -> int:
+    """Delete a whole partition a page of keys at a time (never loading it all), the row
+    `last` (if given) after all others; returns rows deleted."""
+    deleted = 0
+    while True:
+        pages = table.query_entities("PartitionKey eq @pk and RowKey ne @last",
+                                     parameters={"pk": partition, "last": last},
+                                     results_per_page=MAX_BATCH, select=["RowKey"]).by_page()
+        keys = [row["RowKey"] for row in next(pages, [])][:MAX_BATCH]
+        if not keys:
+            break
+        delete_rows(table, partition, keys)
+        deleted += len(keys)
+    if last:
+        delete_row(table, partition, last)
+    return deleted

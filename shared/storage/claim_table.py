@@ -6,9 +6,9 @@ removed after the run resolves; it feeds the claimed count of a queue and is a h
 
 from __future__ import annotations
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from .account import StorageAccount
+from .batches import delete_row
 from .keys import escape_key
 
 
@@ -23,10 +23,7 @@ class ClaimTable:
         })
 
     def remove(self, task_queue_id: str, task_id: str, run_id: int) -> None:
-        try:
-            self._table.delete_entity(escape_key(task_queue_id), f"{task_id}.{run_id}")
-        except ResourceNotFoundError:
-            pass
+        delete_row(self._table, escape_key(task_queue_id), f"{task_id}.{run_id}")
 
     def count(self, task_queue_id: str) -> int:
         rows = self._table.query_entities(

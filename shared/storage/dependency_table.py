@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_partition, delete_row, upsert_in_batches
 
 
 @dataclass(frozen=True)
@@ -35,3 +35,10 @@ class DependencyTable:
             "PartitionKey eq @pk and RowKey gt @after", parameters={"pk": required_id, "after": after},
             results_per_page=limit, select=["RowKey", "requires"]).by_page()
         return [Dependent(row["RowKey"], row["requires"]) for row in next(pages, [])][:limit]
+
+    def forget(self, task_id: str, dependencies: list[str]) -> None:
+        """Delete an expired task's edges: to its dependents (its own partition) and from
+        each of its dependencies (one row in each of theirs)."""
+        delete_partition(self._table, task_id)
+        for required_id in dependencies:
+            delete_row(self._table, required_id, task_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from azure.core.exceptions import ResourceNotFoundError
 
 from .account import StorageAccount
+from .batches import delete_partition
 
 
 class HandledTable:
@@ -25,3 +26,6 @@ class HandledTable:
             return True
         except ResourceNotFoundError:
             return False
+
+    def forget(self, task_id: str) -> None:
+        delete_partition(self._table, task_id)

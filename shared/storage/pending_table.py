@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_row, upsert_in_batches
 from .keys import escape_key
 
 
@@ -65,10 +64,7 @@ class PendingTable:
         self._delete(hint.task_queue_id, hint.row_key)
 
     def _delete(self, task_queue_id: str, row_key: str) -> None:
-        try:
-            self._table.delete_entity(escape_key(task_queue_id), row_key)
-        except ResourceNotFoundError:
-            pass  # another claimer cleaned it up first
+        delete_row(self._table, escape_key(task_queue_id), row_key)  # another claimer cleaned it up first
 
     def count(self, task_queue_id: str) -> int:
         rows = self._table.query_entities(

@@ -10,10 +10,9 @@ is a no-op).
 
 from __future__ import annotations
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_partition, delete_row, upsert_in_batches
 
 
 class RequirementTable:
@@ -26,13 +25,14 @@ class RequirementTable:
                                         for task_id, required_id, expires in rows])
 
     def satisfy(self, task_id: str, required_id: str) -> None:
-        try:
-            self._table.delete_entity(task_id, required_id)
-        except ResourceNotFoundError:
-            pass  # satisfied before: handling a resolution twice must not matter
+        delete_row(self._table, task_id, required_id)  # a resolution may be handled twice
 
     def remaining(self, task_id: str, limit: int = 1) -> list[str]:
         pages = self._table.query_entities(
             "PartitionKey eq @pk", parameters={"pk": task_id}, results_per_page=limit,
             select=["RowKey"]).by_page()
         return [row["RowKey"] for row in next(pages, [])][:limit]
+
+    def forget(self, task_id: str) -> None:
+        """Delete what an expired task still waited for."""
+        delete_partition(self._table, task_id)

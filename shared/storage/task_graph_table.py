@@ -18,7 +18,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 
 
@@ -90,16 +90,16 @@ class TaskGraphTable:
         return row["label"] if row is not None else None
 
     def close(self, graph_id: str, label: str) -> None:
-        try:
-            self._table.delete_entity(graph_id, f"open.{label}")
-        except ResourceNotFoundError:
-            pass
+        delete_row(self._table, graph_id, f"open.{label}")
 
     def any_open(self, graph_id: str) -> bool:
         pages = self._table.query_entities(
             "PartitionKey eq @pk and RowKey gt 'open.' and RowKey lt 'open/'", parameters={"pk": graph_id},
             results_per_page=1, select=["RowKey"]).by_page()
         return bool(list(next(pages, [])))
+
+    def forget(self, graph_id: str) -> None:
+        delete_partition(self._table, graph_id)
 
     def mark_extension(self, graph_id: str, fingerprint: str) -> None:
         self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}"})

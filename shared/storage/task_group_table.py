@@ -16,7 +16,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_partition, delete_row, delete_rows, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 
 GROUP_ROW = "group"
@@ -71,10 +71,15 @@ class TaskGroupTable:
         upsert_in_batches(self._table, rows)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> None:
-        try:
-            self._table.delete_entity(task_group_id, UNRESOLVED_PREFIX + task_id)
-        except ResourceNotFoundError:
-            pass  # resolved before
+        delete_row(self._table, task_group_id, UNRESOLVED_PREFIX + task_id)  # resolved before
+
+    def forget_member(self, task_group_id: str, task_id: str) -> None:
+        delete_rows(self._table, task_group_id, [MEMBER_PREFIX + task_id, UNRESOLVED_PREFIX + task_id])
+
+    def forget(self, task_group_id: str) -> None:
+        """Delete whatever member rows are left, then the group's row (so a crash midway
+        leaves a group that is found, and deleted, again)."""
+        delete_partition(self._table, task_group_id, last=GROUP_ROW)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""

@@ -17,6 +17,7 @@ from azure.data.tables import UpdateMode
 from ..domain.runs import Run
 from ..domain.task_status import TaskStatus
 from .account import StorageAccount
+from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
 
 ROW = "task"
@@ -92,6 +93,9 @@ class TaskTable:
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(status.task_id) from exc
         return replace(record, status=status, etag=meta.get("etag"))
+
+    def delete(self, task_id: str) -> None:
+        delete_row(self._table, task_id, ROW)
 
 
 def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:

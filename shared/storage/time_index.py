@@ -17,7 +17,7 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from ..domain.timestamps import parse_iso, to_iso
 from .account import StorageAccount
-from .batches import upsert_in_batches
+from .batches import delete_row, upsert_in_batches
 
 CURSOR_PARTITION = "cursors"
 # The cursor stays this far behind now, so rows written by a host whose clock runs a
@@ -63,18 +63,15 @@ class TimeIndex:
         while bucket <= last and len(found) < limit:
             rows = self._rows(bucket, now, limit - len(found))
             found += rows
-            if rows or bucket > self._bucket_of(now - CURSOR_LAG):
-                cursor_can_move = False
+            if rows or bucket + self.bucket > now - CURSOR_LAG:
+                cursor_can_move = False  # the bucket may still get rows, or hold rows not yet due
             elif cursor_can_move:
                 self._save_cursor(bucket + self.bucket)
             bucket += self.bucket
         return found
 
     def remove(self, item: DueItem) -> None:
-        try:
-            self._table.delete_entity(item.bucket, item.row_key)
-        except ResourceNotFoundError:
-            pass  # another sweeper got there first
+        delete_row(self._table, item.bucket, item.row_key)  # another sweeper got there first
 
     def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
         partition = self._partition(bucket)

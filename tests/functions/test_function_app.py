@@ -1,6 +1,7 @@
 """The Function App's bindings: what Azure (or the local host) reads from function_app.py."""
 
 import json
+from pathlib import Path
 
 import azure.functions as func
 
@@ -43,3 +44,16 @@ def test_the_user_function_renders_errors_in_taskclusters_shape():
     assert response.status_code == 404 and body["code"] == "ResourceNotFound"
     response = call("PUT", "/task/not-a-slug", b"{}")
     assert response.status_code == 400 and json.loads(response.get_body())["code"] == "InvalidRequestArguments"
+
+
+def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
+    schedules = {name: function.get_trigger().schedule for name, function in functions_by_name().items()
+                 if function.get_trigger().type == "timerTrigger"}
+    assert schedules == {
+        "repair_sweep": "%QUEUE_REPAIR_SCHEDULE%",
+        "claim_resolver": "%QUEUE_CLAIM_RESOLVER_SCHEDULE%",
+        "deadline_resolver": "%QUEUE_DEADLINE_RESOLVER_SCHEDULE%",
+        "expiration_sweep": "%QUEUE_EXPIRATION_SCHEDULE%",
+    }
+    sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
+    assert all(setting.strip("%") in sample for setting in schedules.values())

@@ -1,0 +1,17 @@
+"""Timer trigger: delete tasks and task groups whose `expires` has passed.
+
+The schedule is an app setting (NCRONTAB); hourly is plenty in production, since each
+sweep reads only what came due.
+"""
+
+import azure.functions as func
+
+from ..services.queue import get_queue
+
+bp = func.Blueprint()
+
+
+@bp.timer_trigger(arg_name="timer", schedule="%QUEUE_EXPIRATION_SCHEDULE%", run_on_startup=False,
+                  use_monitor=False)
+def expiration_sweep(timer: func.TimerRequest) -> None:
+    get_queue().expiration.sweep()

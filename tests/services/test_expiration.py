@@ -1,0 +1,80 @@
+"""Expiration: a task past `expires` is deleted with every record kept about it."""
+
+from datetime import timedelta
+
+import pytest
+
+from shared.domain.errors import NotFound
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
+from tests.conftest import make_task
+from tests.services.test_dependencies import run
+from tests.services.test_task_graphs import graph
+
+
+def short_lived(seconds: int = 3) -> dict:
+    """Definition fields of a task that expires `seconds` from now (its deadline too)."""
+    end = to_iso(utcnow() + timedelta(seconds=seconds))
+    return {"deadline": end, "expires": end}
+
+
+def records_of(services, task_id: str, group_id: str) -> dict:
+    """Every record kept about a task, read through the storage adapters."""
+    edges = services.dependencies.dependencies
+    return {
+        "dependents": edges.dependents(task_id, "", 10),
+        "requirements": services.dependencies.requirements.remaining(task_id),
+        "handled": services.resolution_handler.handled.is_marked(task_id, 0),
+        "members": services.task_groups.groups.members(group_id, "", 10),
+        "group": services.task_groups.groups.load(group_id),
+    }
+
+
+def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task_queue_id):
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": short_lived()},
+                                                test={"requires": ["build"], "task": short_lived()}))
+    ids = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+    run(services, task_queue_id)
+    run(services, task_queue_id)
+    assert services.task_graphs.status(graph_id)["status"]["state"] == "finished"
+    before = records_of(services, ids["build"], graph_id)
+    assert before["dependents"] and before["handled"] and len(before["members"]) == 2 and before["group"]
+
+    assert services.expiration.sweep() == 0                      # nothing is due yet
+    assert services.expiration.sweep(now=utcnow() + timedelta(seconds=5)) == 2
+
+    for task_id in ids.values():
+        with pytest.raises(NotFound):
+            services.tasks.status(task_id)
+        assert records_of(services, task_id, graph_id) == {
+            "dependents": [], "requirements": [], "handled": False, "members": [], "group": None}
+    with pytest.raises(NotFound):
+        services.task_graphs.status(graph_id)
+    assert services.expiration.sweep(now=utcnow() + timedelta(seconds=5)) == 0   # repeatable: nothing left
+
+
+def test_an_unresolved_task_waits_for_its_deadline_before_it_is_deleted(services, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    later = utcnow() + timedelta(seconds=4)
+    assert services.expiration.sweep(now=later) == 0            # pending still: kept for the deadline resolver
+    assert services.tasks.status(task_id)["state"] == "pending"
+    assert services.deadlines.sweep(now=later) == 1
+    assert services.expiration.sweep(now=later) == 1
+    with pytest.raises(NotFound):
+        services.tasks.status(task_id)
+
+
+def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
+    group_id = new_slugid()
+    soon, later = new_slugid(), new_slugid()
+    services.tasks.create(soon, make_task(task_queue_id, taskGroupId=group_id, **short_lived(2)))
+    services.tasks.create(later, make_task(task_queue_id, taskGroupId=group_id, **short_lived(60)))
+    run(services, task_queue_id)
+    assert services.expiration.sweep(now=utcnow() + timedelta(seconds=4)) == 1
+    listed = services.task_groups.list(group_id, None, None)["tasks"]
+    assert [entry["status"]["taskId"] for entry in listed] == [later]
+    assert services.expiration.sweep(now=utcnow() + timedelta(seconds=62)) == 1
+    with pytest.raises(NotFound):
+        services.task_groups.get(group_id)

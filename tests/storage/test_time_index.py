@@ -1,0 +1,38 @@
+"""The time index reads only what is due, and its cursor never skips rows not yet due."""
+
+from datetime import datetime, timedelta, timezone
+
+from shared.domain.timestamps import to_iso
+from shared.storage.account import StorageAccount
+from shared.storage.time_index import TimeIndex
+from tests.conftest import unique_prefix
+
+NOON = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def index(azurite, bucket: timedelta) -> TimeIndex:
+    return TimeIndex(StorageAccount(azurite.connection_string, unique_prefix()), "test", bucket)
+
+
+def test_only_due_items_are_returned_oldest_first(azurite):
+    times = index(azurite, timedelta(minutes=1))
+    times.add([(to_iso(NOON + timedelta(minutes=m)), f"item{m}") for m in (3, 0, 1, 30)])
+    assert [item.key for item in times.due(NOON + timedelta(minutes=2), 10)] == ["item0", "item1"]
+    assert [item.key for item in times.due(NOON + timedelta(minutes=2), 1)] == ["item0"]
+
+
+def test_a_day_bucket_keeps_its_cursor_until_the_whole_day_is_past(azurite):
+    days = index(azurite, timedelta(days=1))
+    evening = NOON + timedelta(hours=8)
+    days.add([(to_iso(evening), "evening")])
+    assert days.due(NOON + timedelta(hours=1), 10) == []          # the sweep at 13:00 must not move past today
+    assert [item.key for item in days.due(evening, 10)] == ["evening"]
+
+
+def test_removed_items_are_not_returned_again(azurite):
+    times = index(azurite, timedelta(minutes=1))
+    times.add([(to_iso(NOON), "once")])
+    [item] = times.due(NOON, 10)
+    times.remove(item)
+    times.remove(item)                                             # a second sweeper's remove is harmless
+    assert times.due(NOON + timedelta(hours=1), 10) == []
