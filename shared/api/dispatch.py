@@ -62,6 +62,8 @@ def _check_query(endpoint: Endpoint, query: dict) -> dict:
         if not checked["limit"].isdigit() or int(checked["limit"]) < 1:
             raise InvalidRequestArguments(f"limit: {checked['limit']!r} must be a positive whole number")
         checked["limit"] = int(checked["limit"])
+    if checked.get("quarantined", "true") not in ("true", "false"):
+        raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
     return checked
 
 

@@ -29,6 +29,16 @@ def _claim_work(call: Call) -> dict:
                                         body.get("tasks", 1))
 
 
+def _task_queue_id(call: Call) -> str:
+    return f"{call.params['provisionerId']}/{call.params['workerType']}"
+
+
+def _worker(call: Call) -> tuple[str, str, str]:
+    return _task_queue_id(call), call.params["workerGroup"], call.params["workerId"]
+
+
+WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
+
 ENDPOINTS = [
     Endpoint("ping", "GET", "/ping", _ping),
     Endpoint("lbheartbeat", "GET", "/__lbheartbeat__", lambda call: {}),
@@ -81,4 +91,14 @@ ENDPOINTS = [
              query=("continuationToken", "limit")),
     Endpoint("getTaskQueue", "GET", "/task-queues/<taskQueueId>",
              lambda call: call.queue.task_queues.get(call.params["taskQueueId"])),
+    Endpoint("listWorkers", "GET", WORKERS,
+             lambda call: call.queue.workers.list(_task_queue_id(call), call.query.get("continuationToken"),
+                                                  call.query.get("limit"), call.query.get("quarantined"), utcnow()),
+             query=("continuationToken", "limit", "quarantined")),
+    Endpoint("getWorker", "GET", WORKERS + "/<workerGroup>/<workerId>",
+             lambda call: call.queue.workers.get(*_worker(call))),
+    Endpoint("quarantineWorker", "PUT", WORKERS + "/<workerGroup>/<workerId>",
+             lambda call: call.queue.workers.quarantine(*_worker(call), call.body["quarantineUntil"],
+                                                        call.body.get("quarantineInfo", ""), utcnow()),
+             input_schema="quarantine-worker-request"),
 ]

@@ -19,8 +19,9 @@ from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .credentials import CredentialIssuer
 from .task_queues import TaskQueues
-from .time_resolvers import ClaimExpiry
 from .task_updates import TaskUpdater
+from .time_resolvers import ClaimExpiry
+from .workers import Workers
 
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
@@ -37,8 +38,10 @@ class _Skip(Exception):
 
 class Claims:
     def __init__(self, tasks: TaskTable, pending: PendingTable, updater: TaskUpdater, queues: TaskQueues,
-                 issuer: CredentialIssuer, expiry: ClaimExpiry, claim_timeout: int, wait_seconds: int) -> None:
+                 issuer: CredentialIssuer, expiry: ClaimExpiry, workers: Workers, claim_timeout: int,
+                 wait_seconds: int) -> None:
         self.expiry = expiry
+        self.workers = workers
         self.tasks = tasks
         self.pending = pending
         self.updater = updater
@@ -48,7 +51,11 @@ class Claims:
         self.wait_seconds = wait_seconds
 
     def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
-        """Claim up to `count` runs, long-polling while the queue is empty."""
+        """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
+        worker gets none."""
+        worker = self.workers.arrive(task_queue_id, worker_group, worker_id, utcnow())
+        if self.workers.quarantined(worker, utcnow()):
+            return {"tasks": []}
         give_up = time.monotonic() + self.wait_seconds
         while True:
             claimed = self._claim_available(task_queue_id, worker_group, worker_id, count)
@@ -56,6 +63,10 @@ class Claims:
             if claimed or remaining <= 0:
                 break
             self.updater.signal.wait(task_queue_id, min(POLL_INTERVAL, remaining))
+        runs = [(claim["status"]["taskId"], claim["runId"]) for claim in claimed]
+        if not self.workers.worked(worker, runs, utcnow()):
+            self.workers.release(task_queue_id, worker_group, worker_id, runs, utcnow())
+            claimed = []
         self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1)))
         return {"tasks": claimed}
 

@@ -15,6 +15,7 @@ from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_queue_table import TaskQueueTable
 from ..storage.task_table import TaskTable
 from ..storage.time_index import TimeIndex
+from ..storage.worker_table import WorkerTable
 from ..storage.dependency_table import DependencyTable
 from ..storage.handled_table import HandledTable
 from ..storage.requirement_table import RequirementTable
@@ -34,6 +35,7 @@ from .task_updates import TaskUpdater
 from .tasks import Tasks
 from .time_resolvers import ClaimExpiry, Deadlines
 from .work_signal import WorkSignal
+from .workers import Workers
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Queue:
     claim_expiry: ClaimExpiry
     deadlines: Deadlines
     expiration: Expiration
+    workers: Workers
 
     @classmethod
     def build(cls, settings: Settings) -> Queue:
@@ -71,10 +74,11 @@ class Queue:
                                 edges, requirements, handled, group_table, graph_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
         graphs = TaskGraphs(graph_table, task_table, creation, updater)
+        workers = Workers(WorkerTable(account), claimed, updater)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, handled)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
-            claims=Claims(task_table, pending, updater, queues, issuer, expiry,
+            claims=Claims(task_table, pending, updater, queues, issuer, expiry, workers,
                           settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
             task_groups=groups,
@@ -86,6 +90,7 @@ class Queue:
             claim_expiry=expiry,
             deadlines=deadlines,
             expiration=expiration,
+            workers=workers,
         )
 
 

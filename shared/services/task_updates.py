@@ -90,7 +90,8 @@ class TaskUpdater:
             if before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
                 self.pending_removed(record.summary, status.task_id, before)
             if after.state is RunState.RUNNING:
-                self.claims.add(queue_id, status.task_id, after.run_id, after.taken_until)
+                self.claims.add(queue_id, status.task_id, after.run_id, after.taken_until,
+                                after.worker_group, after.worker_id)
             elif before and before.state is RunState.RUNNING:
                 self.claims.remove(queue_id, status.task_id, after.run_id)
         if new_pending and new_pending != record.status.pending_run:

@@ -1,0 +1,150 @@
+"""Workers: who claimed work from a task queue, when, and their quarantine.
+
+A worker is known from its first claimWork. A quarantined worker gets no work until its
+quarantine ends, and the runs it holds are resolved at once as exception/worker-shutdown
+(retried while retries are left, as when a worker reports its own shutdown), so a broken
+or vanished worker releases its tasks without waiting for their claims to expire.
+
+A claimWork that raced with the quarantine (it read the worker before the quarantine was
+written) finds out when it records its claims: the worker row changed under it, so it
+reads it again, sees the quarantine and releases what it just claimed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from ..domain import lifecycle
+from ..domain.errors import NotFound
+from ..domain.runs import ReasonResolved, RunState
+from ..domain.timestamps import parse_iso, to_iso
+from ..storage.claim_table import ClaimTable
+from ..storage.errors import AlreadyExists, ChangedSinceRead
+from ..storage.worker_table import WorkerRecord, WorkerTable, row_key
+from .task_groups import DEFAULT_PAGE, decode_token, encode_token
+from .task_updates import TaskUpdater
+
+log = logging.getLogger("queue.workers")
+RECENT_TASKS = 20
+WORKER_LIFETIME = timedelta(days=1)        # how long after its last claim a worker is listed
+ACTIVE_REFRESH = timedelta(seconds=60)     # an idle worker's lastDateActive is written at most this often
+
+
+class Workers:
+    def __init__(self, table: WorkerTable, claims: ClaimTable, updater: TaskUpdater) -> None:
+        self.table = table
+        self.claims = claims
+        self.updater = updater
+
+    def arrive(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
+        """The worker's row as its claimWork begins; a worker seen for the first time gets one."""
+        record = self.table.load(task_queue_id, worker_group, worker_id)
+        if record is not None:
+            return record
+        fresh = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
+                             to_iso(now + WORKER_LIFETIME))
+        try:
+            return self.table.insert(fresh)
+        except AlreadyExists:  # the same worker's concurrent claimWork
+            return self.table.load(task_queue_id, worker_group, worker_id)
+
+    @staticmethod
+    def quarantined(record: WorkerRecord, now: datetime) -> bool:
+        return bool(record.quarantine_until) and parse_iso(record.quarantine_until) > now
+
+    def worked(self, record: WorkerRecord, claimed: list[tuple[str, int]], now: datetime) -> bool:
+        """Note the runs one claimWork gave the worker; False if it was quarantined meanwhile,
+        in which case the caller releases them."""
+        while True:
+            if self.quarantined(record, now):
+                return False
+            if not claimed and now - parse_iso(record.last_date_active) < ACTIVE_REFRESH:
+                return True
+            recent = (*record.recent_tasks, *({"taskId": task_id, "runId": run_id} for task_id, run_id in claimed))
+            try:
+                self.table.save(replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
+                                        recent_tasks=recent[-RECENT_TASKS:]))
+                return True
+            except ChangedSinceRead:
+                record = self.table.load(record.task_queue_id, record.worker_group, record.worker_id)
+
+    def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
+                   now: datetime) -> dict:
+        detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
+                  "quarantineInfo": info}
+        while True:
+            record = self._existing(task_queue_id, worker_group, worker_id)
+            try:
+                record = self.table.save(replace(record, quarantine_until=until,
+                                                 quarantine_details=(*record.quarantine_details, detail)))
+                break
+            except ChangedSinceRead:
+                continue
+        log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
+                 extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
+        if self.quarantined(record, now):
+            self.release(task_queue_id, worker_group, worker_id, self.claims.held_by(
+                task_queue_id, worker_group, worker_id), now)
+        return render(record)
+
+    def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],
+                now: datetime) -> int:
+        """Resolve the runs the worker still holds as worker-shutdown; returns how many."""
+        def shut_down(run_id: int):
+            def transition(status):
+                run = status.run(run_id)
+                if run is None or run.state is not RunState.RUNNING or \
+                        (run.worker_group, run.worker_id) != (worker_group, worker_id):
+                    return status  # resolved, or someone else's run by now
+                return lifecycle.resolve(status, run_id, ReasonResolved.WORKER_SHUTDOWN, now)
+            return transition
+        released = sum(self.updater.try_apply(task_id, shut_down(run_id), "worker quarantined")
+                       for task_id, run_id in runs)
+        if released:
+            log.info("released %d runs of quarantined worker %s/%s", released, worker_group, worker_id,
+                     extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "release"})
+        return released
+
+    def get(self, task_queue_id: str, worker_group: str, worker_id: str) -> dict:
+        return render(self._existing(task_queue_id, worker_group, worker_id))
+
+    def list(self, task_queue_id: str, continuation: str | None, limit: int | None, quarantined: str | None,
+             now: datetime) -> dict:
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        records = self.table.page(task_queue_id, decode_token(continuation), limit + 1)
+        shown = [record for record in records[:limit]
+                 if quarantined is None or self.quarantined(record, now) == (quarantined == "true")]
+        out = {"workers": [_summary(record) for record in shown]}
+        if len(records) > limit:
+            out["continuationToken"] = encode_token(row_key(records[limit - 1]))
+        return out
+
+    def _existing(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord:
+        record = self.table.load(task_queue_id, worker_group, worker_id)
+        if record is None:
+            raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
+        return record
+
+
+def render(record: WorkerRecord) -> dict:
+    provisioner_id, worker_type = record.task_queue_id.split("/", 1)
+    out = {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": record.task_queue_id,
+           "workerGroup": record.worker_group, "workerId": record.worker_id,
+           "recentTasks": list(record.recent_tasks), "expires": record.expires,
+           "firstClaim": record.first_claim, "lastDateActive": record.last_date_active,
+           "quarantineDetails": list(record.quarantine_details)}
+    if record.quarantine_until:
+        out["quarantineUntil"] = record.quarantine_until
+    return out
+
+
+def _summary(record: WorkerRecord) -> dict:
+    out = {"workerGroup": record.worker_group, "workerId": record.worker_id, "firstClaim": record.first_claim,
+           "lastDateActive": record.last_date_active}
+    if record.quarantine_until:
+        out["quarantineUntil"] = record.quarantine_until
+    if record.recent_tasks:
+        out["latestTask"] = record.recent_tasks[-1]
+    return out

@@ -1,0 +1,88 @@
+"""The Workers table: the workers that claimed from a task queue, and their quarantine.
+
+PartitionKey = escaped taskQueueId, RowKey = `<workerGroup>.<workerId>` (neither may hold
+a '.'), so listWorkers is one partition read in key order. A worker row is written by the
+worker's own claimWork calls and by quarantineWorker, both conditionally on its ETag.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
+from .account import StorageAccount
+from .errors import AlreadyExists, ChangedSinceRead
+from .keys import escape_key
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    task_queue_id: str
+    worker_group: str
+    worker_id: str
+    first_claim: str
+    last_date_active: str
+    expires: str
+    quarantine_until: str = ""
+    quarantine_details: tuple[dict, ...] = ()
+    recent_tasks: tuple[dict, ...] = ()      # {taskId, runId} of the latest claims, oldest first
+    etag: str | None = field(default=None, compare=False)
+
+
+class WorkerTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("Workers")
+
+    def load(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
+        try:
+            entity = self._table.get_entity(escape_key(task_queue_id), f"{worker_group}.{worker_id}")
+        except ResourceNotFoundError:
+            return None
+        return _record(task_queue_id, entity)
+
+    def insert(self, worker: WorkerRecord) -> WorkerRecord:
+        try:
+            meta = self._table.create_entity(_entity(worker))
+        except ResourceExistsError as exc:
+            raise AlreadyExists(f"{worker.worker_group}/{worker.worker_id}") from exc
+        return replace(worker, etag=meta.get("etag"))
+
+    def save(self, worker: WorkerRecord) -> WorkerRecord:
+        """Write `worker` if its row is still as read; else ChangedSinceRead."""
+        try:
+            meta = self._table.update_entity(_entity(worker), mode=UpdateMode.REPLACE, etag=worker.etag,
+                                             match_condition=MatchConditions.IfNotModified)
+        except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
+        return replace(worker, etag=meta.get("etag"))
+
+    def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
+        """Up to `limit` workers in key order, after the row key `after`."""
+        pages = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt @after",
+            parameters={"pk": escape_key(task_queue_id), "after": after}, results_per_page=limit).by_page()
+        return [_record(task_queue_id, entity) for entity in next(pages, [])][:limit]
+
+
+def row_key(worker: WorkerRecord) -> str:
+    return f"{worker.worker_group}.{worker.worker_id}"
+
+
+def _entity(worker: WorkerRecord) -> dict:
+    return {"PartitionKey": escape_key(worker.task_queue_id), "RowKey": row_key(worker),
+            "workerGroup": worker.worker_group, "workerId": worker.worker_id,
+            "firstClaim": worker.first_claim, "lastDateActive": worker.last_date_active,
+            "expires": worker.expires, "quarantineUntil": worker.quarantine_until,
+            "quarantineDetails": json.dumps(list(worker.quarantine_details)),
+            "recentTasks": json.dumps(list(worker.recent_tasks))}
+
+
+def _record(task_queue_id: str, entity) -> WorkerRecord:
+    return WorkerRecord(task_queue_id, entity["workerGroup"], entity["workerId"], entity["firstClaim"],
+                        entity["lastDateActive"], entity["expires"], entity["quarantineUntil"],
+                        tuple(json.loads(entity["quarantineDetails"])), tuple(json.loads(entity["recentTasks"])),
+                        entity.metadata.get("etag"))

@@ -1,0 +1,93 @@
+"""Workers through the official client: known from their claims, listed, and quarantined."""
+
+import time
+from datetime import timedelta
+
+import pytest
+import taskcluster
+
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
+from tests.api.test_task_lifecycle import claim_one, conforms
+
+
+def split(task_queue_id: str) -> tuple[str, str]:
+    provisioner_id, worker_type = task_queue_id.split("/")
+    return provisioner_id, worker_type
+
+
+def quarantine(queue, task_queue_id: str, worker_id: str, until, info: str = "") -> dict:
+    body = {"quarantineUntil": to_iso(until), **({"quarantineInfo": info} if info else {})}
+    return conforms("worker-response", queue.quarantineWorker(*split(task_queue_id), "wg", worker_id, body))
+
+
+def test_a_worker_is_known_from_its_claims(queue, new_task, task_queue_id):
+    task_id = new_slugid()
+    queue.createTask(task_id, new_task())
+    claim_one(queue, task_queue_id, workerId="w1")
+    worker = conforms("worker-response", queue.getWorker(*split(task_queue_id), "wg", "w1"))
+    assert worker["recentTasks"] == [{"taskId": task_id, "runId": 0}]
+    assert worker["taskQueueId"] == task_queue_id and "quarantineUntil" not in worker
+    assert worker["firstClaim"] <= worker["lastDateActive"] < worker["expires"]
+    listed = conforms("list-workers-response", queue.listWorkers(*split(task_queue_id)))["workers"]
+    assert [(entry["workerId"], entry["latestTask"]) for entry in listed] == [("w1", {"taskId": task_id, "runId": 0})]
+
+
+def test_quarantine_releases_the_workers_runs_and_gives_it_no_more_work(queue, new_task, task_queue_id):
+    held, other = new_slugid(), new_slugid()
+    queue.createTask(held, new_task(priority="high"))
+    claim_one(queue, task_queue_id, workerId="broken")
+    queue.createTask(other, new_task())
+    worker = quarantine(queue, task_queue_id, "broken", utcnow() + timedelta(hours=1), "disk full")
+    assert worker["quarantineDetails"][-1]["quarantineInfo"] == "disk full"
+
+    runs = queue.status(held)["status"]["runs"]        # released at once, not after the claim expires
+    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [("exception", "worker-shutdown"),
+                                                                           ("pending", None)]
+    assert runs[1]["reasonCreated"] == "retry"
+    started = time.monotonic()
+    assert queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "broken", "tasks": 4}) == {"tasks": []}
+    assert time.monotonic() - started < 1.5            # answered at once, without the long poll
+    assert claim_one(queue, task_queue_id, workerId="healthy")["status"]["taskId"] == held
+
+    quarantined = queue.listWorkers(*split(task_queue_id), query={"quarantined": "true"})["workers"]
+    assert [entry["workerId"] for entry in quarantined] == ["broken"]
+    free = queue.listWorkers(*split(task_queue_id), query={"quarantined": "false"})["workers"]
+    assert [entry["workerId"] for entry in free] == ["healthy"]
+
+    quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))   # lifted
+    assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == other
+
+
+def test_quarantine_without_retries_left_resolves_the_task(queue, new_task, task_queue_id):
+    task_id = new_slugid()
+    queue.createTask(task_id, new_task(retries=0))
+    claim_one(queue, task_queue_id, workerId="gone")
+    quarantine(queue, task_queue_id, "gone", utcnow() + timedelta(minutes=5))
+    status = queue.status(task_id)["status"]
+    assert status["state"] == "exception" and len(status["runs"]) == 1
+
+
+def test_workers_are_listed_in_pages(queue, new_task, task_queue_id):
+    for number in range(3):
+        queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": f"w{number}", "tasks": 1})
+    first = queue.listWorkers(*split(task_queue_id), query={"limit": 2})
+    second = queue.listWorkers(*split(task_queue_id), query={"limit": 2,
+                                                             "continuationToken": first["continuationToken"]})
+    assert [entry["workerId"] for entry in first["workers"] + second["workers"]] == ["w0", "w1", "w2"]
+    assert "continuationToken" not in second
+
+
+def test_unknown_workers_and_bad_input(queue, task_queue_id):
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
+        queue.getWorker(*split(task_queue_id), "wg", "never-seen")
+    assert caught.value.status_code == 404
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
+        quarantine(queue, task_queue_id, "never-seen", utcnow() + timedelta(hours=1))
+    assert caught.value.status_code == 404
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
+        queue.quarantineWorker(*split(task_queue_id), "wg", "w1", {"quarantineUntil": "tomorrow"})
+    assert caught.value.status_code == 400 and "quarantineUntil" in caught.value.body["message"]
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
+        queue.listWorkers(*split(task_queue_id), query={"quarantined": "maybe"})
+    assert caught.value.status_code == 400 and "quarantined" in caught.value.body["message"]
