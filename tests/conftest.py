@@ -86,13 +86,22 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "CLAIM_WORK_WAIT_SECONDS": "2",
         **settings,
     }
-    log_path = log_dir / f"devhost-{port}.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "none"],
-        cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    server = Server(f"http://127.0.0.1:{port}", process, env, log_path)
+    server = Server(f"http://127.0.0.1:{port}", _launch(port, env, log_dir / f"devhost-{port}.log"), env,
+                    log_dir / f"devhost-{port}.log")
     _wait_until_up(server)
     return server
+
+
+def restart_server(server: Server) -> None:
+    """Start the host again on the same port, storage and settings (after `server.stop`)."""
+    server.process = _launch(int(server.root_url.rsplit(":", 1)[1]), server.env, server.log_path)
+    _wait_until_up(server)
+
+
+def _launch(port: int, env: dict, log_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "none"],
+        cwd=ROOT, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _wait_until_up(server: Server, timeout: float = 60) -> None:
