@@ -20,7 +20,9 @@ log = logging.getLogger("devhost")
 
 
 class LocalHost:
-    def __init__(self, app_dir: Path, host: str = "127.0.0.1", port: int = 7071) -> None:
+    def __init__(self, app_dir: Path, host: str = "127.0.0.1", port: int = 7071, app=None) -> None:
+        """`app`: a `func.FunctionApp` to serve instead of importing `function_app.app` from
+        `app_dir` (the tests build small apps of their own)."""
         self.app_dir = Path(app_dir).resolve()
         self.settings = load_settings(self.app_dir)
         apply_to_environ(self.settings)
@@ -29,7 +31,7 @@ class LocalHost:
         self.http: list[HttpFunction] = []
         self.pollers: list[QueuePoller] = []
         self.timers: list[TimerRunner] = []
-        self._load_functions()
+        self._load_functions(app)
         self.server = make_server(host, port, self.http)
         self.server_thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
 
@@ -38,10 +40,11 @@ class LocalHost:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def _load_functions(self) -> None:
-        if str(self.app_dir) not in sys.path:
-            sys.path.insert(0, str(self.app_dir))
-        app = importlib.import_module("function_app").app
+    def _load_functions(self, app) -> None:
+        if app is None:
+            if str(self.app_dir) not in sys.path:
+                sys.path.insert(0, str(self.app_dir))
+            app = importlib.import_module("function_app").app
         for function in app.get_functions():
             self._add(function.get_function_name(), function.get_trigger(), function.get_user_function())
 

@@ -39,8 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.monotonic()
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = self._read_body()
         parts = urlsplit(self.path)
         status, headers, payload = self._dispatch(parts.path, parts.query, body)
         self.send_response(status)
@@ -52,6 +51,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         log.info("%s %s -> %d (%.0f ms)", self.command, parts.path, status, (time.monotonic() - started) * 1000)
 
+    def _read_body(self) -> bytes:
+        # A chunked body must be read to its end too: left unread, it would be taken for the
+        # next request on this keep-alive connection.
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():  # trailer headers, up to the blank line
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()  # the CRLF after each chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
     def _dispatch(self, path: str, query: str, body: bytes) -> tuple[int, dict, bytes]:
         for function in self.functions:
             values = function.template.match(path)
@@ -60,7 +75,7 @@ class _Handler(BaseHTTPRequestHandler):
             host, port = self.server.server_address[:2]
             request = func.HttpRequest(
                 method=self.command, url=f"http://{host}:{port}{self.path}", headers=dict(self.headers.items()),
-                params=dict(parse_qsl(query)), route_params=values, body=body)
+                params=dict(parse_qsl(query, keep_blank_values=True)), route_params=values, body=body)
             try:
                 response = call_function(function.function, request)
             except Exception:

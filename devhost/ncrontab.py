@@ -11,6 +11,9 @@ _NAMES = {
     "oct": 10, "nov": 11, "dec": 12,
 }
 _RANGES = [(0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 6)]
+# The Gregorian calendar (leap days and weekdays) repeats every 400 years: a schedule with no
+# occurrence within that span never fires (e.g. February 31st).
+_HORIZON = timedelta(days=146097)
 
 
 def _value(text: str) -> int:
@@ -45,23 +48,29 @@ class Schedule:
         self.expression = expression
         self.second, self.minute, self.hour, self.day, self.month, self.weekday = (
             _field(text, low, high) for text, (low, high) in zip(fields, _RANGES))
+        self.next_after(datetime(2000, 1, 1))  # reject a schedule that never fires now, not in a timer thread
+
+    def _day_matches(self, moment: datetime) -> bool:
+        weekday = (moment.weekday() + 1) % 7  # Python: Monday=0; cron: Sunday=0
+        return moment.month in self.month and moment.day in self.day and weekday in self.weekday
 
     def matches(self, moment: datetime) -> bool:
-        weekday = (moment.weekday() + 1) % 7  # Python: Monday=0; cron: Sunday=0
-        return (moment.second in self.second and moment.minute in self.minute and moment.hour in self.hour
-                and moment.day in self.day and moment.month in self.month and weekday in self.weekday)
+        return (self._day_matches(moment) and moment.hour in self.hour and moment.minute in self.minute
+                and moment.second in self.second)
 
     def next_after(self, moment: datetime) -> datetime:
         """The first matching second strictly after `moment`."""
         candidate = moment.replace(microsecond=0) + timedelta(seconds=1)
-        for _ in range(366 * 24 * 3600):
-            if candidate.month not in self.month or candidate.day not in self.day:
+        give_up = candidate + _HORIZON
+        while candidate < give_up:
+            # Skip whole days (including wrong weekdays), hours and minutes before stepping seconds.
+            if not self._day_matches(candidate):
                 candidate = (candidate + timedelta(days=1)).replace(hour=0, minute=0, second=0)
             elif candidate.hour not in self.hour:
                 candidate = (candidate + timedelta(hours=1)).replace(minute=0, second=0)
             elif candidate.minute not in self.minute:
                 candidate = (candidate + timedelta(minutes=1)).replace(second=0)
-            elif self.matches(candidate):
+            elif candidate.second in self.second:
                 return candidate
             else:
                 candidate += timedelta(seconds=1)

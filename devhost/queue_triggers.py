@@ -10,8 +10,8 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import azure.functions as func
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.functions.queue import QueueMessage  # not func.QueueMessage: that one takes no dequeue_count
 from azure.storage.queue import QueueClient
 
 from .host_config import HostConfig
@@ -60,14 +60,26 @@ class QueuePoller:
 
     def _run(self, message) -> None:
         try:
-            self.function(self._request(message))
+            if message.dequeue_count > self.config.max_dequeue_count:
+                # Delivered more often than allowed without being settled (the host stopped
+                # mid-run): the Functions host poisons such a message without running it again.
+                log.error("message %s of %s was delivered %d times: moved to %s", message.id,
+                          self.queue.queue_name, message.dequeue_count, self.poison.queue_name)
+                self._poison(message)
+                return
+            try:
+                self.function(self._request(message))
+            except Exception:
+                self._failed(message)
+                return
+            self._delete(self.queue, message)
         except Exception:
-            self._failed(message)
-            return
-        self._delete(self.queue, message)
+            # A storage error while settling one message must not end the polling thread; the
+            # message becomes visible again when its hold ends.
+            log.exception("settling message %s of %s failed", message.id, self.queue.queue_name)
 
-    def _request(self, message) -> func.QueueMessage:
-        return func.QueueMessage(
+    def _request(self, message) -> QueueMessage:
+        return QueueMessage(
             id=message.id, body=self._body(message.content), dequeue_count=message.dequeue_count,
             expiration_time=message.expires_on, insertion_time=message.inserted_on,
             time_next_visible=message.next_visible_on, pop_receipt=message.pop_receipt)
@@ -84,8 +96,7 @@ class QueuePoller:
         if message.dequeue_count >= self.config.max_dequeue_count:
             log.error("function %s failed on message %s %d times: moved to %s", self.name, message.id,
                       message.dequeue_count, self.poison.queue_name, exc_info=True)
-            self.poison.send_message(message.content)
-            self._delete(self.queue, message)
+            self._poison(message)
             return
         log.warning("function %s failed on message %s (attempt %d); retrying", self.name, message.id,
                     message.dequeue_count, exc_info=True)
@@ -93,6 +104,17 @@ class QueuePoller:
             self.queue.update_message(message, visibility_timeout=int(self.config.visibility_timeout))
         except ResourceNotFoundError:
             pass
+
+    def _poison(self, message) -> None:
+        try:
+            self.poison.send_message(message.content)
+        except ResourceNotFoundError:  # deleted since start(): created again, as the Functions host does
+            try:
+                self.poison.create_queue()
+            except ResourceExistsError:
+                pass
+            self.poison.send_message(message.content)
+        self._delete(self.queue, message)
 
     @staticmethod
     def _delete(queue: QueueClient, message) -> None:

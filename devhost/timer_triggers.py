@@ -28,9 +28,12 @@ class TimerRunner:
     def _loop(self) -> None:
         if self.run_on_startup:
             self._fire(past_due=False)
+        due = None
         while not self.stop.is_set():
             now = datetime.now(timezone.utc)
-            due = self.schedule.next_after(now)
+            # From the last due time at least: a wait that ends a hair early (wall clock against
+            # the monotonic clock) must not fire the same occurrence twice.
+            due = self.schedule.next_after(max(now, due) if due else now)
             if self.stop.wait((due - now).total_seconds()):
                 return
             late = (datetime.now(timezone.utc) - due).total_seconds() > 1

@@ -1,0 +1,45 @@
+"""Helpers for the devhost tests: polling with a bound instead of fixed sleeps."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from devhost.host import LocalHost
+
+
+def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
+    """Call `probe` until it returns something truthy and return that; fail after `timeout` s."""
+    give_up = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{message} not reached within {timeout} s (last value: {value!r})")
+        time.sleep(interval)
+
+
+def unique_queue_name(stem: str = "dh") -> str:
+    """A storage queue name no other test uses (lowercase letters, digits and dashes)."""
+    return f"{stem}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def local_host(tmp_path):
+    """`local_host(app, extensions={...})` serves `app` on a free port with a host.json of its
+    own (in a temporary app dir); stopped after the test."""
+    hosts = []
+
+    def start(app, extensions: dict | None = None) -> LocalHost:
+        (tmp_path / "host.json").write_text(json.dumps({"version": "2.0", "extensions": extensions or {}}))
+        host = LocalHost(tmp_path, port=0, app=app).start()
+        hosts.append(host)
+        return host
+
+    yield start
+    for host in hosts:
+        host.stop()

@@ -1,0 +1,97 @@
+"""HTTP triggers served through the real threaded server, from a small FunctionApp built here."""
+
+from __future__ import annotations
+
+import json
+
+import azure.functions as func
+import pytest
+import requests
+
+
+def describe(name: str, req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps({
+        "function": name, "method": req.method, "route": dict(req.route_params),
+        "params": dict(req.params), "body": req.get_body().decode(),
+    }), mimetype="application/json")
+
+
+def build_app() -> func.FunctionApp:
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+    # Registered before the literal route below: precedence, not order, must pick `items/new`.
+    @app.route(route="items/{id}", methods=["GET", "POST"])
+    def item(req: func.HttpRequest) -> func.HttpResponse:
+        return describe("item", req)
+
+    @app.route(route="items/new", methods=["GET"])
+    def new_item(req: func.HttpRequest) -> func.HttpResponse:
+        return describe("new_item", req)
+
+    @app.route(route="echo/{*rest}")  # every method
+    async def echo(req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse(req.get_body(), status_code=201, headers={"X-Rest": req.route_params["rest"]})
+
+    @app.route(route="boom")
+    def boom(req: func.HttpRequest) -> func.HttpResponse:
+        raise RuntimeError("the function fails")
+
+    return app
+
+
+@pytest.fixture
+def base_url(local_host) -> str:
+    return local_host(build_app(), {"http": {"routePrefix": "api"}}).base_url
+
+
+def test_literal_route_wins_over_a_parameter_registered_first(base_url):
+    assert requests.get(f"{base_url}/api/items/new", timeout=5).json()["function"] == "new_item"
+    assert requests.get(f"{base_url}/api/items/7", timeout=5).json()["route"] == {"id": "7"}
+
+
+def test_encoded_slash_reaches_the_function_inside_one_route_value(base_url):
+    answer = requests.get(f"{base_url}/api/items/proj%2Flinux", timeout=5).json()
+    assert answer["function"] == "item"
+    assert answer["route"] == {"id": "proj%2Flinux"}
+
+
+def test_query_parameters_including_empty_ones(base_url):
+    answer = requests.get(f"{base_url}/api/items/7?limit=10&continuationToken=", timeout=5).json()
+    assert answer["params"] == {"limit": "10", "continuationToken": ""}
+
+
+def test_methods_select_the_function_and_others_are_not_found(base_url):
+    answer = requests.post(f"{base_url}/api/items/7", json={"a": 1}, timeout=5).json()
+    assert (answer["function"], answer["method"], json.loads(answer["body"])) == ("item", "POST", {"a": 1})
+    # `items/new` takes GET only, so a POST falls through to `items/{id}`.
+    assert requests.post(f"{base_url}/api/items/new", timeout=5).json()["function"] == "item"
+    # No function takes DELETE on items/7: the host answers 404.
+    assert requests.delete(f"{base_url}/api/items/7", timeout=5).status_code == 404
+
+
+def test_async_function_status_headers_and_route_prefix(base_url):
+    response = requests.put(f"{base_url}/api/echo/a/b%2Fc", data=b"payload", timeout=5)
+    assert response.status_code == 201
+    assert response.content == b"payload"
+    assert response.headers["X-Rest"] == "a/b%2Fc"
+    # Only under the routePrefix from host.json.
+    assert requests.get(f"{base_url}/echo/a", timeout=5).status_code == 404
+
+
+def test_chunked_body_is_read_whole_and_the_connection_stays_usable(base_url):
+    with requests.Session() as session:  # one keep-alive connection for both requests
+        response = session.post(f"{base_url}/api/echo/x", data=iter([b"ab", b"cd", b"ef"]), timeout=5)
+        assert (response.status_code, response.content) == (201, b"abcdef")
+        assert session.get(f"{base_url}/api/items/new", timeout=5).json()["function"] == "new_item"
+
+
+def test_a_failing_function_is_a_500_and_the_server_keeps_serving(base_url):
+    response = requests.get(f"{base_url}/api/boom", timeout=5)
+    assert response.status_code == 500
+    assert response.json()["code"] == "InternalServerError"
+    assert requests.get(f"{base_url}/api/items/new", timeout=5).status_code == 200
+
+
+def test_empty_route_prefix_serves_from_the_root(local_host):
+    base_url = local_host(build_app(), {"http": {"routePrefix": ""}}).base_url
+    assert requests.get(f"{base_url}/items/new", timeout=5).json()["function"] == "new_item"

@@ -1,0 +1,115 @@
+"""`python -m devhost` as a user runs it: a subprocess serving the project's function_app.py,
+stopped with Ctrl-C (SIGINT), leaving nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from devhost.azurite import port_open
+from tests.conftest import free_port, start_server, unique_prefix
+
+from .conftest import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+AZURITE_PORTS = (10000, 10001, 10002)  # what `--azurite auto` always uses
+
+
+def interrupt(process: subprocess.Popen, timeout: float = 20) -> int:
+    process.send_signal(signal.SIGINT)
+    return process.wait(timeout=timeout)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, pending = set(), [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.add(child)
+            pending.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_with_the_test_azurite_answers_ping_and_stops_on_sigint(azurite, tmp_path):
+    server = start_server(azurite, tmp_path)  # `--azurite none`, waits for /ping to answer 200
+    try:
+        assert requests.get(server.url("/ping"), timeout=5).json()["alive"] is True
+        port = int(server.root_url.rsplit(":", 1)[1])
+
+        assert interrupt(server.process) == 0
+        assert not port_open(port)
+        log = server.log_path.read_text()
+        assert "Queue API listening on" in log and "==> stopping" in log
+        assert "starting Azurite" not in log
+    finally:
+        server.stop(sig_kill=True)
+
+
+def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
+    taken = [port for port in AZURITE_PORTS if port_open(port)]
+    if taken:
+        pytest.skip(f"ports {taken} are in use (another Azurite?); --azurite auto always uses 10000-10002")
+    # The settings a user's local.settings.json starts from (its storage is development storage,
+    # which is what makes `auto` start Azurite), on tables and queues of this test's own.
+    sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    prefix = unique_prefix()
+    env = {key: value for key, value in os.environ.items() if key not in sample}
+    env.update(sample)
+    env.update({"AzureWebJobsStorage": "UseDevelopmentStorage=true", "QUEUE_TABLE_PREFIX": prefix,
+                "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved", "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs"})
+    port, data = free_port(), tmp_path / "azurite-data"
+    log_path = tmp_path / "devhost.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "auto",
+         "--azurite-data", str(data)],
+        cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    children: set[int] = set()
+    try:
+        def ping() -> bool:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            try:
+                return requests.get(f"http://127.0.0.1:{port}/api/queue/v1/ping", timeout=2).status_code == 200
+            except requests.ConnectionError:
+                return False
+
+        eventually(ping, timeout=60, interval=0.2, message="the host answering /ping")
+        assert all(port_open(p) for p in AZURITE_PORTS)
+        assert any(data.iterdir())  # Azurite keeps its data where --azurite-data says
+        children = descendants(process.pid)
+        assert children, "Azurite should run as a child of the host"
+
+        assert interrupt(process) == 0
+        eventually(lambda: not any(port_open(p) for p in AZURITE_PORTS + (port,)), message="ports closed")
+        eventually(lambda: not any(alive(pid) for pid in children), message="Azurite's processes gone")
+    finally:  # after a failure, leave neither the host nor its Azurite running
+        if process.poll() is None:
+            children |= descendants(process.pid)
+            process.kill()
+            process.wait(timeout=10)
+        for pid in children:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
