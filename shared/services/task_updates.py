@@ -64,6 +64,12 @@ class TaskUpdater:
     def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
         """Like `apply`, for sweeps: True if this call changed the task (False if the task
         is gone or the transition had nothing to do)."""
+        return self.apply_if_found(task_id, transition, action)[0]
+
+    def apply_if_found(self, task_id: str, transition: Transition,
+                       action: str) -> tuple[bool, TaskRecord | None]:
+        """Like `apply`: whether this call changed the task, and the task as it is now
+        (None if it does not exist)."""
         changed = [False]  # decided by the attempt whose write went through
 
         def tracked(status: TaskStatus) -> TaskStatus:
@@ -71,10 +77,10 @@ class TaskUpdater:
             changed[0] = after is not status
             return after
         try:
-            self.apply(task_id, tracked, action)
+            record = self.apply(task_id, tracked, action)
         except NotFound:
-            return False
-        return changed[0]
+            return False, None
+        return changed[0], record
 
     def write(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status` over `record` with its index rows; raises ChangedSinceRead."""

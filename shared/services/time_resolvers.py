@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ..domain import lifecycle
 from ..domain.timestamps import to_iso, utcnow
+from ..storage.task_table import TaskRecord
 from ..storage.time_index import DueItem, TimeIndex
 from .task_updates import TaskUpdater
 
@@ -62,10 +63,16 @@ class _RunResolver(TimeResolver):
 
     def _handle(self, item: DueItem, now: datetime) -> int:
         task_id, _, run = item.key.partition(".")
-        if not self.updater.try_apply(task_id, self.transition(int(run) if run else None, now), self.action):
+        run_id = int(run) if run else None
+        changed, record = self.updater.apply_if_found(task_id, self.transition(run_id, now), self.action)
+        if not changed:
+            self._unchanged(record, run_id)
             return 0
         log.info("task %s: %s", task_id, self.action, extra={"taskId": task_id, "action": self.action})
         return 1
+
+    def _unchanged(self, record: TaskRecord | None, run_id: int | None) -> None:
+        """The item had nothing left to do; a resolver may tidy up after it."""
 
 
 class ClaimExpiry(_RunResolver):
@@ -77,6 +84,13 @@ class ClaimExpiry(_RunResolver):
     @staticmethod
     def transition(run_id: int, now: datetime):
         return lambda status: lifecycle.expire_claim(status, run_id, now)
+
+    def _unchanged(self, record: TaskRecord | None, run_id: int) -> None:
+        # The run resolved in time. Its claimed-run row was removed after that write; a
+        # process that died right after the write left it behind, so remove it (again).
+        run = record.status.run(run_id) if record else None
+        if run is not None and run.state.is_resolved:
+            self.updater.claims.remove(record.summary["taskQueueId"], record.task_id, run_id)
 
 
 class Deadlines(_RunResolver):

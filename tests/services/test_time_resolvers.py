@@ -83,3 +83,16 @@ def test_deadlines_resolve_unscheduled_pending_and_running_tasks(services, task_
     with pytest.raises(Conflict):
         services.claims.reclaim(running, 0)
     assert services.deadlines.sweep() == 0
+
+
+def test_a_claimed_run_row_left_by_a_crash_is_removed_when_the_claim_comes_due(quick, task_queue_id):
+    task_id = new_slugid()
+    quick.tasks.create(task_id, make_task(task_queue_id))
+    taken = claim(quick, task_queue_id)
+    quick.resolutions.completed(task_id, 0)
+    # A process that died right after the completing write never removed the claimed-run row.
+    quick.claims.updater.claims.add(task_queue_id, task_id, 0, taken["takenUntil"], "wg", "w")
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 1
+    assert sweep_claims_after(quick, 2.2) == 0                    # nothing to expire: it completed in time
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 0
+    assert quick.tasks.status(task_id)["state"] == "completed"
