@@ -101,7 +101,9 @@ def _resolve_latest(status: TaskStatus, run: Run, reason: ReasonResolved, now: d
         reason_resolved=reason, resolved=to_iso(now),
     )
     retry_reason = RETRYABLE_REASONS.get(reason)
-    if retry_reason and status.retries_left > 0 and len(status.runs) < MAX_RUNS:
+    # Past the deadline no run could be claimed: the task resolves instead of retrying.
+    if retry_reason and status.retries_left > 0 and len(status.runs) < MAX_RUNS \
+            and not is_past_deadline(status, now):
         retried = status.with_runs(resolved, retries_left=status.retries_left - 1)
         return retried.with_runs(_new_run(retried, retry_reason, now))
     return status.with_runs(resolved)
@@ -137,7 +139,8 @@ def rerun(status: TaskStatus, now: datetime) -> TaskStatus:
 
 
 def expire_claim(status: TaskStatus, run_id: int, now: datetime) -> TaskStatus:
-    """Resolve a run whose claim ran out as exception/claim-expired (retried while retries last).
+    """Resolve a run whose claim ran out as exception/claim-expired (retried while retries
+    last and the deadline has not passed).
 
     A reclaim that moved `takenUntil` past `now` wins: the status is returned unchanged.
     """
