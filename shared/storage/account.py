@@ -10,6 +10,7 @@ from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.data.tables import TableClient
 
 from ..config import DEVELOPMENT_STORAGE
+from .lost_responses import RepeatSafeResend
 from .message_queue import MessageQueue
 
 _AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -59,7 +60,7 @@ class StorageAccount:
             client = self._tables.get(name)
             if client is None:
                 client = TableClient.from_connection_string(
-                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS])
+                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS, RepeatSafeResend()])
                 try:
                     client.create_table()
                 except ResourceExistsError:

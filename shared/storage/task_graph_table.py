@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
 
+from . import lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
@@ -50,7 +49,7 @@ class TaskGraphTable:
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:
-            meta = self._table.create_entity(_graph_entity(graph))
+            meta = lost_responses.insert(self._table, _graph_entity(graph))
         except ResourceExistsError as exc:
             raise AlreadyExists(graph.graph_id) from exc
         return replace(graph, etag=meta.get("etag"))
@@ -115,8 +114,7 @@ class TaskGraphTable:
 
     def _save(self, entity: dict, etag: str | None, name: str) -> str | None:
         try:
-            meta = self._table.update_entity(entity, mode=UpdateMode.MERGE, etag=etag,
-                                             match_condition=MatchConditions.IfNotModified)
+            meta = lost_responses.update(self._table, entity, etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(name) from exc
         return meta.get("etag")

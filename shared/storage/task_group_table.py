@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
 
+from . import lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, delete_rows, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
@@ -40,7 +39,7 @@ class TaskGroupTable:
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
         try:
-            meta = self._table.create_entity(self._entity(group))
+            meta = lost_responses.insert(self._table, self._entity(group))
         except ResourceExistsError as exc:
             raise AlreadyExists(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))
@@ -55,9 +54,7 @@ class TaskGroupTable:
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
         try:
-            meta = self._table.update_entity(
-                self._entity(group), mode=UpdateMode.MERGE, etag=group.etag,
-                match_condition=MatchConditions.IfNotModified)
+            meta = lost_responses.update(self._table, self._entity(group), group.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))

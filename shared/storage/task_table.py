@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
 
 from ..domain.runs import Run
 from ..domain.task_status import TaskStatus
+from . import lost_responses
 from .account import StorageAccount
 from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
@@ -69,7 +68,7 @@ class TaskTable:
         entity.update({f"definition{i}": chunk for i, chunk in enumerate(chunks)})
         entity.update(_status_columns(status))
         try:
-            meta = self._table.create_entity(entity)
+            meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
             raise AlreadyExists(status.task_id) from exc
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
@@ -87,9 +86,7 @@ class TaskTable:
         """Write `status` if the row is still as `record` read it; else ChangedSinceRead."""
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **_status_columns(status)}
         try:
-            meta = self._table.update_entity(
-                entity, mode=UpdateMode.MERGE, etag=record.etag,
-                match_condition=MatchConditions.IfNotModified)
+            meta = lost_responses.update(self._table, entity, record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(status.task_id) from exc
         return replace(record, status=status, etag=meta.get("etag"))

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
 
+from . import lost_responses
 from .account import StorageAccount
 from .errors import AlreadyExists, ChangedSinceRead
 from .keys import escape_key
@@ -46,7 +45,7 @@ class WorkerTable:
 
     def insert(self, worker: WorkerRecord) -> WorkerRecord:
         try:
-            meta = self._table.create_entity(_entity(worker))
+            meta = lost_responses.insert(self._table, _entity(worker))
         except ResourceExistsError as exc:
             raise AlreadyExists(f"{worker.worker_group}/{worker.worker_id}") from exc
         return replace(worker, etag=meta.get("etag"))
@@ -54,8 +53,7 @@ class WorkerTable:
     def save(self, worker: WorkerRecord) -> WorkerRecord:
         """Write `worker` if its row is still as read; else ChangedSinceRead."""
         try:
-            meta = self._table.update_entity(_entity(worker), mode=UpdateMode.REPLACE, etag=worker.etag,
-                                             match_condition=MatchConditions.IfNotModified)
+            meta = lost_responses.update(self._table, _entity(worker), worker.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
         return replace(worker, etag=meta.get("etag"))

@@ -1,0 +1,52 @@
+"""claimWork racing over a connection to storage that drops answers at random: every task
+is still created, claimed exactly once and completed, and no call fails."""
+
+import threading
+from collections import Counter
+
+from shared.domain.ids import new_slugid
+from tests.conftest import build_services, make_task
+from tests.lossy_proxy import LossyProxy
+
+TASKS = 120
+CLAIMERS = 8
+
+
+def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
+    proxy = LossyProxy(azurite.ports["table"], loss_rate=0.03, seed=11)
+    services = build_services(azurite, storage_connection=proxy.endpoint(azurite.connection_string),
+                              claim_work_wait=0)
+    task_ids = [new_slugid() for _ in range(TASKS)]
+    for task_id in task_ids:
+        services.tasks.create(task_id, make_task(task_queue_id))
+
+    claims: list[tuple[str, int]] = []
+    errors: list[Exception] = []
+    lock = threading.Lock()
+
+    def worker(number: int) -> None:
+        empty = 0
+        try:
+            while empty < 3:
+                answer = services.claims.claim_work(task_queue_id, "lossy", f"w{number}", 1 + number % 3)
+                empty = 0 if answer["tasks"] else empty + 1
+                for claim in answer["tasks"]:
+                    with lock:
+                        claims.append((claim["status"]["taskId"], claim["runId"]))
+                    services.resolutions.completed(claim["status"]["taskId"], claim["runId"])
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(number,)) for number in range(CLAIMERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+
+    assert errors == []
+    assert proxy.dropped > 10                                   # answers really were lost
+    assert [run for run, count in Counter(claims).items() if count > 1] == []
+    assert sorted(task_id for task_id, _ in claims) == sorted(task_ids)
+    states = {services.tasks.status(task_id)["state"] for task_id in task_ids}
+    assert states == {"completed"}
+    proxy.close()
