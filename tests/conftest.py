@@ -40,6 +40,19 @@ def unique_prefix() -> str:
     return "t" + uuid.uuid4().hex[:10]
 
 
+def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
+    """Call `probe` until it returns something truthy and return that; fail after `timeout` s.
+    Tests poll with a bound instead of sleeping a fixed time."""
+    give_up = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > give_up:
+            raise AssertionError(f"{message} not reached within {timeout} s (last value: {value!r})")
+        time.sleep(interval)
+
+
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     instance = Azurite()

@@ -47,16 +47,21 @@ class Dependencies:
         self.requirements = requirements
         self.updater = updater
 
-    def register_many(self, definitions: dict[str, dict], events) -> Registration:
-        """Record the dependencies of new tasks (taskId -> definition), created together.
-
-        Dependencies inside the batch cannot have resolved yet; those outside are read,
-        must exist and must not expire before the dependent's deadline.
-        """
+    def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
+        """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
+        read and checked: each must exist and must not expire before its dependent's deadline.
+        Writes nothing, so a refusal leaves no trace."""
         outside = {required for definition in definitions.values() for required in definition["dependencies"]
                    if required not in definitions}
         records = dict(zip(outside, _POOL.map(self.tasks.load, outside)))
         _check_dependencies(definitions, records)
+        return records
+
+    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
+                      events) -> Registration:
+        """Record the dependencies of new tasks created together; `records` are their
+        dependencies outside the batch, as `check` read them (those inside cannot have
+        resolved yet)."""
         edges, waiting_rows, registration = [], [], Registration({}, [])
         for task_id, definition in definitions.items():
             waiting = []

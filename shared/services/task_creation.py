@@ -1,6 +1,8 @@
 """createTask, for one task or a whole graph at once, through one code path.
 
-Order of writes, so that a crash at any point loses nothing:
+Every check that can refuse a request (sizes, conflicting definitions, dependencies,
+groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
+Then the order of writes, so that a crash at any point loses nothing:
 1. expiry and deadline watches, group membership, dependency and requirement rows, and pending hints
    (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist;
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..domain import lifecycle, task_definition
@@ -32,6 +35,15 @@ log = logging.getLogger("queue.tasks")
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A creation checked and ready to write."""
+    order: list[str]                     # every taskId asked for
+    existing: dict[str, TaskRecord]      # already created with the same definition
+    new: dict[str, dict]                 # to create: taskId -> definition
+    outside: dict[str, TaskRecord]       # dependencies of `new` outside the batch
+
+
 class TaskCreation:
     def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
                  dependencies: Dependencies, deadlines: Deadlines, expiration: Expiration) -> None:
@@ -44,19 +56,30 @@ class TaskCreation:
         self.dependencies = dependencies
 
     def create(self, definitions: dict[str, dict], now: datetime) -> dict[str, dict]:
-        """Create normalized `definitions` (taskId -> definition); statuses by taskId.
+        """Create normalized `definitions` (taskId -> definition); statuses by taskId."""
+        return self.carry_out(self.prepare(definitions), now)
+
+    def prepare(self, definitions: dict[str, dict]) -> Plan:
+        """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
-        definition under an existing taskId is a Conflict and nothing new is written.
+        definition under an existing taskId is a Conflict.
         """
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
         existing = self._existing(definitions)
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
-        statuses = {task_id: render_status(record.summary, record.status) for task_id, record in existing.items()}
-        if new:
-            statuses.update(self._create_new(new, now))
-        return {task_id: statuses[task_id] for task_id in definitions}
+        outside = self.dependencies.check(new)
+        self.groups.check(new)
+        return Plan(list(definitions), existing, new, outside)
+
+    def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
+        """Write a prepared creation; statuses by taskId."""
+        statuses = {task_id: render_status(record.summary, record.status)
+                    for task_id, record in plan.existing.items()}
+        if plan.new:
+            statuses.update(self._create_new(plan.new, plan.outside, now))
+        return {task_id: statuses[task_id] for task_id in plan.order}
 
     def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
         found = dict(zip(definitions, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), definitions)))
@@ -66,11 +89,11 @@ class TaskCreation:
                 raise Conflict(f"Task {task_id} already exists with a different definition")
         return existing
 
-    def _create_new(self, new: dict[str, dict], now: datetime) -> dict[str, dict]:
+    def _create_new(self, new: dict[str, dict], outside: dict[str, TaskRecord], now: datetime) -> dict[str, dict]:
         self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
         self.groups.join_many(new)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
-        registration = self.dependencies.register_many(new, self.updater.events)
+        registration = self.dependencies.register_many(new, outside, self.updater.events)
         statuses = {}
         for task_id, definition in new.items():
             status = TaskStatus.new(task_id, definition)

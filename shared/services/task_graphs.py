@@ -22,7 +22,7 @@ from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.task_graph_table import GraphRecord, LabelRecord, TaskGraphTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..validation import validate
-from .task_creation import TaskCreation
+from .task_creation import Plan, TaskCreation
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
@@ -50,10 +50,10 @@ class TaskGraphs:
         now = utcnow()
         routing = request.get("routing", "")
         nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
-        definitions = _definitions(nodes, now)
+        plan = self.creation.prepare(_definitions(nodes, now))  # a refusal leaves no graph behind
         if graph is None:
             graph = self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
-        self._add(graph_id, nodes, definitions, now)
+        self._add(graph_id, nodes, plan, now)
         # Tasks may have finished while the rest were created: the graph starts as what it is.
         started = RUNNING if self.graphs.any_open(graph_id) else FINISHED
         self._set_state(graph_id, lambda g: replace(g, state=started) if g.state == CREATING else g)
@@ -71,16 +71,16 @@ class TaskGraphs:
         now = utcnow()
         known = {label.label: label.task_id for label in self.graphs.labels(graph_id)}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
-        self._add(graph_id, nodes, _definitions(nodes, now), now)
+        self._add(graph_id, nodes, self.creation.prepare(_definitions(nodes, now)), now)
         self._set_state(graph_id, lambda g: replace(g, state=RUNNING) if g.state == FINISHED else g)
         self.graphs.mark_extension(graph_id, fingerprint)
         log.info("task graph %s extended with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
         return self.status(graph_id)
 
-    def _add(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], now: datetime) -> None:
+    def _add(self, graph_id: str, nodes: list[Node], plan: Plan, now: datetime) -> None:
         self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.requires, node.reruns,
                                             node.reruns) for node in nodes])
-        self.creation.create(definitions, now)
+        self.creation.carry_out(plan, now)
 
     def _insert(self, graph: GraphRecord) -> GraphRecord:
         try:

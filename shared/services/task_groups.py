@@ -35,22 +35,21 @@ class TaskGroups:
         self.groups = groups
         self.tasks = tasks
 
+    def check(self, definitions: dict[str, dict]) -> None:
+        """Refuse, before anything is written, new tasks their groups would refuse."""
+        for group_id, task_ids in _by_group(definitions).items():
+            group = self.groups.load(group_id)
+            scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
+            _check_members(group_id, scheduler_id, group.sealed if group else "", definitions, task_ids)
+
     def join_many(self, definitions: dict[str, dict]) -> None:
         """Make new tasks members of their groups, creating groups or extending their expiry.
 
         A group's schedulerId is fixed by its first task, and a sealed group takes no more.
         """
-        by_group: dict[str, list[str]] = {}
-        for task_id, definition in definitions.items():
-            by_group.setdefault(definition["taskGroupId"], []).append(task_id)
-        for group_id, task_ids in by_group.items():
+        for group_id, task_ids in _by_group(definitions).items():
             group = self._ensure(definitions[task_ids[0]])
-            for task_id in task_ids:
-                if definitions[task_id]["schedulerId"] != group.scheduler_id:
-                    raise Conflict(f"Task group {group_id} has schedulerId {group.scheduler_id!r}; task "
-                                   f"{task_id} has schedulerId {definitions[task_id]['schedulerId']!r}")
-            if group.sealed:
-                raise Conflict(f"Task group {group_id} was sealed at {group.sealed}; no tasks can be added")
+            _check_members(group_id, group.scheduler_id, group.sealed, definitions, task_ids)
             self._extend_expiry(group, max(definitions[task_id]["expires"] for task_id in task_ids))
             self.groups.add_members(group_id, task_ids)
 
@@ -136,3 +135,20 @@ class TaskGroups:
         if len(task_ids) > limit:
             out["continuationToken"] = encode_token(page[-1])
         return out
+
+
+def _by_group(definitions: dict[str, dict]) -> dict[str, list[str]]:
+    by_group: dict[str, list[str]] = {}
+    for task_id, definition in definitions.items():
+        by_group.setdefault(definition["taskGroupId"], []).append(task_id)
+    return by_group
+
+
+def _check_members(group_id: str, scheduler_id: str, sealed: str, definitions: dict[str, dict],
+                   task_ids: list[str]) -> None:
+    for task_id in task_ids:
+        if definitions[task_id]["schedulerId"] != scheduler_id:
+            raise Conflict(f"Task group {group_id} has schedulerId {scheduler_id!r}; task "
+                           f"{task_id} has schedulerId {definitions[task_id]['schedulerId']!r}")
+    if sealed:
+        raise Conflict(f"Task group {group_id} was sealed at {sealed}; no tasks can be added")

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
 
 from devhost.host import LocalHost
-
-
-def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
-    """Call `probe` until it returns something truthy and return that; fail after `timeout` s."""
-    give_up = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > give_up:
-            raise AssertionError(f"{message} not reached within {timeout} s (last value: {value!r})")
-        time.sleep(interval)
+from tests.conftest import eventually  # noqa: F401 - the devhost tests import it from here
 
 
 def unique_queue_name(stem: str = "dh") -> str:
