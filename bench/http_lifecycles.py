@@ -22,21 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import taskcluster
-from azure.storage.queue import QueueClient
 
 from devhost.azurite import Azurite
-from tests.conftest import Server, start_server
+from tests.conftest import Server
 
+from . import local_host
+from .local_host import SETTINGS as SERVER_SETTINGS, SETTLE_TIMEOUT
 from .report import percentiles
 from .tasks import task_definition
 
 CLAIM_BATCH = 4
-SERVER_SETTINGS = {
-    "CLAIM_WORK_WAIT_SECONDS": "2",      # idle workers notice the end of the run within 2 s
-    "QUEUE_REPAIR_DELAY_SECONDS": "2",
-    "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
-}
-SETTLE_TIMEOUT = 60.0
 
 
 @dataclass
@@ -44,10 +39,12 @@ class WorkLog:
     """What the workers saw; shared by all worker threads under `lock`."""
 
     target: int
+    claim_batch: int = CLAIM_BATCH
     lock: threading.Lock = field(default_factory=threading.Lock)
     done: threading.Event = field(default_factory=threading.Event)
     completed: Counter = field(default_factory=Counter)   # taskId -> times completed
     completion_times: list[float] = field(default_factory=list)
+    completed_at: dict[str, float] = field(default_factory=dict)   # taskId -> perf_counter time
     claim_seconds: list[float] = field(default_factory=list)
     complete_seconds: list[float] = field(default_factory=list)
     claimed_per_call: Counter = field(default_factory=Counter)
@@ -57,25 +54,8 @@ class WorkLog:
 
 
 def measure(azurite: Azurite, tasks: int, workers: int, log_dir: Path, progress) -> dict:
-    progress("starting the local Functions host (python -m devhost)")
-    server = start_server(azurite, log_dir, **SERVER_SETTINGS)
-    try:
-        _warm_up(server)
-        progress(f"host up at {server.root_url}; log {server.log_path}")
+    with local_host.running(azurite, log_dir, progress, SERVER_SETTINGS) as server:
         return _measure(server, tasks, workers, progress)
-    finally:
-        server.stop()
-
-
-def _warm_up(server: Server) -> None:
-    """One lifecycle on a queue and group of its own, so first-request costs (imports,
-    storage clients, connections) stay out of the figures."""
-    client = server.client()
-    definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/warmup", taskcluster.slugId())
-    task_id = definition["taskGroupId"]
-    client.createTask(task_id, definition)
-    claim = client.claimWork(definition["taskQueueId"], {"workerGroup": "bench", "workerId": "warmup", "tasks": 1})
-    client.reportCompleted(task_id, str(claim["tasks"][0]["runId"]))
 
 
 def _measure(server: Server, tasks: int, workers: int, progress) -> dict:
@@ -92,9 +72,9 @@ def _measure(server: Server, tasks: int, workers: int, progress) -> dict:
     work_started = time.perf_counter()
     _work(server, definition["taskQueueId"], workers, log, progress)
     finished = max(log.completion_times)
-    _check(log, task_ids)
+    check(log, task_ids)
     progress(f"completed {tasks} tasks in {finished - work_started:.2f} s; waiting for the host's events")
-    settle, left = _settle(server, finished)
+    settle, left = local_host.settle(server, finished)
     progress(f"background events drained {settle:.1f} s after the last completion" if left is None
              else f"background queues NOT drained {SETTLE_TIMEOUT:.0f} s after the last completion: {left} left")
 
@@ -134,7 +114,7 @@ def _create_all(server: Server, definition: dict, task_ids: list[str], threads: 
 
 
 def _work(server: Server, task_queue_id: str, workers: int, log: WorkLog, progress) -> None:
-    threads = [threading.Thread(target=_worker, args=(server.client(), task_queue_id, f"w{i}", log), daemon=True)
+    threads = [threading.Thread(target=worker, args=(server.client(), task_queue_id, f"w{i}", log), daemon=True)
                for i in range(workers)]
     for thread in threads:
         thread.start()
@@ -151,8 +131,9 @@ def _work(server: Server, task_queue_id: str, workers: int, log: WorkLog, progre
         raise RuntimeError(f"{len(log.errors)} worker calls failed; first: {log.errors[0]!r}") from log.errors[0]
 
 
-def _worker(client: taskcluster.Queue, task_queue_id: str, worker_id: str, log: WorkLog) -> None:
-    payload = {"workerGroup": "bench", "workerId": worker_id, "tasks": CLAIM_BATCH}
+def worker(client: taskcluster.Queue, task_queue_id: str, worker_id: str, log: WorkLog) -> None:
+    """Claim (up to `log.claim_batch` tasks) and complete until `log.done` is set."""
+    payload = {"workerGroup": "bench", "workerId": worker_id, "tasks": log.claim_batch}
     try:
         while not log.done.is_set():
             began = time.perf_counter()
@@ -179,6 +160,7 @@ def _complete(client: taskcluster.Queue, claim: dict, log: WorkLog) -> None:
     with log.lock:
         log.complete_seconds.append(ended - began)
         log.completion_times.append(ended)
+        log.completed_at[task_id] = ended
         log.completed[task_id] += 1
         if state != "completed":
             log.not_completed.append(task_id)
@@ -186,7 +168,7 @@ def _complete(client: taskcluster.Queue, claim: dict, log: WorkLog) -> None:
             log.done.set()
 
 
-def _check(log: WorkLog, task_ids: list[str]) -> None:
+def check(log: WorkLog, task_ids: list[str]) -> None:
     """A fast wrong answer is no result: every task exactly once, and completed."""
     twice = [task_id for task_id, times in log.completed.items() if times > 1]
     missing = set(task_ids) - set(log.completed)
@@ -194,18 +176,3 @@ def _check(log: WorkLog, task_ids: list[str]) -> None:
         raise RuntimeError(f"lifecycles went wrong: {len(twice)} completed twice, {len(missing)} never "
                            f"completed, {len(log.not_completed)} not 'completed' after reportCompleted")
 
-
-def _settle(server: Server, finished: float) -> tuple[float, dict | None]:
-    """Seconds from the last completion until the host's event and repair queues are empty:
-    whether its background work keeps up with the API (a growing backlog would show here).
-    The messages left, by queue, if they did not drain in time (a figure, not a failure)."""
-    connection = server.env["AzureWebJobsStorage"]
-    queues = {name: QueueClient.from_connection_string(connection, server.env[setting])
-              for name, setting in (("task-resolved", "QUEUE_RESOLVED_QUEUE"), ("repairs", "QUEUE_REPAIR_QUEUE"))}
-    give_up = time.monotonic() + SETTLE_TIMEOUT
-    while time.monotonic() < give_up:
-        left = {name: queue.get_queue_properties().approximate_message_count for name, queue in queues.items()}
-        if not any(left.values()):
-            return time.perf_counter() - finished, None
-        time.sleep(0.2)
-    return time.perf_counter() - finished, left

@@ -33,8 +33,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=8, help="concurrent workers and creators (default 8)")
     parser.add_argument("--count", type=int, default=50, help="lifecycles whose storage operations are counted "
                                                              "in-process (default 50)")
-    parser.add_argument("--baseline-ops", type=int, default=1000, help="inserts, then reads, for the baseline")
-    parser.add_argument("--baseline-threads", type=int, default=4, help="client threads for the baseline")
+    storage_baseline.add_arguments(parser)
     parser.add_argument("--skip-http", action="store_true", help="leave out the HTTP run (no local host needed)")
     return parser.parse_args(argv)
 
@@ -46,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     results = {"command": command_line(), "machine": info}
     with Azurite() as azurite, tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         progress(f"Azurite up (in memory), tables on port {azurite.ports['table']}")
-        results["baseline"] = _baseline(azurite, args, "before")
+        results["baseline"] = baseline(azurite, args, "before")
         if not args.skip_http:
             results["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, Path(scratch), progress)
         results["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
-        results["baseline_after"] = _baseline(azurite, args, "after")
+        results["baseline_after"] = baseline(azurite, args, "after")
     results["ratio"] = _ratio(results)
     results["seconds"] = round(elapsed(), 1)
     print(table(_rows(results)), flush=True)
@@ -58,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _baseline(azurite: Azurite, args: argparse.Namespace, when: str) -> dict:
+def baseline(azurite: Azurite, args: argparse.Namespace, when: str) -> dict:
     progress(f"storage baseline ({when}): {args.baseline_ops} inserts, then point reads, "
              f"{args.baseline_threads} threads")
     figures = storage_baseline.measure(azurite.connection_string, args.baseline_ops, args.baseline_threads)
@@ -83,10 +82,10 @@ def _ratio(results: dict) -> dict:
 
 
 def _rows(results: dict) -> list[tuple[str, str]]:
-    return [*_baseline_rows(results), *_http_rows(results), *_ratio_rows(results), *_operation_rows(results)]
+    return [*baseline_rows(results), *_http_rows(results), *_ratio_rows(results), *_operation_rows(results)]
 
 
-def _baseline_rows(results: dict) -> list[tuple[str, str]]:
+def baseline_rows(results: dict) -> list[tuple[str, str]]:
     before, after = results["baseline"], results["baseline_after"]
     return [
         (f"1. storage baseline: azure-data-tables, {before['threads']} threads, "
@@ -111,14 +110,14 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
                        "first create to last completion)"),
         ("createTask", f"{http['creates_per_s']:8.1f} /s   ({seconds['create']} s)"),
         ("claimWork + reportCompleted", f"{http['claim_completes_per_s']:8.1f} /s   ({seconds['claim_complete']} s)"),
-        *[(f"{call} latency", _latency(latency[call])) for call in ("createTask", "claimWork", "reportCompleted")],
+        *[(f"{call} latency", latency_text(latency[call])) for call in ("createTask", "claimWork", "reportCompleted")],
         ("tasks per claimWork answer", ", ".join(f"{n}: {calls}x" for n, calls in http["tasks_per_claimWork"].items())),
         ("host's events drained", f"{drained} s after the last completion" if drained is not None
          else f"NOT drained; left: {http['events_left_undrained']}"),
     ]
 
 
-def _latency(figures: dict) -> str:
+def latency_text(figures: dict) -> str:
     return f"p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms, max {figures['max_ms']} ms ({figures['count']} calls)"
 
 

@@ -42,7 +42,7 @@ class Step:
     kinds: Counter = field(default_factory=Counter)
 
 
-class _Labeller:
+class Labeller:
     """Records a label per request while a step is open.
 
     `OPERATIONS` is the only place every request passes and it offers no listener, so its
@@ -55,7 +55,7 @@ class _Labeller:
         self.current: Step | None = None
         self._original = OPERATIONS.on_request
 
-    def __enter__(self) -> _Labeller:
+    def __enter__(self) -> Labeller:
         OPERATIONS.on_request = self._on_request
         return self
 
@@ -82,13 +82,20 @@ def _label(method: str, url: str, prefix: str) -> str:
     return f"{method} {name.replace('()', '(query)')}"
 
 
-def count(connection: str, lifecycles: int, progress) -> dict:
+def settings_for(connection: str) -> Settings:
+    """Settings for services of this process, on tables and queues of their own (the table
+    prefix); claimWork answers at once instead of long-polling."""
     prefix = "b" + uuid.uuid4().hex[:10]
-    settings = Settings(
+    return Settings(
         storage_connection=connection, table_prefix=prefix, claim_timeout=1200, claim_work_wait=0,
         credentials_client_id="queue", credentials_access_token="bench-only",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=REPAIR_DELAY)
-    with _Labeller(prefix) as labeller:
+
+
+def count(connection: str, lifecycles: int, progress) -> dict:
+    settings = settings_for(connection)
+    prefix = settings.table_prefix
+    with Labeller(prefix) as labeller:
         services = Queue.build(settings)
         # One group for all tasks, like the tasks of one decision task.
         definition = task_definition(f"bench-{prefix}/inprocess", task_group_id=new_slugid())
@@ -104,34 +111,34 @@ def count(connection: str, lifecycles: int, progress) -> dict:
 _STEP_NAMES = ("createTask", "claimWork", "reportCompleted", "task-resolved event", "repair sweep")
 
 
-def _run(services: Queue, labeller: _Labeller, definition: dict, n: int, settings: Settings,
+def _run(services: Queue, labeller: Labeller, definition: dict, n: int, settings: Settings,
          steps: list[Step]) -> None:
     create, claim, complete, events, repairs = steps
     queue_id = definition["taskQueueId"]
-    with _step(labeller, create):
+    with counted_step(labeller, create):
         for _ in range(n):
             services.tasks.create(new_slugid(), definition)
             create.calls += 1
-    with _step(labeller, claim):
+    with counted_step(labeller, claim):
         claimed = _claim_all(services, queue_id, n, claim)
-    with _step(labeller, complete):
+    with counted_step(labeller, complete):
         for task_id, run_id in claimed:
             services.resolutions.completed(task_id, run_id)
             complete.calls += 1
-    with _step(labeller, events):
-        events.calls = _deliver_events(services)
-    _expect(events.calls == n, f"{events.calls} 'task resolved' events for {n} resolutions")
+    with counted_step(labeller, events):
+        events.calls = deliver_events(services)
+    expect(events.calls == n, f"{events.calls} 'task resolved' events for {n} resolutions")
     time.sleep(REPAIR_DELAY + 1.1)  # intents become visible whole seconds after they were sent
-    with _step(labeller, repairs):
+    with counted_step(labeller, repairs):
         repaired = services.repairs.sweep()
-    left = _messages_left(settings.storage_connection, settings.repair_queue)
-    _expect(left == 0, f"{left} repair intents still queued after the sweep")
-    _expect(repaired == 0, f"the sweep repaired {repaired} resolutions that were already handled")
+    left = messages_left(settings.storage_connection, settings.repair_queue)
+    expect(left == 0, f"{left} repair intents still queued after the sweep")
+    expect(repaired == 0, f"the sweep repaired {repaired} resolutions that were already handled")
     repairs.calls = n
 
 
 @contextmanager
-def _step(labeller: _Labeller, step: Step):
+def counted_step(labeller: Labeller, step: Step):
     before = OPERATIONS.value
     started = time.perf_counter()
     labeller.current = step
@@ -148,12 +155,12 @@ def _claim_all(services: Queue, queue_id: str, n: int, step: Step) -> list[tuple
     while len(claimed) < n:
         answer = services.claims.claim_work(queue_id, "bench", "counter", min(CLAIM_BATCH, n - len(claimed)))
         step.calls += 1
-        _expect(answer["tasks"], f"claimWork found nothing with {n - len(claimed)} tasks pending")
+        expect(answer["tasks"], f"claimWork found nothing with {n - len(claimed)} tasks pending")
         claimed += [(task["status"]["taskId"], task["runId"]) for task in answer["tasks"]]
     return claimed
 
 
-def _deliver_events(services: Queue) -> int:
+def deliver_events(services: Queue) -> int:
     """Each queued 'task resolved' event to the handler, received and deleted as the host's
     queue trigger does, so the receive and delete requests are counted too."""
     events = services.tasks.updater.events.resolved
@@ -166,13 +173,13 @@ def _deliver_events(services: Queue) -> int:
     return delivered
 
 
-def _messages_left(connection: str, queue_name: str) -> int:
+def messages_left(connection: str, queue_name: str) -> int:
     # A client of our own, outside the counter: checking must not add to the figures.
     client = QueueClient.from_connection_string(connection, queue_name)
     return client.get_queue_properties().approximate_message_count
 
 
-def _expect(condition, message: str) -> None:
+def expect(condition, message: str) -> None:
     if not condition:
         raise RuntimeError(f"operation count is not trustworthy: {message}")
 

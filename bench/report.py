@@ -88,5 +88,5 @@ def write_json(name: str, results: dict) -> Path:
     return path
 
 
-def command_line() -> str:
-    return " ".join([Path(sys.executable).name, "-m", "bench.lifecycle", *sys.argv[1:]])
+def command_line(module: str = "bench.lifecycle") -> str:
+    return " ".join([Path(sys.executable).name, "-m", module, *sys.argv[1:]])

@@ -17,6 +17,12 @@ from azure.data.tables import TableClient, TableServiceClient
 PAYLOAD = "x" * 1500
 
 
+def add_arguments(parser) -> None:
+    """The baseline's options, the same in every benchmark that measures one."""
+    parser.add_argument("--baseline-ops", type=int, default=1000, help="inserts, then reads, for the baseline")
+    parser.add_argument("--baseline-threads", type=int, default=4, help="client threads for the baseline")
+
+
 def measure(connection: str, operations: int, threads: int) -> dict:
     """Inserts/s and point reads/s into a fresh table, which is deleted afterwards."""
     name = "benchraw" + uuid.uuid4().hex[:10]

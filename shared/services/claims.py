@@ -106,7 +106,7 @@ class Claims:
             record = self.updater.apply(hint.task_id, take, "claim", with_definition=True)
         except NotFound:
             raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
-        self.pending.remove(hint)
+        # No removal of the hint here: the updater removed it as the run left pending.
         return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
 
     def reclaim(self, task_id: str, run_id: int) -> dict:

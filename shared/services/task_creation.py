@@ -42,6 +42,7 @@ class Plan:
     existing: dict[str, TaskRecord]      # already created with the same definition
     new: dict[str, dict]                 # to create: taskId -> definition
     outside: dict[str, TaskRecord]       # dependencies of `new` outside the batch
+    groups: dict                         # groupId -> the group as read (None: new)
 
 
 class TaskCreation:
@@ -70,15 +71,14 @@ class TaskCreation:
         existing = self._existing(definitions)
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         outside = self.dependencies.check(new)
-        self.groups.check(new)
-        return Plan(list(definitions), existing, new, outside)
+        return Plan(list(definitions), existing, new, outside, self.groups.check(new))
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
         statuses = {task_id: render_status(record.summary, record.status)
                     for task_id, record in plan.existing.items()}
         if plan.new:
-            statuses.update(self._create_new(plan.new, plan.outside, now))
+            statuses.update(self._create_new(plan, now))
         return {task_id: statuses[task_id] for task_id in plan.order}
 
     def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
@@ -89,11 +89,12 @@ class TaskCreation:
                 raise Conflict(f"Task {task_id} already exists with a different definition")
         return existing
 
-    def _create_new(self, new: dict[str, dict], outside: dict[str, TaskRecord], now: datetime) -> dict[str, dict]:
+    def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
+        new = plan.new
         self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
-        self.groups.join_many(new)
+        self.groups.join_many(new, plan.groups)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
-        registration = self.dependencies.register_many(new, outside, self.updater.events)
+        registration = self.dependencies.register_many(new, plan.outside, self.updater.events)
         statuses = {}
         for task_id, definition in new.items():
             status = TaskStatus.new(task_id, definition)

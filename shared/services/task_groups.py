@@ -35,20 +35,24 @@ class TaskGroups:
         self.groups = groups
         self.tasks = tasks
 
-    def check(self, definitions: dict[str, dict]) -> None:
-        """Refuse, before anything is written, new tasks their groups would refuse."""
+    def check(self, definitions: dict[str, dict]) -> dict[str, TaskGroupRecord | None]:
+        """Refuse, before anything is written, new tasks their groups would refuse; the
+        groups as read (None: not created yet), for `join_many`."""
+        groups = {}
         for group_id, task_ids in _by_group(definitions).items():
-            group = self.groups.load(group_id)
+            group = groups[group_id] = self.groups.load(group_id)
             scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
             _check_members(group_id, scheduler_id, group.sealed if group else "", definitions, task_ids)
+        return groups
 
-    def join_many(self, definitions: dict[str, dict]) -> None:
-        """Make new tasks members of their groups, creating groups or extending their expiry.
+    def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None]) -> None:
+        """Make new tasks members of their groups, creating groups or extending their expiry;
+        `known` are the groups as `check` read them.
 
         A group's schedulerId is fixed by its first task, and a sealed group takes no more.
         """
         for group_id, task_ids in _by_group(definitions).items():
-            group = self._ensure(definitions[task_ids[0]])
+            group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
             _check_members(group_id, group.scheduler_id, group.sealed, definitions, task_ids)
             self._extend_expiry(group, max(definitions[task_id]["expires"] for task_id in task_ids))
             self.groups.add_members(group_id, task_ids)

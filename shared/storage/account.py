@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 import threading
 
+import requests
 from azure.core.exceptions import ResourceExistsError
 from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.core.pipeline.transport import RequestsTransport
 from azure.data.tables import TableClient
 
 from ..config import DEVELOPMENT_STORAGE
@@ -40,6 +42,21 @@ class OperationCounter(SansIOHTTPPolicy):
 OPERATIONS = OperationCounter()
 
 
+# Connections kept open per account. Many threads share its clients (claimWork long-polls,
+# creation pools of 16); with requests' default of 10 per client, busy threads opened and
+# discarded connections by the hundred, each a new handshake and a new chance of a reset.
+POOL_SIZE = 64
+
+
+def shared_transport() -> RequestsTransport:
+    """One connection pool for every table and queue client of an account."""
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return RequestsTransport(session=session, session_owner=False)
+
+
 def resolve_connection(connection: str) -> str:
     return AZURITE_CONNECTION if connection.strip() == DEVELOPMENT_STORAGE else connection
 
@@ -53,6 +70,7 @@ class StorageAccount:
         self._tables: dict[str, TableClient] = {}
         self._queues: dict[str, MessageQueue] = {}
         self._lock = threading.Lock()
+        self._transport = shared_transport()
 
     def table(self, name: str) -> TableClient:
         """The table `<prefix><name>`, created on first use in this process."""
@@ -60,7 +78,8 @@ class StorageAccount:
             client = self._tables.get(name)
             if client is None:
                 client = TableClient.from_connection_string(
-                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS, RepeatSafeResend()])
+                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS, RepeatSafeResend()],
+                    transport=self._transport)
                 try:
                     client.create_table()
                 except ResourceExistsError:
@@ -74,5 +93,6 @@ class StorageAccount:
         with self._lock:
             queue = self._queues.get(name)
             if queue is None:
-                queue = self._queues[name] = MessageQueue(self.connection, name, OPERATIONS)
+                queue = self._queues[name] = MessageQueue(self.connection, name, OPERATIONS,
+                                                               transport=self._transport)
             return queue

@@ -28,13 +28,13 @@ class ReceivedMessage:
 
 
 class MessageQueue:
-    def __init__(self, connection: str, name: str, operation_counter=None) -> None:
+    def __init__(self, connection: str, name: str, operation_counter=None, **client_options) -> None:
         # The queue SDK takes no per-call policies; its request hook counts the same requests.
         hook = {"raw_request_hook": operation_counter.on_request} if operation_counter else {}
         self.name = name
         self._client = QueueClient.from_connection_string(
             connection, name, message_encode_policy=TextBase64EncodePolicy(),
-            message_decode_policy=TextBase64DecodePolicy(), **hook)
+            message_decode_policy=TextBase64DecodePolicy(), **hook, **client_options)
         try:
             self._client.create_queue()
         except ResourceExistsError:
