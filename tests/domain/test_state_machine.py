@@ -391,15 +391,7 @@ class TaskLifecycle(RuleBasedStateMachine):
         run_id = self.run_id(pick)
         run = self.runs[run_id] if 0 <= run_id < len(self.runs) else None
         retries_left, count = self.status.retries_left, len(self.runs)
-        if run is None:
-            expect = NotFound
-        elif run["state"] in RESOLVED_STATES:
-            # Reporting the same resolution again is answered as done; anything else conflicts.
-            expect = "noop" if run["reasonResolved"] == reason else Conflict
-        elif run["state"] == "pending":
-            expect = Conflict
-        else:
-            expect = "change"
+        expect = expected_report(run, reason)
         self.apply(f"report {reason}", lambda s: lifecycle.resolve(s, run_id, ReasonResolved(reason), self.now),
                    expect)
         if expect == "change":
@@ -506,3 +498,14 @@ def test_no_retry_run_is_added_after_the_deadline(late_event):
     assert [run["state"] for run in rendered["runs"]] == ["exception"], rendered["runs"]
     assert rendered["state"] == "exception" and rendered["retriesLeft"] == 1
     check_step_json(before, rendered, retries=1, now=late)
+
+
+def expected_report(run: dict | None, reason: str):
+    """What reporting `reason` on `run` (as last seen) must do: reporting the same
+    resolution again is answered as done; a pending or other resolved run conflicts; a
+    running one changes (even after its takenUntil, until a sweep expires it)."""
+    if run is None:
+        return NotFound
+    if run["state"] in RESOLVED_STATES:
+        return "noop" if run["reasonResolved"] == reason else Conflict
+    return Conflict if run["state"] == "pending" else "change"

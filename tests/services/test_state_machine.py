@@ -33,7 +33,7 @@ from shared.domain.ids import new_slugid
 from shared.domain.lifecycle import MAX_RUNS
 from tests.conftest import build_services, make_task
 from tests.domain.test_state_machine import (
-    RESOLVED_STATES, RETRY_REASON_FOR, WORKER_EXCEPTION_REASONS, check_status_json, check_step_json, iso,
+    RESOLVED_STATES, RETRY_REASON_FOR, expected_report, WORKER_EXCEPTION_REASONS, check_status_json, check_step_json, iso,
     task_state, ts,
 )
 
@@ -245,14 +245,7 @@ class QueueThroughServices(RuleBasedStateMachine):
         if not self.catch_up():
             return
         run_id, run = self.run_at(pick)
-        if run is None:
-            expected = NotFound
-        elif run["state"] in RESOLVED_STATES:
-            expected = "noop" if run["reasonResolved"] == reason else Conflict
-        elif run["state"] == "pending":
-            expected = Conflict
-        else:
-            expected = "change"     # a running run may be reported on, even after takenUntil
+        expected = expected_report(run, reason)
         resolutions = self.services.resolutions
         report = {"completed": lambda: resolutions.completed(self.task_id, run_id),
                   "failed": lambda: resolutions.failed(self.task_id, run_id)}.get(
