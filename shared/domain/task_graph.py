@@ -28,6 +28,7 @@ class Node:
     requires: tuple[str, ...]
     reruns: int
     task: dict      # the definition with placeholders replaced and graph fields set
+    required_ids: tuple[str, ...] = ()   # the taskIds of `requires`, in the same order
 
 
 def task_id_for(graph_id: str, label: str) -> str:
@@ -85,7 +86,7 @@ def _node(graph_id: str, label: str, node: dict, ids: dict[str, str], routing: s
     task["dependencies"] = sorted(set(task.get("dependencies", [])) | {ids[r] for r in requires})
     if routing:
         task["routes"] = sorted(set(task.get("routes", [])) | {routing})
-    return Node(label, ids[label], requires, node.get("reruns", 0), task)
+    return Node(label, ids[label], requires, node.get("reruns", 0), task, tuple(ids[r] for r in requires))
 
 
 def substitute(value, ids: dict[str, str], path: str):

@@ -60,15 +60,17 @@ class TaskCreation:
         """Create normalized `definitions` (taskId -> definition); statuses by taskId."""
         return self.carry_out(self.prepare(definitions), now)
 
-    def prepare(self, definitions: dict[str, dict]) -> Plan:
+    def prepare(self, definitions: dict[str, dict], unused_ids: bool = False) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
-        definition under an existing taskId is a Conflict.
+        definition under an existing taskId is a Conflict. `unused_ids`: the caller knows
+        no task has these ids yet (a new graph's), so they are not read one by one; a
+        concurrent creation of the same ones is still caught when the rows are inserted.
         """
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
-        existing = self._existing(definitions)
+        existing = {} if unused_ids else self._existing(definitions)
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         outside = self.dependencies.check(new)
         return Plan(list(definitions), existing, new, outside, self.groups.check(new))

@@ -50,7 +50,9 @@ class TaskGraphs:
         now = utcnow()
         routing = request.get("routing", "")
         nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
-        plan = self.creation.prepare(_definitions(nodes, now))  # a refusal leaves no graph behind
+        # A refusal leaves no graph behind. The taskIds are derived from this graph's id, so
+        # while it has no row (no earlier attempt began writing) none of them can exist yet.
+        plan = self.creation.prepare(_definitions(nodes, now), unused_ids=graph is None)
         if graph is None:
             graph = self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
         self._add(graph_id, nodes, plan, now)
@@ -78,7 +80,7 @@ class TaskGraphs:
         return self.status(graph_id)
 
     def _add(self, graph_id: str, nodes: list[Node], plan: Plan, now: datetime) -> None:
-        self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.requires, node.reruns,
+        self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.required_ids, node.reruns,
                                             node.reruns) for node in nodes])
         self.creation.carry_out(plan, now)
 
@@ -100,10 +102,11 @@ class TaskGraphs:
         labels = self.graphs.labels(graph_id)
         records = dict(zip((label.label for label in labels),
                            _READERS.map(lambda label: self.tasks.load(label.task_id), labels)))
-        requires = {label.label: label.requires for label in labels}
+        label_of = {label.task_id: label.label for label in labels}
+        requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}
         dependents: dict[str, list[str]] = {label.label: [] for label in labels}
         for label in labels:
-            for required in label.requires:
+            for required in requires[label.label]:
                 dependents[required].append(label.label)
         return {
             "taskGraphId": graph_id,
@@ -115,7 +118,7 @@ class TaskGraphs:
                 "label": label.label,
                 "taskId": label.task_id,
                 "state": records[label.label].status.state.value if records[label.label] else "unscheduled",
-                "requires": list(label.requires),
+                "requires": list(requires[label.label]),
                 "dependents": sorted(dependents[label.label]),
                 "reruns": label.reruns,
                 "rerunsLeft": label.reruns_left,

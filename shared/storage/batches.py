@@ -3,33 +3,49 @@ a larger batch with a malformed response instead of an error)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError
 
 MAX_BATCH = 100
+# Only upsert_in_batches submits to this pool, and never from inside it: no task waits on
+# another, so the pool cannot deadlock.
+_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="batch-write")
 
 
 def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
     """Upsert `rows`, grouped by partition, 100 to a transaction; returns transactions sent.
 
-    Rows keep their order within a partition, so rows written together (a member and its
-    unresolved marker) land in the same transaction unless a batch boundary splits them,
-    which MAX_BATCH being even prevents for pairs.
+    The transactions are sent concurrently, within a partition too: a 10,000-task graph
+    writes tens of thousands of rows, and one request at a time would leave both storage
+    and this process mostly waiting. The call returns when all are written, or raises the
+    first failure (the call is then repeated whole: every row is an upsert). Rows keep
+    their order within a partition, so rows written together (a member and its unresolved
+    marker) land in the same transaction unless a batch boundary splits them, which
+    MAX_BATCH being even prevents for pairs.
     """
-    sent = 0
     ordered = sorted(rows, key=lambda row: row["PartitionKey"])
-    for _, group in groupby(ordered, key=lambda row: row["PartitionKey"]):
-        group = list(group)
-        for start in range(0, len(group), MAX_BATCH):
-            chunk = group[start:start + MAX_BATCH]
-            if len(chunk) == 1:
-                table.upsert_entity(chunk[0])
-            else:
-                table.submit_transaction([("upsert", row) for row in chunk])
-            sent += 1
-    return sent
+    chunks = [chunk for _, group in groupby(ordered, key=lambda row: row["PartitionKey"])
+              for chunk in _chunks(list(group))]
+    if len(chunks) == 1:
+        _upsert(table, chunks[0])
+    else:
+        for _ in _WRITERS.map(lambda chunk: _upsert(table, chunk), chunks):
+            pass
+    return len(chunks)
+
+
+def _chunks(group: list[dict]) -> list[list[dict]]:
+    return [group[start:start + MAX_BATCH] for start in range(0, len(group), MAX_BATCH)]
+
+
+def _upsert(table: TableClient, chunk: list[dict]) -> None:
+    if len(chunk) == 1:
+        table.upsert_entity(chunk[0])
+    else:
+        table.submit_transaction([("upsert", row) for row in chunk])
 
 
 def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None:

@@ -2,7 +2,9 @@
 
 RowKeys:
 - "graph": routing, state, the creation request's fingerprint, which labels block it;
-- "label.<label>": the label's taskId, requires (labels), reruns and reruns left;
+- "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
+  characters: numbered columns, see long_text; labels, up to 128 characters, would not
+  fit), reruns and reruns left;
 - "task.<taskId>": the label of a task, to go from a resolution to its label;
 - "open.<label>": present until the label's task completes; no open row = finished;
 - "extension.<fingerprint>": an extension that was applied, so repeating it is a no-op.
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
-from . import lost_responses
+from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
@@ -36,7 +38,7 @@ class LabelRecord:
     graph_id: str
     label: str
     task_id: str
-    requires: tuple[str, ...]
+    required_ids: tuple[str, ...]     # the taskIds of the labels it requires
     reruns: int
     reruns_left: int
     rerun_of_run: int = -1     # the last run whose failure was answered with a rerun
@@ -127,11 +129,11 @@ def _graph_entity(graph: GraphRecord) -> dict:
 
 def _label_entity(record: LabelRecord) -> dict:
     return {"PartitionKey": record.graph_id, "RowKey": f"label.{record.label}", "taskId": record.task_id,
-            "requires": json.dumps(list(record.requires)), "reruns": record.reruns,
-            "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
+            **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
+            "reruns": record.reruns, "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
 
 
 def _label(row) -> LabelRecord:
     return LabelRecord(row["PartitionKey"], row["RowKey"][len("label."):], row["taskId"],
-                       tuple(json.loads(row["requires"])), row["reruns"], row["rerunsLeft"],
+                       tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
                        row["rerunOfRun"], row.metadata.get("etag"))

@@ -14,14 +14,12 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 
 from ..domain.runs import Run
 from ..domain.task_status import TaskStatus
-from . import lost_responses
+from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
 
 ROW = "task"
-# A string column holds 64 KiB of UTF-16: 32,000 ASCII characters fit with room to spare.
-CHUNK = 32_000
 MAX_DEFINITION_CHARS = 400_000
 SUMMARY_FIELDS = ("provisionerId", "workerType", "taskQueueId", "schedulerId", "projectId",
                   "taskGroupId", "priority", "deadline", "expires")
@@ -63,9 +61,7 @@ class TaskTable:
         text = encode_definition(definition)
         entity = {"PartitionKey": status.task_id, "RowKey": ROW}
         entity.update({name: definition[name] for name in SUMMARY_FIELDS})
-        chunks = [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)]
-        entity["definitionChunks"] = len(chunks)
-        entity.update({f"definition{i}": chunk for i, chunk in enumerate(chunks)})
+        entity.update(long_text.to_columns("definition", text))
         entity.update(_status_columns(status))
         try:
             meta = lost_responses.insert(self._table, entity)
@@ -98,8 +94,7 @@ class TaskTable:
 def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     definition = None
     if with_definition:
-        text = "".join(entity[f"definition{i}"] for i in range(entity["definitionChunks"]))
-        definition = json.loads(text)
+        definition = json.loads(long_text.from_columns("definition", entity))
     status = TaskStatus(
         task_id=task_id,
         retries=entity["retries"],

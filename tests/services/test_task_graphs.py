@@ -107,3 +107,17 @@ def test_extend_adds_tasks_requiring_existing_labels(services, task_queue_id):
     assert state(services, graph_id) == "finished"
     with pytest.raises(InvalidInput, match="build"):
         services.task_graphs.extend(graph_id, graph(task_queue_id, build={}))
+
+
+def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id):
+    # 300 labels of 120 characters: the fan-in's requires as labels (36,000+ characters)
+    # would not fit one column, nor would 10,000 labels of 128 fit a row.
+    children = [f"child-{i:03d}-" + "x" * 110 for i in range(300)]
+    graph_id = new_slugid()
+    request = graph(task_queue_id, **{child: {} for child in children}, join={"requires": children})
+    services.task_graphs.create(graph_id, request)
+
+    entries = {entry["label"]: entry for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+    assert entries["join"]["requires"] == children
+    assert {tuple(entries[child]["dependents"]) for child in children} == {("join",)}
+    assert len(services.tasks.definition(entries["join"]["taskId"])["dependencies"]) == 300
