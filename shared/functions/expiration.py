@@ -1,4 +1,4 @@
-"""Timer trigger: delete tasks and task groups whose `expires` has passed.
+"""Timer trigger: delete tasks, task groups, workers and task queues whose `expires` has passed.
 
 The schedule is an app setting (NCRONTAB); hourly is plenty in production, since each
 sweep reads only what came due.
@@ -14,4 +14,6 @@ bp = func.Blueprint()
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_EXPIRATION_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def expiration_sweep(timer: func.TimerRequest) -> None:
-    get_queue().expiration.sweep()
+    queue = get_queue()
+    for sweep in (queue.expiration, queue.worker_expiry, queue.task_queue_expiry):
+        sweep.sweep()

@@ -22,6 +22,7 @@ from ..storage.requirement_table import RequirementTable
 from .claims import Claims
 from .credentials import CredentialIssuer
 from .dependencies import Dependencies
+from .activity_expiry import TaskQueueExpiry, WorkerExpiry
 from .expiration import Expiration
 from .repairs import Repairs
 from .resolution_events import ResolutionEvents
@@ -52,6 +53,8 @@ class Queue:
     claim_expiry: ClaimExpiry
     deadlines: Deadlines
     expiration: Expiration
+    worker_expiry: WorkerExpiry
+    task_queue_expiry: TaskQueueExpiry
     workers: Workers
 
     @classmethod
@@ -62,7 +65,10 @@ class Queue:
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
                                   timedelta(seconds=settings.repair_delay))
         updater = TaskUpdater(task_table, pending, claimed, WorkSignal(), events)
-        queues = TaskQueues(TaskQueueTable(account), pending, claimed)
+        queue_table, worker_table = TaskQueueTable(account), WorkerTable(account)
+        queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=timedelta(days=1)), queue_table)
+        worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=timedelta(days=1)), worker_table)
+        queues = TaskQueues(queue_table, pending, claimed, queue_expiry)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         edges, requirements = DependencyTable(account), RequirementTable(account)
         dependencies = Dependencies(task_table, edges, requirements, updater)
@@ -74,7 +80,7 @@ class Queue:
                                 edges, requirements, handled, group_table, graph_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
         graphs = TaskGraphs(graph_table, task_table, creation, updater)
-        workers = Workers(WorkerTable(account), claimed, updater)
+        workers = Workers(worker_table, claimed, updater, worker_expiry)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, handled)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
@@ -90,6 +96,8 @@ class Queue:
             claim_expiry=expiry,
             deadlines=deadlines,
             expiration=expiration,
+            worker_expiry=worker_expiry,
+            task_queue_expiry=queue_expiry,
             workers=workers,
         )
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 
 from ..domain.errors import NotFound
 from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..storage.claim_table import ClaimTable
 from ..storage.pending_table import PendingTable
 from ..storage.task_queue_table import TaskQueueRecord, TaskQueueTable
+from .activity_expiry import TaskQueueExpiry, lapsed
 from .task_groups import DEFAULT_PAGE, decode_token, encode_token
 
 # A queue row is refreshed at most this often per process, so a busy queue costs no writes.
@@ -17,8 +19,10 @@ REFRESH_SECONDS = 300
 
 
 class TaskQueues:
-    def __init__(self, table: TaskQueueTable, pending: PendingTable, claims: ClaimTable) -> None:
+    def __init__(self, table: TaskQueueTable, pending: PendingTable, claims: ClaimTable,
+                 expiry: TaskQueueExpiry) -> None:
         self.table = table
+        self.expiry = expiry
         self.pending = pending
         self.claims = claims
         self._refreshed: dict[str, tuple[float, str]] = {}
@@ -30,23 +34,27 @@ class TaskQueues:
             last = self._refreshed.get(task_queue_id)
         if last and time.monotonic() - last[0] < REFRESH_SECONDS and last[1] >= expires:
             return
-        stored = self.table.get(task_queue_id)
-        if stored and parse_iso(stored.expires) > parse_iso(expires):
+        stored, now = self.table.get(task_queue_id), utcnow()
+        if stored is None or lapsed(stored.expires, now):
+            # Indexed before the row is written, so no queue row is left without its expiry
+            # item (a lapsed row may be deleted by the sweep before our write lands).
+            self.expiry.watch(task_queue_id, expires)
+        elif parse_iso(stored.expires) > parse_iso(expires):
             expires = stored.expires
-        self.table.put(TaskQueueRecord(task_queue_id, to_iso(utcnow()), expires))
+        self.table.put(TaskQueueRecord(task_queue_id, to_iso(now), expires))
         with self._lock:
             self._refreshed[task_queue_id] = (time.monotonic(), expires)
 
-    def get(self, task_queue_id: str) -> dict:
+    def get(self, task_queue_id: str, now: datetime) -> dict:
         record = self.table.get(task_queue_id)
-        if record is None:
+        if record is None or lapsed(record.expires, now):
             raise NotFound(f"Task queue {task_queue_id} not found")
         return _render(record)
 
-    def list(self, continuation: str | None, limit: int | None) -> dict:
+    def list(self, continuation: str | None, limit: int | None, now: datetime) -> dict:
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
         records = self.table.page(decode_token(continuation), limit + 1)
-        out = {"taskQueues": [_render(record) for record in records[:limit]]}
+        out = {"taskQueues": [_render(record) for record in records[:limit] if not lapsed(record.expires, now)]}
         if len(records) > limit:
             out["continuationToken"] = encode_token(records[limit - 1].task_queue_id)
         return out

@@ -23,6 +23,7 @@ from ..domain.timestamps import parse_iso, to_iso
 from ..storage.claim_table import ClaimTable
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.worker_table import WorkerRecord, WorkerTable, row_key
+from .activity_expiry import WorkerExpiry, lapsed
 from .task_groups import DEFAULT_PAGE, decode_token, encode_token
 from .task_updates import TaskUpdater
 
@@ -33,10 +34,11 @@ ACTIVE_REFRESH = timedelta(seconds=60)     # an idle worker's lastDateActive is 
 
 
 class Workers:
-    def __init__(self, table: WorkerTable, claims: ClaimTable, updater: TaskUpdater) -> None:
+    def __init__(self, table: WorkerTable, claims: ClaimTable, updater: TaskUpdater, expiry: WorkerExpiry) -> None:
         self.table = table
         self.claims = claims
         self.updater = updater
+        self.expiry = expiry
 
     def arrive(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
         """The worker's row as its claimWork begins; a worker seen for the first time gets one."""
@@ -45,6 +47,7 @@ class Workers:
             return record
         fresh = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
                              to_iso(now + WORKER_LIFETIME))
+        self.expiry.watch(fresh)  # first: a worker row is never left without its expiry item
         try:
             return self.table.insert(fresh)
         except AlreadyExists:  # the same worker's concurrent claimWork
@@ -67,17 +70,17 @@ class Workers:
                 self.table.save(replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
                                         recent_tasks=recent[-RECENT_TASKS:]))
                 return True
-            except ChangedSinceRead:
-                record = self.table.load(record.task_queue_id, record.worker_group, record.worker_id)
+            except ChangedSinceRead:  # quarantined, or expired and deleted by the sweep meanwhile
+                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now)
 
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
                    now: datetime) -> dict:
         detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
                   "quarantineInfo": info}
         while True:
-            record = self._existing(task_queue_id, worker_group, worker_id)
+            record = self._existing(task_queue_id, worker_group, worker_id, now)
             try:
-                record = self.table.save(replace(record, quarantine_until=until,
+                record = self.table.save(replace(record, quarantine_until=until, expires=_later(record.expires, until),
                                                  quarantine_details=(*record.quarantine_details, detail)))
                 break
             except ChangedSinceRead:
@@ -107,25 +110,29 @@ class Workers:
                      extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "release"})
         return released
 
-    def get(self, task_queue_id: str, worker_group: str, worker_id: str) -> dict:
-        return render(self._existing(task_queue_id, worker_group, worker_id))
+    def get(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> dict:
+        return render(self._existing(task_queue_id, worker_group, worker_id, now))
 
     def list(self, task_queue_id: str, continuation: str | None, limit: int | None, quarantined: str | None,
              now: datetime) -> dict:
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
         records = self.table.page(task_queue_id, decode_token(continuation), limit + 1)
-        shown = [record for record in records[:limit]
-                 if quarantined is None or self.quarantined(record, now) == (quarantined == "true")]
+        shown = [record for record in records[:limit] if not lapsed(record.expires, now)
+                 and (quarantined is None or self.quarantined(record, now) == (quarantined == "true"))]
         out = {"workers": [_summary(record) for record in shown]}
         if len(records) > limit:
             out["continuationToken"] = encode_token(row_key(records[limit - 1]))
         return out
 
-    def _existing(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord:
+    def _existing(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
         record = self.table.load(task_queue_id, worker_group, worker_id)
-        if record is None:
+        if record is None or lapsed(record.expires, now):
             raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
         return record
+
+
+def _later(first: str, second: str) -> str:
+    return to_iso(max(parse_iso(first), parse_iso(second)))
 
 
 def render(record: WorkerRecord) -> dict:

@@ -6,12 +6,14 @@ key order for paging.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
+from .errors import ChangedSinceRead
 from .keys import escape_key, unescape_key
 
 PARTITION = "queues"
@@ -22,6 +24,7 @@ class TaskQueueRecord:
     task_queue_id: str
     last_date_active: str
     expires: str
+    etag: str | None = field(default=None, compare=False)
 
 
 class TaskQueueTable:
@@ -41,6 +44,14 @@ class TaskQueueTable:
             return None
         return self._record(entity)
 
+    def delete(self, record: TaskQueueRecord) -> None:
+        """Delete the row if it is still as read; else ChangedSinceRead (gone already is fine)."""
+        try:
+            self._table.delete_entity(PARTITION, escape_key(record.task_queue_id), etag=record.etag,
+                                      match_condition=MatchConditions.IfNotModified)
+        except ResourceModifiedError as exc:
+            raise ChangedSinceRead(record.task_queue_id) from exc
+
     def page(self, after: str, limit: int) -> list[TaskQueueRecord]:
         pages = self._table.query_entities(
             "PartitionKey eq @pk and RowKey gt @after",
@@ -51,4 +62,5 @@ class TaskQueueTable:
 
     @staticmethod
     def _record(entity) -> TaskQueueRecord:
-        return TaskQueueRecord(unescape_key(entity["RowKey"]), entity["lastDateActive"], entity["expires"])
+        return TaskQueueRecord(unescape_key(entity["RowKey"]), entity["lastDateActive"], entity["expires"],
+                               entity.metadata.get("etag"))

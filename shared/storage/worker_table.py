@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
+from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from . import lost_responses
@@ -57,6 +58,14 @@ class WorkerTable:
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
         return replace(worker, etag=meta.get("etag"))
+
+    def delete(self, worker: WorkerRecord) -> None:
+        """Delete `worker` if its row is still as read; else ChangedSinceRead (gone already is fine)."""
+        try:
+            self._table.delete_entity(escape_key(worker.task_queue_id), row_key(worker), etag=worker.etag,
+                                      match_condition=MatchConditions.IfNotModified)
+        except ResourceModifiedError as exc:
+            raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
 
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` workers in key order, after the row key `after`."""

@@ -26,4 +26,4 @@ def test_a_claim_that_raced_the_quarantine_is_released(azurite, task_queue_id):
     runs = services.tasks.status(task_id)["runs"]
     assert [(run["state"], run.get("reasonResolved"), run.get("workerId")) for run in runs] == [
         ("exception", "worker-shutdown", "racer"), ("pending", None, None)]
-    assert services.workers.get(task_queue_id, "wg", "racer")["recentTasks"] == []
+    assert services.workers.get(task_queue_id, "wg", "racer", utcnow())["recentTasks"] == []
