@@ -17,6 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "3.35.0"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+KEEP_ALIVE_SECONDS = 300   # how long Azurite keeps an idle connection open (its default: 5)
 
 
 def find_azurite_bin() -> Path:
@@ -71,6 +72,12 @@ class Azurite:
                    "--blobHost", "127.0.0.1", "--queueHost", "127.0.0.1", "--tableHost", "127.0.0.1",
                    "--blobPort", str(self.ports["blob"]), "--queuePort", str(self.ports["queue"]),
                    "--tablePort", str(self.ports["table"])]
+        # Azurite closes a connection after 5 idle seconds; a request sent on it at that
+        # moment is reset. After a long pause (validating a 10,000-task graph) every pooled
+        # connection is at that age at once, and one request met five resets in a row.
+        # Azure keeps idle connections for minutes; so does this Azurite.
+        for service in ("blob", "queue", "table"):
+            command += [f"--{service}KeepAliveTimeout", str(KEEP_ALIVE_SECONDS)]
         if self.location:
             self.location.mkdir(parents=True, exist_ok=True)
             command += ["--location", str(self.location)]
