@@ -3,3 +3,6 @@
 Data flows one way: bindings -> api -> services -> domain, with storage beside the
 services. Nothing here knows which Functions host runs it.
 """
+
+# The release, as `/__version__` reports it (Dockerflow's version object).
+__version__ = "1.0.0"

@@ -5,8 +5,10 @@ Each handler translates one call into one service method; the rules live in the 
 
 from __future__ import annotations
 
+import os
 import time
 
+from .. import __version__
 from ..domain.timestamps import to_iso, utcnow
 from .dispatch import Call
 from .router import Endpoint
@@ -17,6 +19,12 @@ _STARTED = time.monotonic()
 
 def _ping(call: Call) -> dict:
     return {"alive": True, "uptime": round(time.monotonic() - _STARTED, 3)}
+
+
+def _version(call: Call) -> dict:
+    """Dockerflow's version object; COMMIT_SHA is set by whoever builds the deployment."""
+    return {"source": "taskcluster-compatible-queue", "version": __version__,
+            "commit": os.environ.get("COMMIT_SHA", "unknown"), "build": ""}
 
 
 def _run_id(call: Call) -> int:
@@ -42,6 +50,7 @@ WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
 ENDPOINTS = [
     Endpoint("ping", "GET", "/ping", _ping),
     Endpoint("lbheartbeat", "GET", "/__lbheartbeat__", lambda call: {}),
+    Endpoint("version", "GET", "/__version__", _version),
     Endpoint("heartbeat", "GET", "/__heartbeat__", lambda call: {}),
     Endpoint("task", "GET", "/task/<taskId>",
              lambda call: call.queue.tasks.definition(call.params["taskId"])),

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 import taskcluster
 
+from shared import __version__
 from shared.validation import check_response
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
@@ -24,6 +25,12 @@ def claim_one(queue, task_queue_id: str, **body) -> dict:
 
 def test_ping(queue):
     assert queue.ping()["alive"] is True
+
+
+def test_monitoring_endpoints(queue):
+    assert queue.version()["version"] == __version__ and set(queue.version()) == {"source", "version",
+                                                                                 "commit", "build"}
+    assert queue.lbheartbeat() == {} and queue.heartbeat() == {}
 
 
 def test_create_claim_complete(queue, new_task, task_id, task_queue_id):
