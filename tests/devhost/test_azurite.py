@@ -1,0 +1,31 @@
+"""Azurite's lifecycle: started in a session of its own, it still dies with its starter."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from devhost.azurite import port_open
+
+from .conftest import eventually
+from .test_main import alive
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER = ("import time; from devhost.azurite import Azurite; azurite = Azurite().start(); "
+           "print(azurite.process.pid, *azurite.ports.values(), flush=True); time.sleep(120)")
+
+
+def test_azurite_stops_when_the_process_that_started_it_is_killed():
+    starter = subprocess.Popen([sys.executable, "-c", STARTER], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    pid, *ports = map(int, starter.stdout.readline().split())
+    try:
+        assert alive(pid) and all(port_open(port) for port in ports)
+        starter.send_signal(signal.SIGKILL)   # no finally, no atexit: only the kernel can tell Azurite
+        starter.wait(timeout=10)
+        eventually(lambda: not alive(pid), timeout=15, message="Azurite gone after its starter was killed")
+        eventually(lambda: not any(port_open(port) for port in ports), timeout=15, message="ports closed")
+    finally:
+        if alive(pid):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
