@@ -19,6 +19,8 @@ from ..validation import validate
 
 log = logging.getLogger("queue.api")
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# Deeper JSON would exhaust the recursion of the parser or of the schema validator.
+MAX_NESTING = 100
 
 
 @dataclass
@@ -75,6 +77,31 @@ def _parse_body(endpoint: Endpoint, body: bytes):
     if not body.strip():
         return {}
     try:
-        return json.loads(body)
+        payload = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedPayload(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedPayload(f"The request body nests deeper than {MAX_NESTING} levels") from None
+    _check_nesting(payload)
+    return payload
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a JSON number")
+    return value
+
+
+def _check_nesting(payload) -> None:
+    level = [payload]
+    for _ in range(MAX_NESTING + 1):
+        level = [child for value in level if isinstance(value, (dict, list))
+                 for child in (value.values() if isinstance(value, dict) else value)]
+        if not level:
+            return
+    raise MalformedPayload(f"The request body nests deeper than {MAX_NESTING} levels")

@@ -42,6 +42,8 @@ def normalize(task_id: str, body: dict, now: datetime) -> dict:
         raise InvalidInput(f"taskId: {task_id!r} is not a slugid")
     definition = {**{key: _copy(value) for key, value in _DEFAULTS.items()}, **body}
     definition.setdefault("taskGroupId", task_id)
+    if definition["priority"] == "normal":  # stored under its current name, as Taskcluster does
+        definition["priority"] = "lowest"
     _fill_task_queue(definition)
     for field in ("created", "deadline"):
         definition[field] = normalize_iso(definition[field])
@@ -50,8 +52,8 @@ def normalize(task_id: str, body: dict, now: datetime) -> dict:
     else:
         definition["expires"] = to_iso(parse_iso(definition["deadline"]) + DEFAULT_EXPIRES_AFTER_DEADLINE)
     _check_times(definition, now)
-    if task_id in definition["dependencies"]:
-        raise InvalidInput(f"dependencies: task {task_id} cannot depend on itself")
+    _check_scopes(definition["scopes"])
+    # A task may depend on itself (Taskcluster allows it): it then waits for scheduleTask.
     return definition
 
 
@@ -77,6 +79,8 @@ def _check_times(definition: dict, now: datetime) -> None:
     expires = parse_iso(definition["expires"])
     if created > now + CLOCK_SKEW:
         raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the future")
+    if created < now - CLOCK_SKEW:
+        raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the past")
     if deadline <= now:
         raise InvalidInput(f"deadline: {definition['deadline']} is in the past; it must be in the future")
     if deadline > now + MAX_DEADLINE + CLOCK_SKEW:
@@ -85,6 +89,12 @@ def _check_times(definition: dict, now: datetime) -> None:
         raise InvalidInput(f"deadline: {definition['deadline']} must be after created {definition['created']}")
     if expires < deadline:
         raise InvalidInput(f"expires: {definition['expires']} must not be before deadline {definition['deadline']}")
+
+
+def _check_scopes(scopes: list[str]) -> None:
+    for index, scope in enumerate(scopes):
+        if scope.endswith("**"):
+            raise InvalidInput(f"scopes[{index}]: {scope!r} ends in more than one '*', which no scope may")
 
 
 def same_definition(stored: dict, requested: dict) -> bool:

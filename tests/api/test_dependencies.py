@@ -248,6 +248,22 @@ def test_schedule_task_forces_an_unscheduled_task(queue, new_task, task_queue_id
     assert final["state"] == "completed" and len(final["runs"]) == 1
 
 
+def test_a_task_that_depends_on_itself_waits_for_schedule_task(queue, new_task, task_queue_id):
+    """Taskcluster allows it: such a task runs only when scheduleTask says so."""
+    task_id = new_slugid()
+    assert queue.createTask(task_id, new_task(dependencies=[task_id]))["status"]["state"] == "unscheduled"
+    assert [dependent["status"]["taskId"] for dependent in queue.listDependentTasks(task_id)["tasks"]] == [task_id]
+    assert queue.scheduleTask(task_id)["status"]["state"] == "pending"
+    assert [claim["status"]["taskId"] for claim in claim_all(queue, task_queue_id, 1)] == [task_id]
+    # Its own resolution must not schedule it again. A second dependent is the canary
+    # that the resolution was handled.
+    canary = create(queue, new_task, dependencies=[task_id])
+    queue.reportCompleted(task_id, "0")
+    wait_for_state(queue, canary, "pending")
+    final = queue.status(task_id)["status"]
+    assert final["state"] == "completed" and len(final["runs"]) == 1
+
+
 def test_unknown_dependencies_are_a_400_naming_them_and_nothing_is_created(queue, new_task, task_id):
     known = create(queue, new_task)
     missing = sorted([new_slugid(), new_slugid()])

@@ -56,10 +56,17 @@ def test_missing_required_fields_are_named(queue, new_task, task_id):
      "created"),
     (lambda now: {"deadline": to_iso(now + timedelta(hours=1)), "expires": to_iso(now + timedelta(minutes=30))},
      "expires"),
+    (lambda now: {"created": to_iso(now - timedelta(hours=1))}, "created"),
 ])
 def test_time_rules(queue, new_task, task_id, change, field):
     error = rest_error(queue.createTask, task_id, {**new_task(), **change(utcnow())})
     assert error.status_code == 400 and field in error.body["message"]
+    assert_not_created(queue, task_id)
+
+
+def test_a_scope_ending_in_two_stars_is_refused(queue, new_task, task_id):
+    error = rest_error(queue.createTask, task_id, new_task(scopes=["queue:get-artifact:*", "queue:**"]))
+    assert error.status_code == 400 and "scopes[1]" in error.body["message"]
     assert_not_created(queue, task_id)
 
 
@@ -114,6 +121,23 @@ def test_malformed_bodies_are_4xx(server, task_id, body):
     assert 400 <= response.status_code < 500
     assert {"code", "message", "requestInfo"} <= set(response.json())
     assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+
+
+def test_json_that_python_would_accept_but_json_does_not(server, new_task, task_id):
+    """NaN, Infinity and numbers beyond a double would be stored and echoed back as text no
+    strict JSON parser reads; nesting deep enough to exhaust recursion must not be a 500."""
+    valid = json.dumps(new_task())[:-1]
+    deep = "[" * 5000 + "]" * 5000
+    for extra in ("NaN", "Infinity", "-Infinity", "1e400", deep, '{"a":' * 150 + "1" + "}" * 150):
+        response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {extra}}}}}')
+        assert response.status_code == 400, (extra[:20], response.text[:300])
+        assert response.json()["code"] == "MalformedPayload"
+    response = requests.put(server.url(f"/task/{task_id}"), data="[" * 5000 + "]" * 5000)
+    assert response.status_code == 400
+    assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+    nested = '{"a":' * 50 + "1" + "}" * 50   # deep, but within reason
+    response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {nested}}}}}')
+    assert response.status_code == 200, response.text[:300]
 
 
 def test_oversize_body(server, new_task, task_id):

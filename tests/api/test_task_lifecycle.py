@@ -156,6 +156,14 @@ def test_claim_order_is_priority_then_age(queue, new_task, task_queue_id):
     assert [claim["status"]["taskId"] for claim in claims] == expected
 
 
+def test_priority_normal_is_stored_as_lowest(queue, new_task, task_id):
+    definition = new_task(priority="normal")
+    queue.createTask(task_id, definition)
+    assert queue.task(task_id)["priority"] == "lowest"
+    # The same task, however its priority is spelled.
+    assert queue.createTask(task_id, {**definition, "priority": "lowest"})["status"]["taskId"] == task_id
+
+
 def test_claim_work_answers_empty_after_the_long_poll(queue, task_queue_id):
     started = utcnow()
     assert queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w", "tasks": 1}) == {"tasks": []}
