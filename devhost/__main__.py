@@ -38,18 +38,32 @@ def main() -> int:
     args = _arguments()
     _logging()
     stopping = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP too: closing the terminal of a `make run` must stop Azurite as Ctrl-C does.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: stopping.set())
     azurite = None
     storage = load_settings(args.app_dir).get("AzureWebJobsStorage", "")
     if args.azurite == "auto" and storage in ("", DEVELOPMENT_STORAGE):
         azurite = Azurite(args.app_dir / args.azurite_data, 10000, 10001, 10002)
         print("==> starting Azurite (blob 10000, queue 10001, table 10002), data in", azurite.location, flush=True)
-        azurite.start()
+        try:
+            azurite.start()
+        except RuntimeError as error:
+            print(f"error: {error}.\nIs another `make run` or Azurite still running? Stop it, or point "
+                  "AzureWebJobsStorage at the storage you want and pass --azurite none.", file=sys.stderr)
+            return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
     try:
         from .host import LocalHost
-        host = LocalHost(args.app_dir, args.host, args.port).start()
+        try:
+            host = LocalHost(args.app_dir, args.host, args.port).start()
+        except OSError as error:
+            print(f"error: cannot serve on {args.host}:{args.port}: {error.strerror}. "
+                  "Choose another port: make run PORT=7072", file=sys.stderr)
+            return 1
+        except KeyError as error:  # a trigger names an app setting that is not set, as Azure refuses too
+            print(f"error: {error.args[0]}; see local.settings.sample.json", file=sys.stderr)
+            return 1
         print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)
         stopping.wait()
         print("==> stopping", flush=True)

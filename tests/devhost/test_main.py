@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,44 @@ def test_with_the_test_azurite_answers_ping_and_stops_on_sigint(azurite, tmp_pat
         assert "starting Azurite" not in log
     finally:
         server.stop(sig_kill=True)
+
+
+def test_closing_the_terminal_stops_it_too(azurite, tmp_path):
+    server = start_server(azurite, tmp_path)
+    try:
+        server.process.send_signal(signal.SIGHUP)
+        assert server.process.wait(timeout=20) == 0
+        assert "==> stopping" in server.log_path.read_text()
+    finally:
+        server.stop(sig_kill=True)
+
+
+def test_a_port_in_use_is_a_one_line_error(azurite):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+        done = run_devhost(port, {**os.environ, **sample, "AzureWebJobsStorage": azurite.connection_string})
+    assert done.returncode == 1
+    assert f"cannot serve on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_missing_app_setting_is_a_one_line_error(azurite, tmp_path):
+    # The app without a local.settings.json, which a developer's checkout may have.
+    for name in ("function_app.py", "host.json", "shared", "schemas"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("QUEUE_")}
+    done = run_devhost(free_port(), {**env, "AzureWebJobsStorage": azurite.connection_string}, tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "app setting" in done.stderr and "is not defined" in done.stderr
+
+
+def run_devhost(port: int, env: dict, app_dir: Path = ROOT) -> subprocess.CompletedProcess:
+    """`python -m devhost` on `port` with `env`, expected to give up at once."""
+    return subprocess.run([sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port),
+                           "--azurite", "none"], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
