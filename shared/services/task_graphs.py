@@ -94,11 +94,22 @@ class TaskGraphs:
             return existing
 
     def status(self, graph_id: str) -> dict:
-        graph = self._existing(graph_id)
+        graph = self._current(self._existing(graph_id))
         return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": _shown(graph.state)}}
 
+    def _current(self, graph: GraphRecord) -> GraphRecord:
+        """The graph as it is now: a blocker that was rerun by hand (rerunTask, which knows
+        nothing of graphs) no longer blocks it, though its row says so until the rerun resolves."""
+        if graph.state != BLOCKED:
+            return graph
+        labels = [self.graphs.load_label(graph.graph_id, label) for label in graph.blocked_by]
+        records = _READERS.map(lambda label: self.tasks.load(label.task_id) if label else None, labels)
+        still = tuple(label for label, record in zip(graph.blocked_by, records)
+                      if record is None or record.status.state.value in ("failed", "exception"))
+        return replace(graph, blocked_by=still, state=BLOCKED if still else RUNNING)
+
     def inspect(self, graph_id: str) -> dict:
-        graph = self._existing(graph_id)
+        graph = self._current(self._existing(graph_id))
         labels = self.graphs.labels(graph_id)
         records = dict(zip((label.label for label in labels),
                            _READERS.map(lambda label: self.tasks.load(label.task_id), labels)))

@@ -218,6 +218,16 @@ def test_a_failure_with_no_reruns_left_blocks_the_graph(scheduler, queue, task_q
     assert len(queue.status(flaky)["status"]["runs"]) == 2                       # no third run
     assert queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w", "tasks": 4})["tasks"] == []
 
+    # Rerun by hand, the blocker no longer blocks; once it completes, the graph runs to the end.
+    queue.rerunTask(flaky)
+    assert scheduler.state(graph_id) == "running"
+    assert (ok(scheduler.inspect(graph_id))["blockedBy"], ok(scheduler.inspect(graph_id))["unreachable"]) == ([], [])
+    assert run(queue, task_queue_id, labels) == ["flaky"]
+    for label in ("after", "last"):
+        wait_for_state(queue, scheduler.tasks(graph_id)[label]["taskId"], "pending")
+        assert run(queue, task_queue_id, labels) == [label]
+    scheduler.wait_for_state(graph_id, "finished")
+
 
 def test_extend_while_running_adds_tasks_that_run_after_what_they_require(scheduler, queue, task_queue_id):
     graph_id = new_slugid()
