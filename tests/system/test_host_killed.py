@@ -128,7 +128,7 @@ def victim(azurite, tmp_path):
     server.stop()
 
 
-@pytest.mark.timeout(900)   # about 70 s here; kills and restarts vary a lot with the machine
+@pytest.mark.timeout(1500)  # 5 to 6 min here; kills and restarts vary a lot with the machine
 def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_id):
     rng = random.Random(SEED)
     graph, graph_id = scenario(task_queue_id, rng), new_slugid()
@@ -141,7 +141,7 @@ def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_i
         thread.start()
     killer.join(timeout=300)
     try:
-        inspect = wait_until_finished(victim, graph_id, timeout=300)
+        inspect = wait_until_finished(victim, graph_id, timeout=1200)  # a bound on a hang, not a speed test
     finally:
         workers.done.set()
         for thread in threads:
