@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from .azurite import Azurite
-from .settings import load_settings
+from .settings import MissingSetting, load_settings
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
 
@@ -61,7 +61,7 @@ def main() -> int:
             print(f"error: cannot serve on {args.host}:{args.port}: {error.strerror}. "
                   "Choose another port: make run PORT=7072", file=sys.stderr)
             return 1
-        except KeyError as error:  # a trigger names an app setting that is not set, as Azure refuses too
+        except MissingSetting as error:
             print(f"error: {error.args[0]}; see local.settings.sample.json", file=sys.stderr)
             return 1
         print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)

@@ -11,6 +11,10 @@ from pathlib import Path
 _EXPRESSION = re.compile(r"%([A-Za-z0-9_.:-]+)%")
 
 
+class MissingSetting(KeyError):
+    """A binding names an app setting that is not set: the host refuses to start, as in Azure."""
+
+
 def load_settings(app_dir: Path, defaults: dict[str, str] | None = None) -> dict[str, str]:
     settings = dict(defaults or {})
     local = Path(app_dir) / "local.settings.json"
@@ -31,6 +35,6 @@ def expand(value: str, settings: dict[str, str]) -> str:
     def lookup(match: re.Match) -> str:
         name = match.group(1)
         if name not in settings:
-            raise KeyError(f"app setting {name!r} is not defined (needed by {value!r})")
+            raise MissingSetting(f"app setting {name!r} is not defined (needed by {value!r})")
         return settings[name]
     return _EXPRESSION.sub(lookup, value)
