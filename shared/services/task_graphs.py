@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ..domain import lifecycle, task_definition, task_graph
 from ..domain.errors import Conflict, InvalidInput, NotFound
-from ..domain.runs import RunState
+from ..domain.runs import RunState, TaskState
 from ..domain.task_graph import BLOCKED, FINISHED, RUNNING, SCHEDULER_ID, Node
 from ..domain.timestamps import utcnow
 from ..storage.errors import AlreadyExists, ChangedSinceRead
@@ -94,25 +94,20 @@ class TaskGraphs:
             return existing
 
     def status(self, graph_id: str) -> dict:
-        graph = self._current(self._existing(graph_id))
+        graph = self._existing(graph_id)
+        if graph.state == BLOCKED:  # read only the blockers' tasks
+            labels = [self.graphs.load_label(graph_id, label) for label in graph.blocked_by]
+            records = dict(zip(graph.blocked_by, _READERS.map(
+                lambda label: self.tasks.load(label.task_id) if label else None, labels)))
+            graph = _as_now(graph, records)
         return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": _shown(graph.state)}}
 
-    def _current(self, graph: GraphRecord) -> GraphRecord:
-        """The graph as it is now: a blocker that was rerun by hand (rerunTask, which knows
-        nothing of graphs) no longer blocks it, though its row says so until the rerun resolves."""
-        if graph.state != BLOCKED:
-            return graph
-        labels = [self.graphs.load_label(graph.graph_id, label) for label in graph.blocked_by]
-        records = _READERS.map(lambda label: self.tasks.load(label.task_id) if label else None, labels)
-        still = tuple(label for label, record in zip(graph.blocked_by, records)
-                      if record is None or record.status.state.value in ("failed", "exception"))
-        return replace(graph, blocked_by=still, state=BLOCKED if still else RUNNING)
-
     def inspect(self, graph_id: str) -> dict:
-        graph = self._current(self._existing(graph_id))
+        graph = self._existing(graph_id)
         labels = self.graphs.labels(graph_id)
         records = dict(zip((label.label for label in labels),
                            _READERS.map(lambda label: self.tasks.load(label.task_id), labels)))
+        graph = _as_now(graph, records)
         label_of = {label.task_id: label.label for label in labels}
         requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}
         dependents: dict[str, list[str]] = {label.label: [] for label in labels}
@@ -209,6 +204,17 @@ class TaskGraphs:
         if graph is None:
             raise NotFound(f"Task graph {graph_id} not found")
         return graph
+
+
+def _as_now(graph: GraphRecord, records: dict[str, TaskRecord | None]) -> GraphRecord:
+    """The graph as it is now, given its blockers' tasks by label: a blocker that was rerun
+    by hand (rerunTask knows nothing of graphs) no longer blocks it, though the graph's row
+    says so until the rerun resolves."""
+    if graph.state != BLOCKED:
+        return graph
+    still = tuple(label for label in graph.blocked_by if records.get(label) is None
+                  or records[label].status.state in (TaskState.FAILED, TaskState.EXCEPTION))
+    return replace(graph, blocked_by=still, state=BLOCKED if still else RUNNING)
 
 
 def _shown(state: str) -> str:
