@@ -221,7 +221,8 @@ def test_a_failure_with_no_reruns_left_blocks_the_graph(scheduler, queue, task_q
     # Rerun by hand, the blocker no longer blocks; once it completes, the graph runs to the end.
     queue.rerunTask(flaky)
     assert scheduler.state(graph_id) == "running"
-    assert (ok(scheduler.inspect(graph_id))["blockedBy"], ok(scheduler.inspect(graph_id))["unreachable"]) == ([], [])
+    inspected = ok(scheduler.inspect(graph_id))
+    assert (inspected["state"], inspected["blockedBy"], inspected["unreachable"]) == ("running", [], [])
     assert run(queue, task_queue_id, labels) == ["flaky"]
     for label in ("after", "last"):
         wait_for_state(queue, scheduler.tasks(graph_id)[label]["taskId"], "pending")

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 
 from devhost.host import LocalHost
 from tests.conftest import eventually  # noqa: F401 - the devhost tests import it from here
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not), from /proc."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def unique_queue_name(stem: str = "dh") -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from devhost.azurite import port_open
 
-from .conftest import eventually
-from .test_main import alive
+from .conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ("import time; from devhost.azurite import Azurite; azurite = Azurite().start(); "

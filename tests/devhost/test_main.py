@@ -17,7 +17,7 @@ import requests
 from devhost.azurite import port_open
 from tests.conftest import free_port, start_server, unique_prefix
 
-from .conftest import eventually
+from .conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_PORTS = (10000, 10001, 10002)  # what `--azurite auto` always uses
@@ -45,14 +45,6 @@ def descendants(pid: int) -> set[int]:
             found.add(child)
             pending.append(child)
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_with_the_test_azurite_answers_ping_and_stops_on_sigint(azurite, tmp_path):
