@@ -49,8 +49,8 @@ def main() -> int:
         try:
             azurite.start()
         except RuntimeError as error:
-            print(f"error: {error}.\nIs another `make run` or Azurite still running? Stop it, or point "
-                  "AzureWebJobsStorage at the storage you want and pass --azurite none.", file=sys.stderr)
+            print(f"error: {error}.\nIs another `make run` or Azurite still running? Stop it first, or set "
+                  "AzureWebJobsStorage to the connection string of the storage to use.", file=sys.stderr)
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
     try:
