@@ -74,5 +74,16 @@ def main() -> int:
     return 0
 
 
+def _exit(code: int) -> None:
+    """End the process now that the host stopped. The pollers had their grace period; a
+    handler still in flight (say, retrying storage that has gone away, which takes minutes)
+    would otherwise hold the interpreter's exit, since it joins every pool thread. Its
+    message is not lost: unsettled, it is delivered again, as after any crash."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())

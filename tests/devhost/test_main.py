@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from azure.storage.queue import QueueClient
 
 from devhost.azurite import port_open
 from tests.conftest import free_port, start_server, unique_prefix
@@ -144,3 +145,41 @@ def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
         for pid in children:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+STUCK_APP = '''
+import threading
+import azure.functions as func
+
+app = func.FunctionApp()
+
+
+@app.queue_trigger(arg_name="message", queue_name="%STUCK_QUEUE%", connection="AzureWebJobsStorage")
+def stuck(message: func.QueueMessage) -> None:
+    print("handler started", flush=True)
+    threading.Event().wait()  # like a handler retrying storage that has gone away
+'''
+
+
+def test_a_handler_that_never_returns_does_not_keep_it_from_stopping(azurite, tmp_path):
+    (tmp_path / "function_app.py").write_text(STUCK_APP)
+    (tmp_path / "host.json").write_text(json.dumps({"version": "2.0"}))
+    queue_name = f"stuck-{unique_prefix()}".lower()
+    env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "STUCK_QUEUE": queue_name}
+    log_path = tmp_path / "devhost.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devhost", "--app-dir", str(tmp_path), "--port", str(free_port()),
+         "--azurite", "none"],
+        cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        eventually(lambda: "listening on" in log_path.read_text(), timeout=30, message="the host up")
+        QueueClient.from_connection_string(azurite.connection_string, queue_name).send_message("go")
+        eventually(lambda: "handler started" in log_path.read_text(), timeout=30, message="the handler running")
+
+        process.send_signal(signal.SIGTERM)
+        # The pollers' grace period is 10 s; then the process ends, the message unsettled
+        # (it is delivered again after its hold, as after a crash).
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
