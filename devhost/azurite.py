@@ -38,7 +38,10 @@ def ensure_installed() -> Path:
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM when the process that started Azurite dies, even
     by SIGKILL, so a killed `make run`, test run or benchmark leaves no Azurite holding its
-    ports (Azurite runs in a session of its own, where no Ctrl-C reaches it)."""
+    ports (Azurite runs in a session of its own, where no Ctrl-C reaches it). Linux sends
+    the signal when the *thread* that started the child ends, so start Azurite from a thread
+    that lives as long as its user (the main thread, as every caller does); a host restarted
+    from a worker thread, as the SIGKILL test does, must not use this."""
     if sys.platform.startswith("linux"):
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
