@@ -99,7 +99,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "CLAIM_WORK_WAIT_SECONDS": "2",
         **settings,
     }
-    server = Server(f"http://127.0.0.1:{port}", _launch(port, env, log_dir / f"devhost-{port}.log"), env,
+    server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,
                     log_dir / f"devhost-{port}.log")
     _wait_until_up(server)
     return server
@@ -107,13 +107,14 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
 
 def restart_server(server: Server) -> None:
     """Start the host again on the same port, storage and settings (after `server.stop`)."""
-    server.process = _launch(int(server.root_url.rsplit(":", 1)[1]), server.env, server.log_path)
+    server.process = launch_host(int(server.root_url.rsplit(":", 1)[1]), server.env, server.log_path)
     _wait_until_up(server)
 
 
-def _launch(port: int, env: dict, log_path: Path) -> subprocess.Popen:
+def launch_host(port: int, env: dict, log_path: Path, app_dir: Path = ROOT) -> subprocess.Popen:
+    """`python -m devhost` serving `app_dir` on storage that `env` names, without waiting."""
     return subprocess.Popen(
-        [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "none"],
+        [sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port), "--azurite", "none"],
         cwd=ROOT, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 

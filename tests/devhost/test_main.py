@@ -16,7 +16,7 @@ import requests
 from azure.storage.queue import QueueClient
 
 from devhost.azurite import port_open
-from tests.conftest import free_port, start_server, unique_prefix
+from tests.conftest import free_port, launch_host, start_server, unique_prefix
 
 from .conftest import alive, eventually
 
@@ -167,10 +167,7 @@ def test_a_handler_that_never_returns_does_not_keep_it_from_stopping(azurite, tm
     queue_name = f"stuck-{unique_prefix()}".lower()
     env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "STUCK_QUEUE": queue_name}
     log_path = tmp_path / "devhost.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devhost", "--app-dir", str(tmp_path), "--port", str(free_port()),
-         "--azurite", "none"],
-        cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    process = launch_host(free_port(), env, log_path, app_dir=tmp_path)
     try:
         eventually(lambda: "listening on" in log_path.read_text(), timeout=30, message="the host up")
         QueueClient.from_connection_string(azurite.connection_string, queue_name).send_message("go")
