@@ -130,6 +130,16 @@ def test_the_same_graph_again_is_the_same_answer_and_a_different_one_conflicts(s
     assert set(scheduler.tasks(graph_id)) == {"a", "b"}
 
 
+def test_an_empty_routing_adds_no_route_and_a_long_one_is_400(scheduler, queue, task_queue_id):
+    graph_id = new_slugid()
+    ok(scheduler.create(graph_id, {"routing": "", **graph(task_queue_id, a={})}))
+    assert queue.task(scheduler.tasks(graph_id)["a"]["taskId"])["routes"] == []
+    assert ok(scheduler.inspect(graph_id))["routing"] == ""
+
+    too_long = scheduler.create(new_slugid(), {"routing": "x" * 11, **graph(task_queue_id, a={})})
+    assert too_long.status_code == 400 and "routing" in too_long.json()["message"]
+
+
 @pytest.mark.parametrize("nodes, named", [
     pytest.param({"a": {"requires": ["b"]}, "b": {"requires": ["a"]}, "c": {}}, ["a", "b"], id="cycle"),
     pytest.param({"a": {"requires": ["ghost"]}}, ["tasks.a.requires", "ghost"], id="unknown-label"),
