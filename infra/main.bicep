@@ -82,6 +82,7 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_CREDENTIALS_ACCESS_TOKEN', value: credentialsAccessToken }
         { name: 'QUEUE_RESOLVED_QUEUE', value: 'task-resolved' }
         { name: 'QUEUE_REPAIR_QUEUE', value: 'queue-repairs' }
+        { name: 'QUEUE_GRAPH_QUEUE', value: 'task-graph-parts' }
         { name: 'QUEUE_REPAIR_DELAY_SECONDS', value: '60' }
         // NCRONTAB with seconds. Each sweep reads only the time-index rows that came due.
         { name: 'QUEUE_REPAIR_SCHEDULE', value: '*/30 * * * * *' }

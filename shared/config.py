@@ -28,6 +28,7 @@ class Settings:
     resolved_queue: str = "task-resolved"   # storage queue of 'task resolved' events
     repair_queue: str = "queue-repairs"     # storage queue of delayed repair intents
     repair_delay: int = 60                  # seconds before a repair intent comes due
+    graph_queue: str = "task-graph-parts"   # storage queue of parts of new task graphs to create
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -41,4 +42,5 @@ class Settings:
             resolved_queue=os.environ.get("QUEUE_RESOLVED_QUEUE", "task-resolved"),
             repair_queue=os.environ.get("QUEUE_REPAIR_QUEUE", "queue-repairs"),
             repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
+            graph_queue=os.environ.get("QUEUE_GRAPH_QUEUE", "task-graph-parts"),
         )

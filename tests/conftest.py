@@ -91,6 +91,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_TABLE_PREFIX": prefix,
         "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
         "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
+        "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs",
         "QUEUE_REPAIR_DELAY_SECONDS": "2",
         "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
@@ -152,7 +153,8 @@ def build_services(azurite: Azurite, **overrides) -> Queue:
         storage_connection=azurite.connection_string, table_prefix=prefix,
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
-        resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1)
+        resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
+        graph_queue=f"{prefix}-graphs")
     return Queue.build(Settings(**{**settings, **overrides}))
 
 

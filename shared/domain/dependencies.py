@@ -41,3 +41,36 @@ def became_resolved(before: TaskStatus, after: TaskStatus) -> int | None:
     if before.state.is_resolved and len(before.runs) == len(after.runs):
         return None
     return after.latest.run_id
+
+
+def insertion_waves(definitions: dict[str, dict]) -> list[list[str]]:
+    """The taskIds of tasks created together, in waves: every task comes in a later wave than
+    all of its dependents in the batch.
+
+    A task row is what lets a worker claim it and so resolve it; if a dependency's row were
+    written before its dependent's, its resolution could be handled while the dependent did
+    not exist yet, and the dependent would never be told (seed 003's lost message). Written
+    dependents first, every resolution finds every dependent of the batch in place.
+    A task's dependency on itself is no edge here (it only waits for scheduleTask).
+    """
+    waiting_on = {task_id: 0 for task_id in definitions}  # dependents not yet placed
+    for task_id, definition in definitions.items():
+        for required in set(definition["dependencies"]):
+            if required in definitions and required != task_id:
+                waiting_on[required] += 1
+    waves, wave = [], [task_id for task_id, count in waiting_on.items() if count == 0]
+    while wave:
+        waves.append(wave)
+        following = []
+        for task_id in wave:
+            for required in set(definitions[task_id]["dependencies"]):
+                if required in waiting_on and required != task_id:
+                    waiting_on[required] -= 1
+                    if waiting_on[required] == 0:
+                        following.append(required)
+        wave = following
+    placed = sum(len(wave) for wave in waves)
+    if placed < len(definitions):  # a cycle (graphs refuse them earlier): the rest go last
+        done = {task_id for wave in waves for task_id in wave}
+        waves.append([task_id for task_id in definitions if task_id not in done])
+    return waves

@@ -2,6 +2,7 @@
 `{"$subs": "taskId:<label>"}` placeholders. Plain rules; storage lives elsewhere.
 
 States of a graph:
+- creating: accepted; its tasks are being created, and none runs until all exist;
 - running: some task has not completed and nothing is blocked;
 - blocked: a task failed with no reruns left, so its dependents can never run;
 - finished: every task completed.
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidInput
 
-RUNNING, BLOCKED, FINISHED = "running", "blocked", "finished"
+CREATING, RUNNING, BLOCKED, FINISHED = "creating", "running", "blocked", "finished"
 SCHEDULER_ID = "task-graph-scheduler"
 
 

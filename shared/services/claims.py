@@ -7,6 +7,7 @@ only a pointer: it is checked against the task row and dropped once it is stale.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from datetime import datetime, timedelta
@@ -23,10 +24,10 @@ from .task_updates import TaskUpdater
 from .time_resolvers import ClaimExpiry
 from .workers import Workers
 
+log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
-POLL_INTERVAL = 0.5
 
 
 class _Skip(Exception):
@@ -62,12 +63,16 @@ class Claims:
             remaining = give_up - time.monotonic()
             if claimed or remaining <= 0:
                 break
-            self.updater.signal.wait(task_queue_id, min(POLL_INTERVAL, remaining))
+            self.updater.signal.wait(task_queue_id, remaining)
         runs = [(claim["status"]["taskId"], claim["runId"]) for claim in claimed]
-        if not self.workers.worked(worker, runs, utcnow()):
+        # Once runs are claimed they must reach the worker: bookkeeping that fails after
+        # that is logged, not raised (an error answer would leave the runs claimed by
+        # nobody until their claims expired).
+        if not _best_effort(lambda: self.workers.worked(worker, runs, utcnow()), True, "record the worker's claims"):
             self.workers.release(task_queue_id, worker_group, worker_id, runs, utcnow())
             claimed = []
-        self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1)))
+        _best_effort(lambda: self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1))), None,
+                     "record the task queue as seen")
         return {"tasks": claimed}
 
     def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
@@ -83,7 +88,13 @@ class Claims:
             except _Skip as skip:
                 contended = contended or not skip.stale
                 if skip.stale:
-                    self.pending.remove(hint)
+                    _best_effort(lambda: self.pending.remove(hint), None, "remove a stale pending hint")
+            except Exception:
+                if not claimed:
+                    raise
+                log.exception("claimWork on %s: answering with the %d runs claimed before an error",
+                              task_queue_id, len(claimed))
+                break
         return claimed
 
     def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str) -> dict:
@@ -135,3 +146,12 @@ class Claims:
             out["task"] = definition
         return out
 
+
+
+def _best_effort(action, fallback, what: str):
+    """`action()`, or `fallback` after logging why it failed."""
+    try:
+        return action()
+    except Exception:
+        log.exception("claimWork could not %s; carrying on", what)
+        return fallback

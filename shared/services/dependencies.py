@@ -7,7 +7,8 @@ Invariants, kept in this order of writes:
   the creator's re-check (`recheck`), which runs after the task row is written;
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it; the task is scheduled by whoever finds its requirements empty (scheduling is
-  idempotent, so two finders do no harm);
+  idempotent, so two finders do no harm); a requirement row may come back after it was
+  deleted (a creator sent twice), so the first one left is checked against its task;
 - handling a resolution twice, or late, changes nothing: resolved runs never change, and
   deleting a deleted requirement is a no-op.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
@@ -30,6 +32,7 @@ from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
 PAGE = 500
+FIRST_CHECK = 32   # dependencies read before the first verdict on unknown ones
 
 
 @dataclass
@@ -51,37 +54,48 @@ class Dependencies:
         """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
         read and checked: each must exist and must not expire before its dependent's deadline.
         Writes nothing, so a refusal leaves no trace."""
-        outside = {required for definition in definitions.values() for required in definition["dependencies"]
-                   if required not in definitions}
-        records = dict(zip(outside, _POOL.map(self.tasks.load, outside)))
+        outside = sorted({required for definition in definitions.values()
+                          for required in definition["dependencies"] if required not in definitions})
+        records: dict[str, TaskRecord | None] = {}
+        chunk = FIRST_CHECK
+        while len(records) < len(outside):
+            # Growing chunks: a request naming thousands of unknown tasks is refused after
+            # reading a few, while a valid one is still read many at a time.
+            ids = outside[len(records):len(records) + chunk]
+            records.update(zip(ids, _POOL.map(self.tasks.load, ids)))
+            _refuse_missing(records, len(outside))
+            chunk *= 2
         _check_dependencies(definitions, records)
         return records
 
     def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
-                      events) -> Registration:
+                      events, unresolved: bool = False) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
-        resolved yet)."""
+        resolved yet). `unresolved`: every dependency is known not to have resolved (a part
+        of a graph that has not started)."""
         edges, waiting_rows, registration = [], [], Registration({}, [])
         for task_id, definition in definitions.items():
             waiting = []
             for required in definition["dependencies"]:
                 edges.append((required, Dependent(task_id, definition["requires"]), definition["expires"]))
-                if required in definitions or not _satisfied_now(definition["requires"], records[required]):
+                if unresolved or required in definitions \
+                        or not _satisfied_now(definition["requires"], records[required]):
                     waiting.append(required)
             waiting_rows += [(task_id, required, definition["expires"]) for required in waiting]
             registration.ready[task_id] = not waiting
-            if any(required not in definitions for required in waiting):
+            if not unresolved and any(required not in definitions for required in waiting):
                 registration.recheck.append(task_id)
                 events.intend_readiness_check(task_id)  # if this process dies before the re-check
         self.dependencies.add(edges)
         self.requirements.add(waiting_rows)
         return registration
 
-    def recheck(self, task_id: str, requires: str) -> None:
-        """After the task row exists: satisfy what resolved meanwhile, schedule if ready."""
+    def recheck(self, task_id: str, requires: str, page: int = PAGE) -> None:
+        """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
+        schedule the task once none is left."""
         while True:
-            waiting = self.requirements.remaining(task_id, PAGE)
+            waiting = self.requirements.remaining(task_id, page)
             if not waiting:
                 self._schedule(task_id)
                 return
@@ -102,26 +116,28 @@ class Dependencies:
         after = self.tasks.load(task_id)
         return bool(after and after.status.runs)
 
-    def task_resolved(self, task_id: str, run_id: int) -> None:
-        """Handle 'task resolved with run `run_id`': satisfy and schedule its dependents."""
-        record = self.tasks.load(task_id)
-        state = resolution_of(record.status, run_id) if record else None
-        if state is None:
-            return  # not (or no longer) a resolution of the task: nothing to do
-        after = ""
+    def task_resolved(self, record: TaskRecord, state: RunState, after: str = "",
+                      checkpoint: Callable[[str], None] = lambda after: None) -> None:
+        """Handle 'the task of `record` resolved in `state`': satisfy and schedule its
+        dependents, page by page from the one after `after`, calling `checkpoint` with the
+        last one of each full page done."""
         while True:
-            page = self.dependencies.dependents(task_id, after, PAGE)
-            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
+            page = self.dependencies.dependents(record.task_id, after, PAGE)
+            list(_POOL.map(lambda dependent: self._satisfy(dependent, record.task_id, state), page))
             if len(page) < PAGE:
                 return
             after = page[-1].task_id
+            checkpoint(after)
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):
             return
         self.requirements.satisfy(dependent.task_id, required_id)
-        if not self.requirements.remaining(dependent.task_id):
-            self._schedule(dependent.task_id)
+        # What is left may be stale: a concurrent creator of the dependent (a graph PUT sent
+        # again while the first still ran) can write a requirement again after it was
+        # satisfied. Checking the first one left against its task costs one read while the
+        # dependent really waits, and lets the last resolver clear any stale row.
+        self.recheck(dependent.task_id, dependent.requires, page=1)
 
     def _schedule(self, task_id: str) -> None:
         now = utcnow()
@@ -140,10 +156,14 @@ def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:
     return state is not None and satisfies(requires, state)
 
 
-def _check_dependencies(definitions: dict[str, dict], records: dict) -> None:
+def _refuse_missing(records: dict, total: int) -> None:
     missing = sorted(task_id for task_id, record in records.items() if record is None)
     if missing:
-        raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}")
+        unread = f" (stopped after reading {len(records)} of {total})" if len(records) < total else ""
+        raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}{unread}")
+
+
+def _check_dependencies(definitions: dict[str, dict], records: dict) -> None:
     expiring = set()
     for definition in definitions.values():
         deadline = parse_iso(definition["deadline"])

@@ -24,6 +24,7 @@ from .credentials import CredentialIssuer
 from .dependencies import Dependencies
 from .activity_expiry import TaskQueueExpiry, WorkerExpiry
 from .expiration import Expiration
+from .graph_parts import GraphParts
 from .repairs import Repairs
 from .resolution_events import ResolutionEvents
 from .resolution_handler import ResolutionHandler
@@ -64,7 +65,8 @@ class Queue:
         repair_queue = account.queue(settings.repair_queue)
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
                                   timedelta(seconds=settings.repair_delay))
-        updater = TaskUpdater(task_table, pending, claimed, WorkSignal(), events)
+        signal = WorkSignal(lambda queue_id, limit: len(pending.peek(queue_id, limit)))
+        updater = TaskUpdater(task_table, pending, claimed, signal, events)
         queue_table, worker_table = TaskQueueTable(account), WorkerTable(account)
         queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=timedelta(days=1)), queue_table)
         worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=timedelta(days=1)), worker_table)
@@ -79,7 +81,9 @@ class Queue:
         expiration = Expiration(TimeIndex(account, "expires", bucket=timedelta(days=1)), task_table,
                                 edges, requirements, handled, group_table, graph_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
-        graphs = TaskGraphs(graph_table, task_table, creation, updater)
+        parts = GraphParts(graph_table, creation, updater, account.queue(settings.graph_queue),
+                           timedelta(seconds=settings.repair_delay))
+        graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
         workers = Workers(worker_table, claimed, updater, worker_expiry)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, handled)
         return cls(
@@ -91,7 +95,7 @@ class Queue:
             task_queues=queues,
             dependencies=dependencies,
             resolution_handler=handler,
-            repairs=Repairs(repair_queue, handler, dependencies),
+            repairs=Repairs(repair_queue, account.queue(settings.repair_queue + "-poison"), handler, dependencies),
             task_graphs=graphs,
             claim_expiry=expiry,
             deadlines=deadlines,

@@ -11,36 +11,57 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from ..storage.message_queue import MessageQueue
+from ..storage.message_queue import MessageQueue, ReceivedMessage
 from .dependencies import Dependencies
 from .resolution_handler import ResolutionHandler
 
 log = logging.getLogger("queue.repairs")
 BATCH = 32
 HOLD = timedelta(minutes=5)
+MAX_ATTEMPTS = 5   # as the host's maxDequeueCount for queue triggers
 
 
 class Repairs:
-    def __init__(self, intents: MessageQueue, handler: ResolutionHandler, dependencies: Dependencies) -> None:
+    def __init__(self, intents: MessageQueue, poison: MessageQueue, handler: ResolutionHandler,
+                 dependencies: Dependencies) -> None:
         self.intents = intents
+        self.poison = poison
         self.handler = handler
         self.dependencies = dependencies
 
-    def sweep(self, max_batches: int = 10) -> int:
-        """Check every due intent (up to `max_batches` batches); returns how many were repaired."""
+    def sweep(self, max_batches: int = 10, hold: timedelta = HOLD) -> int:
+        """Check every due intent (up to `max_batches` batches); returns how many were repaired.
+
+        One intent that fails stays for a later sweep (it is visible again after `hold`)
+        without holding up the others; one that failed MAX_ATTEMPTS times is moved to the
+        poison queue, as the Functions host does with a queue trigger's messages."""
         repaired = 0
         for _ in range(max_batches):
-            messages = self.intents.receive(BATCH, HOLD)
+            messages = self.intents.receive(BATCH, hold)
             for message in messages:
-                repaired += self._check(message.body)
-                self.intents.delete(message)
+                repaired += self._settle(message)
             if len(messages) < BATCH:
                 break
         return repaired
 
+    def _settle(self, message: ReceivedMessage) -> int:
+        try:
+            repaired = self._check(message.body)
+        except Exception:
+            if message.dequeue_count < MAX_ATTEMPTS and isinstance(message.body, dict):
+                log.warning("repair intent %s failed (attempt %d); it is tried again later", message.body,
+                            message.dequeue_count, exc_info=True)
+                return 0
+            log.exception("repair intent %r failed %d times: moved to %s", message.body, message.dequeue_count,
+                          self.poison.name)
+            self.poison.send({"intent": message.body})
+            repaired = 0
+        self.intents.delete(message)
+        return repaired
+
     def _check(self, intent: dict) -> int:
         task_id = intent["taskId"]
-        if intent["kind"] == "task-resolved" and self.handler.handle(task_id, intent["runId"]):
+        if intent["kind"] == "task-resolved" and self.handler.handle(task_id, int(intent["runId"])):
             log.warning("repaired: resolution of task %s run %s had not been processed", task_id,
                         intent["runId"], extra={"taskId": task_id, "repair": "task-resolved"})
             return 1

@@ -31,17 +31,20 @@ class ResolutionHandler:
 
     def handle(self, task_id: str, run_id: int) -> bool:
         """Process the resolution of `task_id` by run `run_id`; False if there was nothing to do."""
-        if self.handled.is_marked(task_id, run_id):
+        done, after = self.handled.progress(task_id, run_id)
+        if done:
             return False
         record = self.tasks.load(task_id)
         state = resolution_of(record.status, run_id) if record else None
         if state is None:
             return False  # an intent whose write never happened, or a retried run
-        self.dependencies.task_resolved(task_id, run_id)
+        expires = record.summary["expires"]
+        self.dependencies.task_resolved(
+            record, state, after, lambda last: self.handled.checkpoint(task_id, run_id, last, expires))
         self.graphs.task_resolved(record, run_id, state)
         group_id = record.summary["taskGroupId"]
         if self.groups.member_resolved(group_id, task_id, to_iso(utcnow())):
             log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
-        self.handled.mark(task_id, run_id, record.summary["expires"])
+        self.handled.mark(task_id, run_id, expires)
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
         return True

@@ -5,7 +5,8 @@ groups) runs first, in `prepare`, before anything is written: a refusal leaves n
 Then the order of writes, so that a crash at any point loses nothing:
 1. expiry and deadline watches, group membership, dependency and requirement rows, and pending hints
    (all batched in single-partition transactions where the partition allows);
-2. the task rows, which are what makes a task exist;
+2. the task rows, which are what makes a task exist, each after the rows of its dependents
+   in the batch (so no resolution can be handled before its dependents exist);
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
    delayed repair intent, sent in step 1, redoes it if this process dies first).
 A retried create repeats steps 1-3 harmlessly: every write is an upsert or a conditional
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..domain import lifecycle, task_definition
+from ..domain.dependencies import insertion_waves
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
@@ -43,6 +45,7 @@ class Plan:
     new: dict[str, dict]                 # to create: taskId -> definition
     outside: dict[str, TaskRecord]       # dependencies of `new` outside the batch
     groups: dict                         # groupId -> the group as read (None: new)
+    held: bool = False                   # create unscheduled, whatever the dependencies
 
 
 class TaskCreation:
@@ -60,20 +63,23 @@ class TaskCreation:
         """Create normalized `definitions` (taskId -> definition); statuses by taskId."""
         return self.carry_out(self.prepare(definitions), now)
 
-    def prepare(self, definitions: dict[str, dict], unused_ids: bool = False) -> Plan:
+    def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
         definition under an existing taskId is a Conflict. `unused_ids`: the caller knows
         no task has these ids yet (a new graph's), so they are not read one by one; a
         concurrent creation of the same ones is still caught when the rows are inserted.
+        `held`: one part of a new graph, whose dependencies were checked with the whole
+        graph and are all the graph's own tasks, which cannot have run yet: the tasks are
+        created unscheduled, waiting for them, until the graph starts.
         """
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
         existing = {} if unused_ids else self._existing(definitions)
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
-        outside = self.dependencies.check(new)
-        return Plan(list(definitions), existing, new, outside, self.groups.check(new))
+        outside = {} if held else self.dependencies.check(new)
+        return Plan(list(definitions), existing, new, outside, self.groups.check(new), held)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -96,20 +102,26 @@ class TaskCreation:
         self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
         self.groups.join_many(new, plan.groups)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
-        registration = self.dependencies.register_many(new, plan.outside, self.updater.events)
+        registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)
         statuses = {}
         for task_id, definition in new.items():
             status = TaskStatus.new(task_id, definition)
-            statuses[task_id] = lifecycle.schedule(status, now) if registration.ready[task_id] else status
+            ready = registration.ready[task_id] and not plan.held
+            statuses[task_id] = lifecycle.schedule(status, now) if ready else status
         self.updater.add_hints([(new[task_id], task_id, status.latest)
                                 for task_id, status in statuses.items() if status.runs])
-        records = dict(zip(new, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]), new)))
+        records = {}
+        for wave in insertion_waves(new):  # dependents first: see insertion_waves
+            records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]),
+                                                  wave)))
         for task_id in registration.recheck:
             self.dependencies.recheck(task_id, new[task_id]["requires"])
             records[task_id] = self.tasks.load(task_id)
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
             self.queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
-            self.updater.signal.notify(queue_id)
+            self.updater.signal.notify(queue_id, sum(
+                1 for task_id, record in records.items()
+                if record.status.pending_run and new[task_id]["taskQueueId"] == queue_id))
         for task_id, definition in new.items():
             log.info("task %s created in group %s on %s (%s)", task_id, definition["taskGroupId"],
                      definition["taskQueueId"], records[task_id].status.state.value,

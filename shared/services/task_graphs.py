@@ -16,73 +16,86 @@ from datetime import datetime
 from ..domain import lifecycle, task_definition, task_graph
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.runs import RunState, TaskState
-from ..domain.task_graph import BLOCKED, FINISHED, RUNNING, SCHEDULER_ID, Node
+from ..domain.task_graph import BLOCKED, CREATING, FINISHED, RUNNING, SCHEDULER_ID, Node
 from ..domain.timestamps import utcnow
-from ..storage.errors import AlreadyExists, ChangedSinceRead
-from ..storage.task_graph_table import GraphRecord, LabelRecord, TaskGraphTable
+from ..storage.errors import AlreadyExists
+from ..storage.task_graph_table import EXTENDED, EXTENDING, GraphRecord, LabelRecord, TaskGraphTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..validation import validate
+from .conditional import change_until_saved
+from .graph_parts import INLINE_TASKS, GraphParts
 from .task_creation import Plan, TaskCreation
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
-CREATING = "creating"   # the graph row exists but its tasks may not all exist yet
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-read")
 
 
 class TaskGraphs:
     def __init__(self, graphs: TaskGraphTable, tasks: TaskTable, creation: TaskCreation,
-                 updater: TaskUpdater) -> None:
+                 updater: TaskUpdater, parts: GraphParts) -> None:
+        self.parts = parts
         self.graphs = graphs
         self.tasks = tasks
         self.creation = creation
         self.updater = updater
 
     def create(self, graph_id: str, request: dict) -> dict:
-        """Create a graph; the same request again answers with its status (resuming a
-        creation a crash interrupted); a different one under the same id is a Conflict."""
+        """Create a graph: check it whole, store it, and have its tasks created (see
+        `graph_parts`); a large graph answers `creating` at once. The same request again
+        answers with its status (resuming a creation a crash interrupted); a different one
+        under the same id is a Conflict."""
         fingerprint = task_graph.fingerprint(request)
         graph = self.graphs.load_graph(graph_id)
         if graph is not None and graph.fingerprint != fingerprint:
             raise Conflict(f"Task graph {graph_id} already exists with a different definition")
         if graph is not None and graph.state != CREATING:
             return self.status(graph_id)
-        now = utcnow()
         routing = request.get("routing", "")
         nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
-        # A refusal leaves no graph behind. The taskIds are derived from this graph's id, so
-        # while it has no row (no earlier attempt began writing) none of them can exist yet.
-        plan = self.creation.prepare(_definitions(nodes, now), unused_ids=graph is None)
         if graph is None:
-            graph = self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
-        self._add(graph_id, nodes, plan, now)
-        # Tasks may have finished while the rest were created: the graph starts as what it is.
-        started = RUNNING if self.graphs.any_open(graph_id) else FINISHED
-        self._set_state(graph_id, lambda g: replace(g, state=started) if g.state == CREATING else g)
-        log.info("task graph %s created with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
+            definitions = _definitions(nodes, utcnow())
+            # A refusal leaves no graph behind. The taskIds are derived from this graph's
+            # id, so while it has no row (no earlier attempt got that far) none exists yet.
+            self.creation.prepare(definitions, unused_ids=True)
+            self.parts.store(graph_id, nodes, definitions)
+            self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
+        self.parts.dispatch(graph_id, inline=len(nodes) <= INLINE_TASKS)
+        log.info("task graph %s accepted with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
         return self.status(graph_id)
 
     def extend(self, graph_id: str, request: dict) -> dict:
-        """Add tasks, which may require labels already in the graph."""
+        """Add tasks, which may require labels already in the graph. Sending the same
+        extension again answers with the graph's status, and resumes it if a crash
+        interrupted it (its labels are then this extension's own, not a clash)."""
         graph = self._existing(graph_id)
         fingerprint = task_graph.fingerprint(request)
-        if self.graphs.has_extension(graph_id, fingerprint):
+        progress = self.graphs.extension(graph_id, fingerprint)
+        if progress == EXTENDED:
             return self.status(graph_id)
-        if graph.state in (BLOCKED, CREATING):
+        if progress is None and graph.state in (BLOCKED, CREATING):
             raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
         now = utcnow()
-        known = {label.label: label.task_id for label in self.graphs.labels(graph_id)}
+        known = {label.label: label.task_id for label in self.graphs.labels(graph_id)
+                 if progress is None or label.label not in request["tasks"]}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
-        self._add(graph_id, nodes, self.creation.prepare(_definitions(nodes, now)), now)
+        plan = self.creation.prepare(_definitions(nodes, now))
+        self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
+        self._add_labels(graph_id, nodes, plan)
+        # Running again before any new task exists: a new task that completes at once
+        # must find the graph running, or nothing would ever finish it again.
         self._set_state(graph_id, lambda g: replace(g, state=RUNNING) if g.state == FINISHED else g)
-        self.graphs.mark_extension(graph_id, fingerprint)
+        self.creation.carry_out(plan, now)
+        self.graphs.mark_extension(graph_id, fingerprint, EXTENDED)
         log.info("task graph %s extended with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
         return self.status(graph_id)
 
-    def _add(self, graph_id: str, nodes: list[Node], plan: Plan, now: datetime) -> None:
+    def _add_labels(self, graph_id: str, nodes: list[Node], plan: Plan) -> None:
+        """The label rows of nodes whose task does not exist yet. A node whose task exists
+        had all its rows written before it (by an earlier attempt); writing them again
+        would reopen a completed label and reset its reruns."""
         self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.required_ids, node.reruns,
-                                            node.reruns) for node in nodes])
-        self.creation.carry_out(plan, now)
+                                            node.reruns) for node in nodes if node.task_id not in plan.existing])
 
     def _insert(self, graph: GraphRecord) -> GraphRecord:
         try:
@@ -100,7 +113,7 @@ class TaskGraphs:
             records = dict(zip(graph.blocked_by, _READERS.map(
                 lambda label: self.tasks.load(label.task_id) if label else None, labels)))
             graph = _as_now(graph, records)
-        return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": _shown(graph.state)}}
+        return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": graph.state}}
 
     def inspect(self, graph_id: str) -> dict:
         graph = self._existing(graph_id)
@@ -116,7 +129,7 @@ class TaskGraphs:
                 dependents[required].append(label.label)
         return {
             "taskGraphId": graph_id,
-            "state": _shown(graph.state),
+            "state": graph.state,
             "routing": graph.routing,
             "blockedBy": list(graph.blocked_by),
             "unreachable": sorted(task_graph.unreachable(requires, set(graph.blocked_by))),
@@ -163,17 +176,13 @@ class TaskGraphs:
         """Answer the failure of run `run_id` with a rerun while reruns last; False if none left.
 
         The label row records which run was answered, so a repeated event reruns once."""
-        while True:
-            record = self.graphs.load_label(graph_id, label)
-            if record.rerun_of_run >= run_id:
-                break
-            if record.reruns_left <= 0:
-                return False
-            try:
-                self.graphs.save_label(replace(record, reruns_left=record.reruns_left - 1, rerun_of_run=run_id))
-                break
-            except ChangedSinceRead:
-                continue
+        def count(record: LabelRecord) -> LabelRecord:
+            if record.rerun_of_run >= run_id or record.reruns_left <= 0:
+                return record  # answered already, or no rerun left
+            return replace(record, reruns_left=record.reruns_left - 1, rerun_of_run=run_id)
+        answered = change_until_saved(lambda: self.graphs.load_label(graph_id, label), count, self.graphs.save_label)
+        if answered.rerun_of_run < run_id:
+            return False
         now = utcnow()
 
         def rerun(status):
@@ -188,16 +197,8 @@ class TaskGraphs:
         return True
 
     def _set_state(self, graph_id: str, change) -> None:
-        while True:
-            graph = self._existing(graph_id)
-            updated = change(graph)
-            if updated == graph:
-                return
-            try:
-                self.graphs.save_graph(updated)
-                return
-            except ChangedSinceRead:
-                continue
+        if change_until_saved(lambda: self.graphs.load_graph(graph_id), change, self.graphs.save_graph) is None:
+            raise NotFound(f"Task graph {graph_id} not found")
 
     def _existing(self, graph_id: str) -> GraphRecord:
         graph = self.graphs.load_graph(graph_id)
@@ -215,10 +216,6 @@ def _as_now(graph: GraphRecord, records: dict[str, TaskRecord | None]) -> GraphR
     still = tuple(label for label in graph.blocked_by if records.get(label) is None
                   or records[label].status.state in (TaskState.FAILED, TaskState.EXCEPTION))
     return replace(graph, blocked_by=still, state=BLOCKED if still else RUNNING)
-
-
-def _shown(state: str) -> str:
-    return RUNNING if state == CREATING else state
 
 
 def _definitions(nodes: list[Node], now: datetime) -> dict[str, dict]:

@@ -9,9 +9,10 @@ from dataclasses import replace
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.task_status import render_status
 from ..domain.timestamps import parse_iso
-from ..storage.errors import AlreadyExists, ChangedSinceRead
+from ..storage.errors import AlreadyExists
 from ..storage.task_group_table import TaskGroupRecord, TaskGroupTable
 from ..storage.task_table import TaskTable
+from .conditional import change_until_saved
 
 DEFAULT_PAGE = 1000
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
@@ -65,26 +66,22 @@ class TaskGroups:
             return self.groups.load(fresh.task_group_id)
 
     def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> None:
-        while parse_iso(group.expires) < parse_iso(expires):
-            try:
-                self.groups.save(replace(group, expires=expires))
-                return
-            except ChangedSinceRead:
-                group = self.groups.load(group.task_group_id)
+        known = [group]  # the first read is the caller's
+
+        def later(record: TaskGroupRecord) -> TaskGroupRecord:
+            return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
+        change_until_saved(lambda: known.pop() if known else self.groups.load(group.task_group_id), later,
+                           self.groups.save)
 
     def member_resolved(self, task_group_id: str, task_id: str, now: str) -> bool:
         """Note that a member resolved; True when that made the whole group resolved."""
         self.groups.member_resolved(task_group_id, task_id)
         if self.groups.unresolved(task_group_id):
             return False
-        group = self.groups.load(task_group_id)
-        while group is not None and group.resolved < now:
-            try:
-                self.groups.save(replace(group, resolved=now))
-                return True
-            except ChangedSinceRead:
-                group = self.groups.load(task_group_id)
-        return False
+        marked = change_until_saved(lambda: self.groups.load(task_group_id),
+                                    lambda group: replace(group, resolved=now) if group.resolved < now else group,
+                                    self.groups.save)
+        return marked is not None and marked.resolved == now
 
     def get(self, task_group_id: str) -> dict:
         group = self._existing(task_group_id)
@@ -95,12 +92,8 @@ class TaskGroups:
 
     def seal(self, task_group_id: str, now: str) -> dict:
         """No task can join a sealed group; sealing twice keeps the first time."""
-        group = self._existing(task_group_id)
-        while not group.sealed:
-            try:
-                group = self.groups.save(replace(group, sealed=now))
-            except ChangedSinceRead:
-                group = self._existing(task_group_id)
+        change_until_saved(lambda: self._existing(task_group_id),
+                           lambda group: group if group.sealed else replace(group, sealed=now), self.groups.save)
         return self.get(task_group_id)
 
     def cancel(self, task_group_id: str, cancel_task) -> dict:

@@ -101,7 +101,7 @@ class TaskUpdater:
             elif before and before.state is RunState.RUNNING:
                 self.claims.remove(queue_id, status.task_id, after.run_id)
         if new_pending and new_pending != record.status.pending_run:
-            self.signal.notify(queue_id)
+            self.signal.notify(queue_id, 1)
         if resolved_run is not None:
             self.events.announce(status.task_id, resolved_run)
         return saved

@@ -24,6 +24,7 @@ from ..storage.claim_table import ClaimTable
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.worker_table import WorkerRecord, WorkerTable, row_key
 from .activity_expiry import WorkerExpiry, lapsed
+from .conditional import change_until_saved
 from .task_groups import DEFAULT_PAGE, decode_token, encode_token
 from .task_updates import TaskUpdater
 
@@ -77,14 +78,11 @@ class Workers:
                    now: datetime) -> dict:
         detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
                   "quarantineInfo": info}
-        while True:
-            record = self._existing(task_queue_id, worker_group, worker_id, now)
-            try:
-                record = self.table.save(replace(record, quarantine_until=until, expires=_later(record.expires, until),
-                                                 quarantine_details=(*record.quarantine_details, detail)))
-                break
-            except ChangedSinceRead:
-                continue
+        record = change_until_saved(
+            lambda: self._existing(task_queue_id, worker_group, worker_id, now),
+            lambda record: replace(record, quarantine_until=until, expires=_later(record.expires, until),
+                                   quarantine_details=(*record.quarantine_details, detail)),
+            self.table.save)
         log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
         if self.quarantined(record, now):

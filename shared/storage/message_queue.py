@@ -21,7 +21,7 @@ MAX_DELAY = timedelta(days=7)
 
 @dataclass(frozen=True)
 class ReceivedMessage:
-    body: dict
+    body: dict | None          # None: not a JSON object (someone else's message, or damaged)
     message_id: str
     pop_receipt: str
     dequeue_count: int
@@ -49,7 +49,7 @@ class MessageQueue:
         """Up to `count` visible messages, hidden from others for `hold` while handled."""
         pages = self._client.receive_messages(
             messages_per_page=count, max_messages=count, visibility_timeout=int(hold.total_seconds()))
-        return [ReceivedMessage(json.loads(message.content), message.id, message.pop_receipt,
+        return [ReceivedMessage(_decoded(message.content), message.id, message.pop_receipt,
                                 message.dequeue_count) for message in pages]
 
     def delete(self, message: ReceivedMessage) -> None:
@@ -57,3 +57,11 @@ class MessageQueue:
             self._client.delete_message(message.message_id, message.pop_receipt)
         except ResourceNotFoundError:
             pass  # its hold ran out and another handler took it; the work is idempotent
+
+
+def _decoded(content: str) -> dict | None:
+    try:
+        body = json.loads(content)
+    except (TypeError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None

@@ -7,12 +7,16 @@ RowKeys:
   fit), reruns and reruns left;
 - "task.<taskId>": the label of a task, to go from a resolution to its label;
 - "open.<label>": present until the label's task completes; no open row = finished;
-- "extension.<fingerprint>": an extension that was applied, so repeating it is a no-op.
+- "part.<number>": nodes of a new graph whose tasks are still to be created (see
+  `graph_parts`), deleted once they exist;
+- "extension.<fingerprint>": an extension begun (`progress` EXTENDING: a repeat resumes it)
+  or applied (EXTENDED: a repeat is a no-op).
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -21,6 +25,9 @@ from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
+
+EXTENDING, EXTENDED = "extending", "extended"
+_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
 
 
 @dataclass(frozen=True)
@@ -94,19 +101,52 @@ class TaskGraphTable:
         delete_row(self._table, graph_id, f"open.{label}")
 
     def any_open(self, graph_id: str) -> bool:
+        return self._any(graph_id, "open")
+
+    def _any(self, graph_id: str, kind: str) -> bool:
+        """Whether the graph has any row `<kind>.*` (one row read at most)."""
         pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt 'open.' and RowKey lt 'open/'", parameters={"pk": graph_id},
+            "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
+            parameters={"pk": graph_id, "start": f"{kind}.", "end": f"{kind}/"},
             results_per_page=1, select=["RowKey"]).by_page()
         return bool(list(next(pages, [])))
+
+    def add_parts(self, graph_id: str, parts: list[list[dict]]) -> None:
+        """The parts of a graph still to be created, each a list of nodes (JSON), one row
+        each (a part may hold up to a megabyte: one to a request)."""
+        rows = [{"PartitionKey": graph_id, "RowKey": _part_key(number),
+                 **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
+                for number, nodes in enumerate(parts)]
+        list(_WRITERS.map(self._table.upsert_entity, rows))
+
+    def load_part(self, graph_id: str, number: int) -> list[dict] | None:
+        row = self._get(graph_id, _part_key(number))
+        return json.loads(long_text.from_columns("nodes", row)) if row is not None else None
+
+    def parts(self, graph_id: str) -> list[int]:
+        """The numbers of the parts not created yet."""
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt 'part.' and RowKey lt 'part/'", parameters={"pk": graph_id},
+            select=["RowKey"])
+        return [int(row["RowKey"][len("part."):]) for row in rows]
+
+    def any_part(self, graph_id: str) -> bool:
+        return self._any(graph_id, "part")
+
+    def remove_part(self, graph_id: str, number: int) -> None:
+        delete_row(self._table, graph_id, _part_key(number))
 
     def forget(self, graph_id: str) -> None:
         delete_partition(self._table, graph_id)
 
-    def mark_extension(self, graph_id: str, fingerprint: str) -> None:
-        self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}"})
+    def mark_extension(self, graph_id: str, fingerprint: str, progress: str) -> None:
+        self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}",
+                                   "progress": progress})
 
-    def has_extension(self, graph_id: str, fingerprint: str) -> bool:
-        return self._get(graph_id, f"extension.{fingerprint}") is not None
+    def extension(self, graph_id: str, fingerprint: str) -> str | None:
+        """How far the extension with this fingerprint got: EXTENDING, EXTENDED or None."""
+        row = self._get(graph_id, f"extension.{fingerprint}")
+        return row["progress"] if row is not None else None
 
     def _get(self, graph_id: str, row_key: str):
         try:
@@ -137,3 +177,7 @@ def _label(row) -> LabelRecord:
     return LabelRecord(row["PartitionKey"], row["RowKey"][len("label."):], row["taskId"],
                        tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
                        row["rerunOfRun"], row.metadata.get("etag"))
+
+
+def _part_key(number: int) -> str:
+    return f"part.{number:06d}"

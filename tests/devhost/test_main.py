@@ -112,7 +112,8 @@ def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
     env = {key: value for key, value in os.environ.items() if key not in sample}
     env.update(sample)
     env.update({"AzureWebJobsStorage": "UseDevelopmentStorage=true", "QUEUE_TABLE_PREFIX": prefix,
-                "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved", "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs"})
+                "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved", "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
+                "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs"})
     port, data = free_port(), tmp_path / "azurite-data"
     log_path = tmp_path / "devhost.log"
     process = subprocess.Popen(

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from shared.domain import lifecycle
-from shared.domain.dependencies import became_resolved, resolution_of, satisfies
+from shared.domain.dependencies import became_resolved, insertion_waves, resolution_of, satisfies
 from shared.domain.runs import ReasonResolved, RunState
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import to_iso, utcnow
@@ -49,3 +49,26 @@ def test_cancel_of_an_unscheduled_task_resolves_it():
     status = TaskStatus("t", 0, 0, to_iso(NOW + timedelta(hours=1)))
     canceled = lifecycle.cancel(status, NOW)
     assert became_resolved(status, canceled) == 0 and resolution_of(canceled, 0) is RunState.EXCEPTION
+
+
+def _definitions(**requires):
+    """`_definitions(a=[], b=["a"])`: definitions keyed by name with those dependencies."""
+    return {name: {"dependencies": list(required)} for name, required in requires.items()}
+
+
+def test_insertion_waves_put_every_dependent_before_what_it_depends_on():
+    definitions = _definitions(root=[], left=["root"], right=["root"], join=["left", "right", "root"],
+                               chain=["join"], alone=[], selfish=["selfish", "root"])
+    waves = insertion_waves(definitions)
+    wave_of = {task_id: number for number, wave in enumerate(waves) for task_id in wave}
+    assert sorted(wave_of) == sorted(definitions)
+    for task_id, definition in definitions.items():
+        for required in definition["dependencies"]:
+            if required != task_id:
+                assert wave_of[task_id] < wave_of[required], (task_id, required)
+    assert waves[-1] == ["root"]
+
+
+def test_insertion_waves_ignore_dependencies_outside_the_batch_and_keep_a_cycle_last():
+    assert insertion_waves(_definitions(a=["elsewhere"], b=["a"])) == [["b"], ["a"]]
+    assert insertion_waves(_definitions(x=[], a=["b"], b=["a"])) == [["x"], ["a", "b"]]

@@ -57,3 +57,11 @@ def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
     }
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in schedules.values())
+
+
+def test_queue_driven_functions_bind_to_queues_named_by_app_settings():
+    queues = {name: function.get_trigger().queue_name for name, function in functions_by_name().items()
+              if function.get_trigger().type == "queueTrigger"}
+    assert queues == {"dependency_resolver": "%QUEUE_RESOLVED_QUEUE%", "graph_part_creator": "%QUEUE_GRAPH_QUEUE%"}
+    sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
+    assert all(setting.strip("%") in sample for setting in queues.values())

@@ -4,6 +4,8 @@ is still created, claimed exactly once and completed, and no call fails."""
 import threading
 from collections import Counter
 
+import pytest
+
 from shared.domain.ids import new_slugid
 from tests.conftest import build_services, make_task
 from tests.lossy_proxy import LossyProxy
@@ -50,3 +52,32 @@ def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
     states = {services.tasks.status(task_id)["state"] for task_id in task_ids}
     assert states == {"completed"}
     proxy.close()
+
+
+def test_r8_runs_claimed_before_an_error_are_in_the_answer(services, task_queue_id, monkeypatch):
+    """R8: storage fails on the second of three claims. The worker must get the run it did
+    claim, rather than an error that leaves that run claimed by nobody."""
+    task_ids = [new_slugid() for _ in range(3)]
+    for task_id in task_ids:
+        services.tasks.create(task_id, make_task(task_queue_id))
+    updater, real, calls = services.claims.updater, services.claims.updater.apply, []
+
+    def apply(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise ConnectionError("storage went away")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(updater, "apply", apply)
+    answer = services.claims.claim_work(task_queue_id, "wg", "w", 3)
+    assert [claim["status"]["taskId"] for claim in answer["tasks"]] == calls[:1]
+    assert services.tasks.status(calls[0])["state"] == "running"
+
+
+def test_r8_an_error_before_any_claim_is_still_an_error(services, task_queue_id, monkeypatch):
+    services.tasks.create(new_slugid(), make_task(task_queue_id))
+
+    def apply(*args, **kwargs):
+        raise ConnectionError("storage went away")
+    monkeypatch.setattr(services.claims.updater, "apply", apply)
+    with pytest.raises(ConnectionError):
+        services.claims.claim_work(task_queue_id, "wg", "w", 3)

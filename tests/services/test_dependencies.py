@@ -149,3 +149,59 @@ def test_fan_out_and_fan_in(services, task_queue_id):
     while batch := run(services, task_queue_id):
         ran += batch
     assert set(ran) == set(middle) | {sink} and ran[-1] == sink
+
+
+def test_r2_a_requirement_written_again_after_it_was_satisfied_does_not_block_the_dependent(
+        services, task_queue_id, monkeypatch):
+    """R2: a second creator of the dependent (a graph PUT sent again while the first still
+    ran) writes its requirement again just after the resolution deleted it."""
+    root = create(services, task_queue_id)
+    child = create(services, task_queue_id, dependencies=[root])
+    requirements = services.dependencies.requirements
+    real = requirements.satisfy
+
+    def satisfy_then_rewritten(task_id, required_id):
+        monkeypatch.setattr(requirements, "satisfy", real)   # the other creator writes once
+        real(task_id, required_id)
+        requirements.add([(task_id, required_id, services.tasks.status(child)["expires"])])
+    monkeypatch.setattr(requirements, "satisfy", satisfy_then_rewritten)
+    assert run(services, task_queue_id) == [root]
+    assert state(services, child) == "pending"
+
+
+def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services, task_queue_id, monkeypatch):
+    """R7: a fan-out longer than one invocation. The handler dies after its second page; the
+    redelivered event starts after the last page done, not from the first one again."""
+    from shared.services import dependencies as module
+
+    monkeypatch.setattr(module, "PAGE", 10)
+    root = create(services, task_queue_id)
+    children = [create(services, task_queue_id, dependencies=[root]) for _ in range(35)]
+    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    services.resolutions.completed(root, claim["runId"])
+    edges, real, starts = services.dependencies.dependencies, services.dependencies.dependencies.dependents, []
+
+    def dependents(required_id, after, limit):
+        starts.append(after)
+        if len(starts) == 3:
+            raise RuntimeError("the process died here")
+        return real(required_id, after, limit)
+    monkeypatch.setattr(edges, "dependents", dependents)
+    with pytest.raises(RuntimeError):
+        services.resolution_handler.handle(root, claim["runId"])
+    first_pages = sorted(children)[:20]
+    assert services.resolution_handler.handle(root, claim["runId"])
+    assert starts[3] == first_pages[-1]       # resumed after the two pages done
+    assert {state(services, child) for child in children} == {"pending"}
+
+
+def test_a_task_naming_thousands_of_unknown_dependencies_is_refused_after_reading_a_few(services, task_queue_id):
+    from shared.storage.account import OPERATIONS
+
+    known = create(services, task_queue_id)
+    unknown = [new_slugid() for _ in range(10_000)]
+    before = OPERATIONS.value
+    with pytest.raises(InvalidInput, match="do not exist") as refused:
+        services.tasks.create(new_slugid(), make_task(task_queue_id, dependencies=[known, *unknown]))
+    assert OPERATIONS.value - before < 100
+    assert "stopped after reading" in refused.value.message

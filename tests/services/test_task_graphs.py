@@ -1,5 +1,7 @@
 """The task-graph scheduler through its service, with the real event queue."""
 
+from datetime import timedelta
+
 import pytest
 
 from shared.domain.errors import Conflict, InvalidInput
@@ -12,6 +14,18 @@ def graph(task_queue_id: str, **nodes) -> dict:
     """`graph(q, build={}, test={"requires": ["build"]})`: a request with a task per label."""
     return {"tasks": {label: {"task": make_task(task_queue_id, **node.pop("task", {})), **node}
                       for label, node in nodes.items()}}
+
+
+def deliver_parts(services) -> int:
+    """Hand every queued graph part to its creator, like the queue trigger does."""
+    parts = services.task_graphs.parts
+    delivered = 0
+    while messages := parts.messages.receive(32, timedelta(seconds=30)):
+        for message in messages:
+            parts.create_part(message.body["taskGraphId"], message.body["part"])
+            parts.messages.delete(message)
+            delivered += 1
+    return delivered
 
 
 def labels_by_task(services, graph_id) -> dict:
@@ -115,9 +129,91 @@ def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id
     children = [f"child-{i:03d}-" + "x" * 110 for i in range(300)]
     graph_id = new_slugid()
     request = graph(task_queue_id, **{child: {} for child in children}, join={"requires": children})
-    services.task_graphs.create(graph_id, request)
+    assert services.task_graphs.create(graph_id, request)["status"]["state"] == "creating"
+    assert deliver_parts(services) == 4
+    assert state(services, graph_id) == "running"
 
     entries = {entry["label"]: entry for entry in services.task_graphs.inspect(graph_id)["tasks"]}
     assert entries["join"]["requires"] == children
     assert {tuple(entries[child]["dependents"]) for child in children} == {("join",)}
     assert len(services.tasks.definition(entries["join"]["taskId"])["dependencies"]) == 300
+
+
+def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(azurite, task_queue_id, monkeypatch):
+    """R1: after every task row written, the quickest possible worker claims and completes
+    whatever it can and its 'task resolved' events are handled, while the rest of the graph
+    (then of an extension whose first task can run at once) is still being written. No
+    dependent may be left unscheduled (before the fix, children written after the root
+    stayed unscheduled for good)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shared.services import task_creation
+    from tests.conftest import build_services
+
+    services = build_services(azurite, claim_work_wait=0)
+    tasks, ran = services.task_graphs.creation.tasks, []
+    real_insert = tasks.insert
+
+    def insert(definition, status):
+        record = real_insert(definition, status)
+        ran.extend(run(services, task_queue_id))
+        return record
+    monkeypatch.setattr(tasks, "insert", insert)
+    # One writer, so the order of the rows is the order the creation chose, not a race's.
+    monkeypatch.setattr(task_creation, "_WRITERS", ThreadPoolExecutor(max_workers=1))
+    graph_id = new_slugid()
+    children = {f"child-{number}": {"requires": ["root"]} for number in range(10)}
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={}, **children))
+    assert ran == []                        # nothing of a graph runs before all of it exists
+    assert run_labels(services, graph_id, task_queue_id) == ["root"]
+    assert run_labels(services, graph_id, task_queue_id) == sorted(children)
+
+    extension = graph(task_queue_id, mid={"requires": ["root"]}, leaf={"requires": ["mid"]})
+    services.task_graphs.extend(graph_id, extension)   # `mid` can run as soon as it exists
+    assert run_labels(services, graph_id, task_queue_id) + [labels_by_task(services, graph_id)[task_id]
+                                                            for task_id in ran] == ["leaf", "mid"]
+    assert state(services, graph_id) == "finished"
+
+
+def test_r3_an_extension_interrupted_by_a_crash_is_resumed_by_sending_it_again(services, task_queue_id,
+                                                                             monkeypatch):
+    """R3: the process dies after the extension's labels were written (before its tasks, or
+    after them but before it was marked done); the same extension sent again completes it."""
+    for crash_after_tasks in (False, True):
+        graph_id = new_slugid()
+        services.task_graphs.create(graph_id, graph(task_queue_id, build={}))
+        creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
+
+        def crashing(plan, now, crash_after_tasks=crash_after_tasks):
+            monkeypatch.setattr(creation, "carry_out", real)  # one crash only
+            if crash_after_tasks:
+                real(plan, now)
+            raise RuntimeError("the process died here")
+        monkeypatch.setattr(creation, "carry_out", crashing)
+        extension = graph(task_queue_id, test={"requires": ["build"]})
+        with pytest.raises(RuntimeError):
+            services.task_graphs.extend(graph_id, dict(extension))
+        services.task_graphs.extend(graph_id, dict(extension))
+        assert services.task_graphs.extend(graph_id, dict(extension))["status"]["state"] == "running"
+        assert run_labels(services, graph_id, task_queue_id) == ["build"]
+        assert run_labels(services, graph_id, task_queue_id) == ["test"]
+        assert state(services, graph_id) == "finished"
+
+
+def test_r4_extending_a_finished_graph_whose_new_task_completes_at_once_finishes_it(services, task_queue_id,
+                                                                                  monkeypatch):
+    """R4: the extension's task is claimed, completed and handled before `extend` returns;
+    the graph must end finished, not running for good."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={}))
+    assert run_labels(services, graph_id, task_queue_id) == ["build"]
+    assert state(services, graph_id) == "finished"
+    creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
+
+    def carry_out_and_run(plan, now):
+        statuses = real(plan, now)
+        assert len(run(services, task_queue_id)) == 1   # the quickest possible worker
+        return statuses
+    monkeypatch.setattr(creation, "carry_out", carry_out_and_run)
+    services.task_graphs.extend(graph_id, graph(task_queue_id, more={}))
+    assert state(services, graph_id) == "finished"

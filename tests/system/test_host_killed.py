@@ -1,5 +1,5 @@
-"""The local host is SIGKILLed at random moments while a task graph is created, claimed and
-resolved by concurrent workers; after each kill it is restarted on the same storage. The
+"""The local host is SIGKILLed at random moments while a task graph is created (in parts, by
+the queue trigger), claimed and resolved by concurrent workers that claim from the start; after each kill it is restarted on the same storage. The
 end state must be exactly what the scenario dictates: nothing lost, nothing done twice.
 
 CI runs a bounded graph (KILL_TEST_TASKS, default 200 tasks, 5 kills). The larger run the
@@ -135,10 +135,10 @@ def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_i
     workers, kills = Workers(victim, task_queue_id), []
     killer = threading.Thread(target=kill_repeatedly, args=(victim, rng, kills))
     threads = [threading.Thread(target=workers.run, args=(number,)) for number in range(WORKERS)]
+    for thread in threads:                             # workers claim while the graph is created
+        thread.start()
     killer.start()                                     # the first kill may land during creation
     put_graph(victim, graph_id, graph)
-    for thread in threads:
-        thread.start()
     killer.join(timeout=300)
     try:
         inspect = wait_until_finished(victim, graph_id, timeout=1200)  # a bound on a hang, not a speed test

@@ -1,0 +1,15 @@
+"""Queue trigger: create the tasks of one part of a new task graph (see services.graph_parts)."""
+
+import json
+
+import azure.functions as func
+
+from ..services.queue import get_queue
+
+bp = func.Blueprint()
+
+
+@bp.queue_trigger(arg_name="message", queue_name="%QUEUE_GRAPH_QUEUE%", connection="AzureWebJobsStorage")
+def graph_part_creator(message: func.QueueMessage) -> None:
+    part = json.loads(message.get_body())
+    get_queue().task_graphs.parts.create_part(part["taskGraphId"], int(part["part"]))

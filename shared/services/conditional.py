@@ -1,0 +1,34 @@
+"""Read, change, write back conditionally, and read again when someone else wrote first.
+
+Every stored record that several processes change (a graph's state, a group, a label) is
+changed this way: the write succeeds only if the row is still as it was read (its ETag),
+so no change is ever lost to a concurrent one.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from ..domain.errors import QueueError
+from ..storage.errors import ChangedSinceRead
+
+Record = TypeVar("Record")
+MAX_ATTEMPTS = 20
+
+
+def change_until_saved(load: Callable[[], Record | None], change: Callable[[Record], Record],
+                       save: Callable[[Record], Record]) -> Record | None:
+    """Apply `change` to what `load` reads and `save` it; the record as it ends up (None if
+    there is none). A change that returns the record unchanged writes nothing."""
+    for _ in range(MAX_ATTEMPTS):
+        record = load()
+        if record is None:
+            return None
+        updated = change(record)
+        if updated == record:
+            return record
+        try:
+            return save(updated)
+        except ChangedSinceRead:
+            continue
+    raise QueueError("A record is changing too quickly to be updated; try again")

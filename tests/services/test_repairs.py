@@ -1,0 +1,35 @@
+"""The repair sweep: finishes what a crashed process left, one intent at a time."""
+
+import time
+from datetime import timedelta
+
+from shared.services.repairs import MAX_ATTEMPTS
+from tests.services.test_dependencies import create, state
+
+HOLD = timedelta(seconds=1)
+
+
+def test_r6_an_intent_that_fails_neither_stops_the_others_nor_loops_forever(services, task_queue_id):
+    """R6: a damaged intent and one that raises sit before a real repair in the queue. The
+    repair is done in the first sweep; the failing intent is tried again later and, after
+    MAX_ATTEMPTS, moved to the poison queue with the damaged one."""
+    repairs = services.repairs
+    repairs.intents._client.send_message("not JSON at all")
+    repairs.intents.send({"kind": "task-resolved"})           # no taskId: raises every time
+    root = create(services, task_queue_id)
+    child = create(services, task_queue_id, dependencies=[root])
+    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    services.resolutions.completed(root, claim["runId"])      # its 'task resolved' event is lost:
+    events = services.tasks.updater.events.resolved
+    for message in events.receive(32, timedelta(seconds=30)):
+        events.delete(message)
+    time.sleep(1.2)                                           # the repair intent comes due
+
+    assert repairs.sweep(hold=HOLD) >= 1                       # (the child's readiness check may count too)
+    assert state(services, child) == "pending"
+    for _ in range(MAX_ATTEMPTS):
+        time.sleep(HOLD.total_seconds() + 0.2)
+        assert repairs.sweep(hold=HOLD) == 0
+    assert repairs.intents.receive(32, HOLD) == []
+    poisoned = [message.body for message in repairs.poison.receive(32, HOLD)]
+    assert sorted(map(str, poisoned)) == sorted(map(str, [{"intent": None}, {"intent": {"kind": "task-resolved"}}]))
