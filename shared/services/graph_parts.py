@@ -11,8 +11,9 @@ one starts the graph: its roots are scheduled and its state becomes `running`.
 
 Handling a part twice, or two parts at once, changes nothing: tasks are inserted or found
 equal, every other row is an upsert, scheduling is idempotent, and the state changes by a
-conditional write. A part whose handler dies is delivered again; a part row left without
-a message (the PUT died before sending it) is sent again by the PUT sent again.
+conditional write. A part whose handler dies is delivered again; parts that make no
+progress (their messages lost, or held by a dead process) are sent again by the repair
+sweep, which looks at a graph being created every repair delay.
 """
 
 from __future__ import annotations
@@ -59,12 +60,32 @@ class GraphParts:
         """Have the parts still stored created: by the queue trigger, or (`inline`, a small
         graph) here and now, with a delayed message each in case this process dies."""
         numbers = self.graphs.parts(graph_id)
-        for number in numbers:
-            self.messages.send({"taskGraphId": graph_id, "part": number}, self.safety_delay if inline else
-                               timedelta(0))
+        self._send(graph_id, numbers, self.safety_delay if inline else timedelta(0))
+        self.updater.events.intend_graph_check(graph_id, len(numbers))
         if inline:
             for number in numbers:
                 self.create_part(graph_id, number)
+
+    def check(self, graph_id: str, parts_left: int) -> bool:
+        """The repair sweep's look at a graph being created, which had `parts_left` parts
+        to create when the look was planned. If none was created since, their messages were
+        lost or are held by a process that died (for minutes: a queue's hold on a message):
+        send them again. True if it did."""
+        numbers = self.graphs.parts(graph_id)
+        if not numbers:
+            self._start_if_complete(graph_id)  # the last part's handler may have died before
+            return False
+        stalled = len(numbers) >= parts_left
+        if stalled:
+            log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(numbers),
+                        extra={"taskGraphId": graph_id})
+            self._send(graph_id, numbers, timedelta(0))
+        self.updater.events.intend_graph_check(graph_id, len(numbers))
+        return stalled
+
+    def _send(self, graph_id: str, numbers: list[int], delay: timedelta) -> None:
+        for number in numbers:
+            self.messages.send({"taskGraphId": graph_id, "part": number}, delay)
 
     def create_part(self, graph_id: str, number: int) -> None:
         """Create the tasks of one part (the queue trigger's work), then start the graph if

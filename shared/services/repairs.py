@@ -3,7 +3,8 @@
 It reads only what is due: the delayed intents written before each risky step (see
 `resolution_events`). For each one it checks the invariant and repairs what is broken:
 - a resolution whose event was never processed: process it now;
-- an unscheduled task whose dependencies are all satisfied: schedule it.
+- an unscheduled task whose dependencies are all satisfied: schedule it;
+- a new graph whose parts made no progress: send them again.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import timedelta
 
 from ..storage.message_queue import MessageQueue, ReceivedMessage
 from .dependencies import Dependencies
+from .graph_parts import GraphParts
 from .resolution_handler import ResolutionHandler
 
 log = logging.getLogger("queue.repairs")
@@ -23,7 +25,8 @@ MAX_ATTEMPTS = 5   # as the host's maxDequeueCount for queue triggers
 
 class Repairs:
     def __init__(self, intents: MessageQueue, poison: MessageQueue, handler: ResolutionHandler,
-                 dependencies: Dependencies) -> None:
+                 dependencies: Dependencies, graph_parts: GraphParts) -> None:
+        self.graph_parts = graph_parts
         self.intents = intents
         self.poison = poison
         self.handler = handler
@@ -60,6 +63,8 @@ class Repairs:
         return repaired
 
     def _check(self, intent: dict) -> int:
+        if intent["kind"] == "graph-parts":
+            return int(self.graph_parts.check(intent["taskGraphId"], int(intent["partsLeft"])))
         task_id = intent["taskId"]
         if intent["kind"] == "task-resolved" and self.handler.handle(task_id, int(intent["runId"])):
             log.warning("repaired: resolution of task %s run %s had not been processed", task_id,

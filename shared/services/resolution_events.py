@@ -32,6 +32,12 @@ class ResolutionEvents:
     def announce(self, task_id: str, run_id: int) -> None:
         self.resolved.send({"taskId": task_id, "runId": run_id})
 
+    def intend_graph_check(self, graph_id: str, parts_left: int) -> None:
+        """A new graph with `parts_left` parts to create: look again later, in case the
+        messages of its parts went down with a process."""
+        self.repairs.send({"kind": "graph-parts", "taskGraphId": graph_id, "partsLeft": parts_left},
+                          self.repair_delay)
+
     def intend_readiness_check(self, task_id: str) -> None:
         """A new task with dependencies: check it again later in case its creator died."""
         self.repairs.send({"kind": "check-ready", "taskId": task_id}, self.repair_delay)

@@ -217,3 +217,20 @@ def test_r4_extending_a_finished_graph_whose_new_task_completes_at_once_finishes
     monkeypatch.setattr(creation, "carry_out", carry_out_and_run)
     services.task_graphs.extend(graph_id, graph(task_queue_id, more={}))
     assert state(services, graph_id) == "finished"
+
+
+def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_repair_sweep(services, task_queue_id):
+    import time
+
+    graph_id = new_slugid()
+    request = graph(task_queue_id, **{f"t{number}": {} for number in range(150)})
+    assert services.task_graphs.create(graph_id, request)["status"]["state"] == "creating"
+    messages = services.task_graphs.parts.messages
+    assert len(messages.receive(32, timedelta(minutes=5))) == 2   # held by a process that then died
+    time.sleep(1.2)                                               # the graph's check comes due
+    assert services.repairs.sweep() == 1
+    assert deliver_parts(services) == 2
+    assert state(services, graph_id) == "running"
+    time.sleep(1.2)
+    assert services.repairs.sweep() == 0                          # progress made: nothing sent again
+    assert deliver_parts(services) == 0
