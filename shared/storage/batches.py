@@ -9,6 +9,8 @@ from itertools import groupby
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError
 
+from .queries import first_rows
+
 MAX_BATCH = 100
 # Only upsert_in_batches submits to this pool, and never from inside it: no task waits on
 # another, so the pool cannot deadlock.
@@ -72,10 +74,8 @@ def delete_partition(table: TableClient, partition: str, last: str = "") -> int:
     `last` (if given) after all others; returns rows deleted."""
     deleted = 0
     while True:
-        pages = table.query_entities("PartitionKey eq @pk and RowKey ne @last",
-                                     parameters={"pk": partition, "last": last},
-                                     results_per_page=MAX_BATCH, select=["RowKey"]).by_page()
-        keys = [row["RowKey"] for row in next(pages, [])][:MAX_BATCH]
+        keys = [row["RowKey"] for row in first_rows(table, "PartitionKey eq @pk and RowKey ne @last",
+                                                    {"pk": partition, "last": last}, MAX_BATCH, ["RowKey"])]
         if not keys:
             break
         delete_rows(table, partition, keys)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
+from .queries import first_rows
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,9 @@ class DependencyTable:
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt @after", parameters={"pk": required_id, "after": after},
-            results_per_page=limit, select=["RowKey", "requires"]).by_page()
-        return [Dependent(row["RowKey"], row["requires"]) for row in next(pages, [])][:limit]
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
+                          {"pk": required_id, "after": after}, limit, ["RowKey", "requires"])
+        return [Dependent(row["RowKey"], row["requires"]) for row in rows]
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
         """Delete an expired task's edges: to its dependents (its own partition) and from

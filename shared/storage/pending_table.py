@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from .account import StorageAccount
 from .batches import delete_row, upsert_in_batches
 from .keys import escape_key
+from .queries import first_rows
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,8 @@ class PendingTable:
 
     def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
         """The first `limit` hints of the queue in claim order."""
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk", parameters={"pk": escape_key(task_queue_id)},
-            results_per_page=limit, select=["RowKey", "taskId", "runId"],
-        ).by_page()
-        page = next(pages, [])
+        page = first_rows(self._table, "PartitionKey eq @pk", {"pk": escape_key(task_queue_id)}, limit,
+                          ["RowKey", "taskId", "runId"])
         return [self._hint(task_queue_id, entity) for entity in page][:limit]
 
     def remove(self, hint: PendingHint) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
+from .queries import first_rows
 
 
 class RequirementTable:
@@ -28,10 +29,8 @@ class RequirementTable:
         delete_row(self._table, task_id, required_id)  # a resolution may be handled twice
 
     def remaining(self, task_id: str, limit: int = 1) -> list[str]:
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk", parameters={"pk": task_id}, results_per_page=limit,
-            select=["RowKey"]).by_page()
-        return [row["RowKey"] for row in next(pages, [])][:limit]
+        return [row["RowKey"] for row in first_rows(self._table, "PartitionKey eq @pk", {"pk": task_id}, limit,
+                                                    ["RowKey"])]
 
     def forget(self, task_id: str) -> None:
         """Delete what an expired task still waited for."""

@@ -25,6 +25,7 @@ from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
+from .queries import any_row
 
 EXTENDING, EXTENDED = "extending", "extended"
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
@@ -105,11 +106,8 @@ class TaskGraphTable:
 
     def _any(self, graph_id: str, kind: str) -> bool:
         """Whether the graph has any row `<kind>.*` (one row read at most)."""
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-            parameters={"pk": graph_id, "start": f"{kind}.", "end": f"{kind}/"},
-            results_per_page=1, select=["RowKey"]).by_page()
-        return bool(list(next(pages, [])))
+        return any_row(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
+                       {"pk": graph_id, "start": f"{kind}.", "end": f"{kind}/"})
 
     def add_parts(self, graph_id: str, parts: list[list[dict]]) -> None:
         """The parts of a graph still to be created, each a list of nodes (JSON), one row

@@ -17,6 +17,7 @@ from . import lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, delete_rows, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
+from .queries import first_rows
 
 GROUP_ROW = "group"
 MEMBER_PREFIX = "member."
@@ -87,12 +88,9 @@ class TaskGroupTable:
 
     def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
         # '/' sorts right after '.', so [prefix, prefix-with-'/') is exactly the prefix's range.
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-            parameters={"pk": task_group_id, "start": prefix + after, "end": prefix[:-1] + "/"},
-            results_per_page=limit, select=["RowKey"],
-        ).by_page()
-        return [entity["RowKey"][len(prefix):] for entity in next(pages, [])][:limit]
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
+                          {"pk": task_group_id, "start": prefix + after, "end": prefix[:-1] + "/"}, limit, ["RowKey"])
+        return [entity["RowKey"][len(prefix):] for entity in rows]
 
     @staticmethod
     def _entity(group: TaskGroupRecord) -> dict:

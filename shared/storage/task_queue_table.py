@@ -15,6 +15,7 @@ from azure.data.tables import UpdateMode
 from .account import StorageAccount
 from .errors import ChangedSinceRead
 from .keys import escape_key, unescape_key
+from .queries import first_rows
 
 PARTITION = "queues"
 
@@ -53,12 +54,9 @@ class TaskQueueTable:
             raise ChangedSinceRead(record.task_queue_id) from exc
 
     def page(self, after: str, limit: int) -> list[TaskQueueRecord]:
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt @after",
-            parameters={"pk": PARTITION, "after": escape_key(after) if after else ""},
-            results_per_page=limit,
-        ).by_page()
-        return [self._record(entity) for entity in next(pages, [])][:limit]
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
+                          {"pk": PARTITION, "after": escape_key(after) if after else ""}, limit)
+        return [self._record(entity) for entity in rows]
 
     @staticmethod
     def _record(entity) -> TaskQueueRecord:

@@ -18,6 +18,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from ..domain.timestamps import parse_iso, to_iso
 from .account import StorageAccount
 from .batches import delete_row, upsert_in_batches
+from .queries import first_rows
 
 CURSOR_PARTITION = "cursors"
 # The cursor stays this far behind now, so rows written by a host whose clock runs a
@@ -75,10 +76,9 @@ class TimeIndex:
 
     def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
         partition = self._partition(bucket)
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey le @now", parameters={"pk": partition, "now": to_iso(now) + "~"},
-            results_per_page=limit, select=["RowKey", "due", "key"]).by_page()
-        rows = [DueItem(partition, row["RowKey"], row["due"], row["key"]) for row in next(pages, [])]
+        rows = [DueItem(partition, row["RowKey"], row["due"], row["key"]) for row in first_rows(
+            self._table, "PartitionKey eq @pk and RowKey le @now", {"pk": partition, "now": to_iso(now) + "~"},
+            limit, ["RowKey", "due", "key"])]
         return [row for row in rows if parse_iso(row.due) <= now][:limit]
 
     def _cursor(self, now: datetime) -> datetime:
@@ -89,11 +89,8 @@ class TimeIndex:
 
     def _earliest(self) -> datetime | None:
         """The first bucket holding rows: where a sweeper with no cursor yet must begin."""
-        pages = self._table.query_entities(
-            "PartitionKey gt @start and PartitionKey lt @end",
-            parameters={"start": f"{self.name}.", "end": f"{self.name}/"},
-            results_per_page=1, select=["due"]).by_page()
-        first = list(next(pages, []))
+        first = first_rows(self._table, "PartitionKey gt @start and PartitionKey lt @end",
+                           {"start": f"{self.name}.", "end": f"{self.name}/"}, 1, ["due"])
         return self._bucket_of(parse_iso(first[0]["due"])) if first else None
 
     def _save_cursor(self, bucket: datetime) -> None:

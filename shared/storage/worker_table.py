@@ -17,6 +17,7 @@ from . import lost_responses
 from .account import StorageAccount
 from .errors import AlreadyExists, ChangedSinceRead
 from .keys import escape_key
+from .queries import first_rows
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,9 @@ class WorkerTable:
 
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` workers in key order, after the row key `after`."""
-        pages = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt @after",
-            parameters={"pk": escape_key(task_queue_id), "after": after}, results_per_page=limit).by_page()
-        return [_record(task_queue_id, entity) for entity in next(pages, [])][:limit]
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
+                          {"pk": escape_key(task_queue_id), "after": after}, limit)
+        return [_record(task_queue_id, entity) for entity in rows]
 
 
 def row_key(worker: WorkerRecord) -> str:

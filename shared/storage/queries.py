@@ -1,0 +1,25 @@
+"""Reading the first rows of a query, whatever the pages.
+
+Storage answers a query a page at a time: at most 1,000 rows, and possibly fewer, even none,
+with a continuation (a query that ran out of time, or crossed a partition). Taking only the
+first page would cut a listing short without a continuation token, or answer "no row left"
+when there is one; these helpers take rows across pages until they have enough.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from azure.data.tables import TableClient
+
+MAX_PAGE = 1000
+
+
+def first_rows(table: TableClient, query: str, parameters: dict, limit: int, select: list[str] | None = None) -> list:
+    """Up to `limit` rows matching `query`, in key order."""
+    rows = table.query_entities(query, parameters=parameters, results_per_page=min(limit, MAX_PAGE), select=select)
+    return list(islice(rows, limit))
+
+
+def any_row(table: TableClient, query: str, parameters: dict) -> bool:
+    return bool(first_rows(table, query, parameters, 1, select=["RowKey"]))
