@@ -17,6 +17,7 @@ test: $(VENV)/.installed $(AZURITE)
 
 bench: $(VENV)/.installed $(AZURITE)
 	$(PY) -m bench.lifecycle
+	$(PY) -m bench.sequential
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo "==> creating $(VENV) and installing Python packages"

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from .report import percentiles
 from .tasks import task_definition
 
 CLAIM_BATCH = 4
+PROGRESS_EVERY = 5.0      # seconds between progress lines
 
 
 @dataclass
@@ -48,6 +49,7 @@ class WorkLog:
     claim_seconds: list[float] = field(default_factory=list)
     complete_seconds: list[float] = field(default_factory=list)
     claimed_per_call: Counter = field(default_factory=Counter)
+    answers: list[tuple[float, tuple[str, ...]]] = field(default_factory=list)   # (answered at, taskIds)
     first_claim: float | None = None
     not_completed: list[str] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
@@ -64,13 +66,13 @@ def _measure(server: Server, tasks: int, workers: int, progress) -> dict:
 
     progress(f"createTask x {tasks} from {workers} threads")
     started = time.perf_counter()
-    create_seconds = _create_all(server, definition, task_ids, workers)
+    create_seconds = create_all(server, dict.fromkeys(task_ids, definition), workers, progress)
     created = time.perf_counter()
     progress(f"created {tasks} tasks in {created - started:.2f} s; {workers} workers claim and complete")
 
     log = WorkLog(target=tasks)
     work_started = time.perf_counter()
-    _work(server, definition["taskQueueId"], workers, log, progress)
+    run_workers(server, definition["taskQueueId"], workers, log, progress, bound=max(120.0, tasks / 2))
     finished = max(log.completion_times)
     check(log, task_ids)
     progress(f"completed {tasks} tasks in {finished - work_started:.2f} s; waiting for the host's events")
@@ -97,38 +99,73 @@ def _measure(server: Server, tasks: int, workers: int, progress) -> dict:
     }
 
 
-def _create_all(server: Server, definition: dict, task_ids: list[str], threads: int) -> list[float]:
+def create_all(server: Server, definitions: dict[str, dict], threads: int, progress,
+               **client_options) -> list[float]:
+    """createTask for each taskId -> definition, from `threads` threads (each its own client
+    and connection, a share of the tasks in order); each call's seconds. A progress line
+    every few seconds."""
+    task_ids = list(definitions)
     shares = [task_ids[i::threads] for i in range(threads)]
+    created = Counter()
+    lock = threading.Lock()
 
     def create(share: list[str]) -> list[float]:
-        client = server.client()
+        client = server.client(**client_options)
         seconds = []
         for task_id in share:
             began = time.perf_counter()
-            client.createTask(task_id, definition)
+            client.createTask(task_id, definitions[task_id])
             seconds.append(time.perf_counter() - began)
+            with lock:
+                created["tasks"] += 1
         return seconds
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        return [s for share in pool.map(create, shares) for s in share]
+        futures = [pool.submit(create, share) for share in shares]
+        while wait(futures, timeout=PROGRESS_EVERY).not_done:
+            with lock:
+                progress(f"  {created['tasks']}/{len(task_ids)} created")
+        return [s for future in futures for s in future.result()]
 
 
-def _work(server: Server, task_queue_id: str, workers: int, log: WorkLog, progress) -> None:
-    threads = [threading.Thread(target=worker, args=(server.client(), task_queue_id, f"w{i}", log), daemon=True)
+def run_workers(server: Server, task_queue_id: str, workers: int, log: WorkLog, progress, bound: float,
+                **client_options) -> None:
+    """W workers, each its own official client, until `log.target` completions; a progress
+    line every few seconds; fails after `bound` seconds or on a worker's error."""
+    threads = start_workers(server, task_queue_id, workers, log, **client_options)
+    give_up = time.monotonic() + bound
+    try:
+        last_line, last_count = time.monotonic(), 0
+        while not log.done.wait(PROGRESS_EVERY):
+            with log.lock:
+                completed = sum(log.completed.values())
+            now = time.monotonic()
+            rate = (completed - last_count) / (now - last_line)
+            progress(f"  {completed}/{log.target} completed ({rate:.1f}/s lately)")
+            last_line, last_count = now, completed
+            if now > give_up:
+                raise RuntimeError(f"workers gave up after {bound:.0f} s: {completed}/{log.target} completed")
+    finally:
+        stop_workers(threads, log)
+    if log.errors:
+        raise RuntimeError(f"{len(log.errors)} worker calls failed; first: {log.errors[0]!r}") from log.errors[0]
+
+
+def start_workers(server: Server, task_queue_id: str, workers: int, log: WorkLog,
+                  **client_options) -> list[threading.Thread]:
+    threads = [threading.Thread(target=worker, daemon=True,
+                                args=(server.client(**client_options), task_queue_id, f"w{i}", log))
                for i in range(workers)]
     for thread in threads:
         thread.start()
-    give_up = time.monotonic() + max(120.0, log.target / 2)
-    while not log.done.wait(5):
-        with log.lock:
-            progress(f"  {sum(log.completed.values())}/{log.target} completed")
-        if time.monotonic() > give_up:
-            log.done.set()
-            raise RuntimeError(f"workers gave up: {sum(log.completed.values())}/{log.target} completed")
+    return threads
+
+
+def stop_workers(threads: list[threading.Thread], log: WorkLog) -> None:
+    """Tell the workers to stop and wait for their last claimWork (a long poll) to answer."""
+    log.done.set()
     for thread in threads:
         thread.join(timeout=int(SERVER_SETTINGS["CLAIM_WORK_WAIT_SECONDS"]) + 30)
-    if log.errors:
-        raise RuntimeError(f"{len(log.errors)} worker calls failed; first: {log.errors[0]!r}") from log.errors[0]
 
 
 def worker(client: taskcluster.Queue, task_queue_id: str, worker_id: str, log: WorkLog) -> None:
@@ -142,6 +179,7 @@ def worker(client: taskcluster.Queue, task_queue_id: str, worker_id: str, log: W
             with log.lock:
                 log.claim_seconds.append(answered - began)
                 log.claimed_per_call[len(claims)] += 1
+                log.answers.append((answered, tuple(claim["status"]["taskId"] for claim in claims)))
                 if claims and log.first_claim is None:
                     log.first_claim = answered
             for claim in claims:

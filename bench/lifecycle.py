@@ -8,8 +8,10 @@ comparable with each other and not with another machine's:
 2. full lifecycles (createTask -> claimWork -> reportCompleted) through the HTTP API of
    the real local host, with the official taskcluster client;
 3. the ratio of the two;
-4. storage operations per lifecycle, counted exactly in-process, per step, including the
-   host's background work (the 'task resolved' event and the repair sweep);
+4. storage round trips per lifecycle, counted exactly in-process, per step, including the
+   host's background work (the 'task resolved' event, the repair sweep) and each task's
+   share of every time-driven sweep (claim expiry, deadlines, expiration, workers and task
+   queues); the total is the headline figure;
 then the baseline once more, to show whether Azurite slowed down as its tables grew.
 See bench/README.md for how to read the output.
 """
@@ -31,8 +33,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.lifecycle", description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=300, help="lifecycles through the HTTP API (default 300)")
     parser.add_argument("--workers", type=int, default=8, help="concurrent workers and creators (default 8)")
-    parser.add_argument("--count", type=int, default=50, help="lifecycles whose storage operations are counted "
-                                                             "in-process (default 50)")
+    operation_counts.add_arguments(parser)
     storage_baseline.add_arguments(parser)
     parser.add_argument("--skip-http", action="store_true", help="leave out the HTTP run (no local host needed)")
     return parser.parse_args(argv)
@@ -40,21 +41,41 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+
+    def measure(azurite: Azurite, scratch: Path) -> dict:
+        out = {}
+        if not args.skip_http:
+            out["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, scratch, progress)
+        out["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
+        return out
+
+    return run("lifecycle", args, measure, _ratio, _rows,
+               lambda results: operation_counts.headline(results["operations"]))
+
+
+def run(name: str, args: argparse.Namespace, measure, ratio, rows, headline=None) -> int:
+    """The frame every benchmark shares: the machine, one Azurite (in memory, free ports),
+    the storage baseline before and after `measure(azurite, scratch folder)` (a dict of
+    results), `ratio(results)` against the baseline, the table of the baseline's rows and
+    `rows(results)`, the `headline(results)` line, and the JSON in
+    bench/results/<name>-<UTC time>.json. Exits 1 if a measurement says it failed."""
     info = machine()
     print(header(info), flush=True)
-    results = {"command": command_line(), "machine": info}
+    results = {"command": command_line(f"bench.{name}"), "machine": info}
     with Azurite() as azurite, tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         progress(f"Azurite up (in memory), tables on port {azurite.ports['table']}")
         results["baseline"] = baseline(azurite, args, "before")
-        if not args.skip_http:
-            results["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, Path(scratch), progress)
-        results["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
+        results.update(measure(azurite, Path(scratch)))
         results["baseline_after"] = baseline(azurite, args, "after")
-    results["ratio"] = _ratio(results)
+    results["ratio"] = ratio(results)
+    if headline is not None:
+        results["headline"] = headline(results)
     results["seconds"] = round(elapsed(), 1)
-    print(table(_rows(results)), flush=True)
-    print(f"\nresults: {write_json('lifecycle', results)}  ({results['seconds']} s in all)")
-    return 0
+    print(table([*baseline_rows(results), *rows(results)]), flush=True)
+    if headline is not None:
+        print(f"\n{results['headline']}")
+    print(f"\nresults: {write_json(name, results)}  ({results['seconds']} s in all)")
+    return 1 if any(isinstance(part, dict) and "failed" in part for part in results.values()) else 0
 
 
 def baseline(azurite: Azurite, args: argparse.Namespace, when: str) -> dict:
@@ -82,7 +103,8 @@ def _ratio(results: dict) -> dict:
 
 
 def _rows(results: dict) -> list[tuple[str, str]]:
-    return [*baseline_rows(results), *_http_rows(results), *_ratio_rows(results), *_operation_rows(results)]
+    return [*_http_rows(results), *_ratio_rows(results),
+            *operation_counts.rows(results["operations"], 4, _ceiling_rows(results))]
 
 
 def baseline_rows(results: dict) -> list[tuple[str, str]]:
@@ -132,23 +154,13 @@ def _ratio_rows(results: dict) -> list[tuple[str, str]]:
     ]
 
 
-def _operation_rows(results: dict) -> list[tuple[str, str]]:
-    ops, ratio = results["operations"], results["ratio"]
-    steps = ops["steps"]
-    rows = [(f"4. storage operations per lifecycle: counted in-process over {ops['lifecycles']} lifecycles, "
-             f"one thread, <= {ops['claim_batch']} tasks per claimWork", "")]
-    rows += [(name, f"{step['per_lifecycle']:8.2f} ops") for name, step in list(steps.items())[:3]]
-    rows.append(("API total", f"{ops['api_per_lifecycle']:8.2f} ops"))
-    rows += [(f"{name} (host, background)", f"{step['per_lifecycle']:8.2f} ops") for name, step in list(steps.items())[3:]]
-    rows.append(("total", f"{ops['total_per_lifecycle']:8.2f} ops"))
-    rows.append(("ceiling if each op cost one raw insert", f"{ratio['storage_bound_lifecycles_per_s']:8.1f} lifecycles/s"))
+def _ceiling_rows(results: dict) -> list[tuple[str, str]]:
+    ratio = results["ratio"]
+    rows = [("ceiling if each round trip cost one raw insert",
+             f"{ratio['storage_bound_lifecycles_per_s']:8.1f} lifecycles/s")]
     if "time_per_counted_operation_in_raw_inserts" in ratio:
-        rows.append(("measured time per counted op", f"{ratio['time_per_counted_operation_in_raw_inserts']:8.2f} "
-                                                      "raw inserts"))
-    rows.append(("operations by kind, per lifecycle", ""))
-    for name, step in steps.items():
-        kinds = ", ".join(f"{kind} {number:g}" for kind, number in step["by_kind_per_lifecycle"].items())
-        rows.append((name, kinds or "-"))
+        per_trip = ratio["time_per_counted_operation_in_raw_inserts"]
+        rows.append(("measured time per counted round trip", f"{per_trip:8.2f} raw inserts"))
     return rows
 
 

@@ -1,0 +1,146 @@
+"""Sequential lifecycles through the official client, as a share of the raw storage bound.
+
+    python -m bench.sequential [--lifecycles N]
+
+ONE client does createTask -> claimWork (tasks: 1) -> reportCompleted, then the next task,
+N times (default 200), against the real local host. Nothing overlaps, so each lifecycle
+costs the sum of its calls' latencies, and the rate says how close one caller gets to what
+storage allows. In one Azurite (in memory, free ports):
+1. the raw storage baseline (single-entity inserts and point reads), the yardstick;
+2. the sequential lifecycles over HTTP: lifecycles/s, median and p95 of each call;
+3. the storage round trips per full lifecycle, counted in-process as `bench.lifecycle`
+   counts them (claimWork asking for 4, every sweep's share included);
+4. the bound: raw inserts/s / counted round trips per lifecycle, and the share of it the
+   sequential client reached (the issue's target: at least 60%);
+then the baseline once more, as a drift check. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import taskcluster
+
+from devhost.azurite import Azurite
+
+from . import local_host, operation_counts, storage_baseline
+from .lifecycle import latency_text, run
+from .report import percentiles, progress
+from .tasks import task_definition
+
+CALLS = ("createTask", "claimWork", "reportCompleted")
+PROGRESS_EVERY = 5.0     # seconds between progress lines
+SHARE_TARGET = 0.60      # the issue's target share of the raw storage bound
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.sequential", description=__doc__.split("\n")[0])
+    parser.add_argument("--lifecycles", type=int, default=200, help="sequential lifecycles over HTTP (default 200)")
+    operation_counts.add_arguments(parser)
+    storage_baseline.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+
+    def measure(azurite: Azurite, scratch: Path) -> dict:
+        return {"http": measure_http(azurite, args.lifecycles, scratch),
+                "operations": operation_counts.count(azurite.connection_string, args.count, progress)}
+
+    return run("sequential", args, measure, _bound, _rows, _headline)
+
+
+def measure_http(azurite: Azurite, n: int, log_dir: Path) -> dict:
+    with local_host.running(azurite, log_dir, progress) as server:
+        client = server.client()
+        definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId())
+        queue_id = definition["taskQueueId"]
+        claim = {"workerGroup": "bench", "workerId": "sequential", "tasks": 1}
+        seconds: dict[str, list[float]] = {call: [] for call in CALLS}
+
+        def timed(call: str, *arguments):
+            began = time.perf_counter()
+            answer = getattr(client, call)(*arguments)
+            seconds[call].append(time.perf_counter() - began)
+            return answer
+
+        progress(f"{n} sequential lifecycles from one client (createTask -> claimWork tasks: 1 -> reportCompleted)")
+        started = last_line = time.perf_counter()
+        for done in range(1, n + 1):
+            task_id = taskcluster.slugId()
+            timed("createTask", task_id, definition)
+            claimed = timed("claimWork", queue_id, claim)["tasks"]
+            if [answer["status"]["taskId"] for answer in claimed] != [task_id]:
+                raise RuntimeError(f"claimWork answered {len(claimed)} tasks, not the one just created")
+            state = timed("reportCompleted", task_id, str(claimed[0]["runId"]))["status"]["state"]
+            if state != "completed":
+                raise RuntimeError(f"task {task_id} is {state} after reportCompleted")
+            now = time.perf_counter()
+            if now - last_line >= PROGRESS_EVERY:
+                progress(f"  {done}/{n} lifecycles ({done / (now - started):.1f}/s)")
+                last_line = now
+        finished = time.perf_counter()
+        settled, left = local_host.settle(server, finished)
+    total = finished - started
+    progress(f"{n} lifecycles in {total:.2f} s; the host's events "
+             + (f"drained {settled:.1f} s after the last" if left is None else f"NOT drained: {left}"))
+    return {"lifecycles": n, "claim_batch": 1, "server_settings": local_host.SETTINGS, "seconds": round(total, 3),
+            "lifecycles_per_s": round(n / total, 2),
+            "latency": {call: percentiles(seconds[call]) for call in CALLS},
+            "events_drained_after_last_completion_s": None if left else round(settled, 2),
+            "events_left_undrained": left}
+
+
+def _bound(results: dict) -> dict:
+    """bound = raw inserts/s (the baseline before) / counted round trips per lifecycle;
+    share = lifecycles/s / bound."""
+    raw = results["baseline"]["inserts_per_s"]
+    trips, api = results["operations"]["total_per_lifecycle"], results["operations"]["api_per_lifecycle"]
+    bound = raw / trips
+    rate = results["http"]["lifecycles_per_s"]
+    return {"raw_inserts_per_s": raw, "round_trips_per_lifecycle": trips, "bound_lifecycles_per_s": round(bound, 2),
+            "share_of_bound": round(rate / bound, 3), "target_share": SHARE_TARGET,
+            # The client waits for its three calls only: the rest runs in the background (or
+            # comes due much later), so the API's own round trips are the tighter yardstick.
+            "api_round_trips_per_lifecycle": api, "api_bound_lifecycles_per_s": round(raw / api, 2),
+            "share_of_api_bound": round(rate / (raw / api), 3),
+            "ms_per_lifecycle": round(1000 / rate, 1), "ms_per_round_trip_at_raw_rate": round(1000 / raw, 2)}
+
+
+def _rows(results: dict) -> list[tuple[str, str]]:
+    http, bound = results["http"], results["ratio"]
+    verdict = "met" if bound["share_of_bound"] >= SHARE_TARGET else "NOT met"
+    return [
+        (f"2. sequential lifecycles over HTTP: {http['lifecycles']} from one official client, claimWork tasks: 1", ""),
+        ("lifecycles", f"{http['lifecycles_per_s']:8.2f} /s   ({http['lifecycles']} in {http['seconds']} s; "
+                       f"{bound['ms_per_lifecycle']} ms each)"),
+        *[(f"{call} latency", latency_text(http["latency"][call])) for call in CALLS],
+        ("host's events drained", f"{http['events_drained_after_last_completion_s']} s after the last completion"
+         if http["events_left_undrained"] is None else f"NOT drained; left: {http['events_left_undrained']}"),
+        *operation_counts.rows(results["operations"], 3),
+        ("4. share of the raw storage bound", ""),
+        ("bound", f"{bound['bound_lifecycles_per_s']:8.2f} lifecycles/s   (raw inserts {bound['raw_inserts_per_s']}"
+                  f"/s / {bound['round_trips_per_lifecycle']} round trips per lifecycle)"),
+        ("share reached", f"{bound['share_of_bound']:8.1%}   (target: at least {SHARE_TARGET:.0%}; {verdict})"),
+        ("against the API calls alone", f"{bound['share_of_api_bound']:8.1%}   of "
+                                        f"{bound['api_bound_lifecycles_per_s']} lifecycles/s (raw inserts / "
+                                        f"{bound['api_round_trips_per_lifecycle']}: the round trips the client "
+                                        "waits for)"),
+    ]
+
+
+def _headline(results: dict) -> str:
+    bound = results["ratio"]
+    return (f"headline: {results['http']['lifecycles_per_s']:.2f} sequential lifecycles/s = "
+            f"{bound['share_of_bound']:.1%} of the raw storage bound ({bound['bound_lifecycles_per_s']} /s = "
+            f"{bound['raw_inserts_per_s']} inserts/s / {bound['round_trips_per_lifecycle']} round trips; "
+            f"target >= {SHARE_TARGET:.0%})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
