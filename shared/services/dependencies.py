@@ -40,6 +40,10 @@ class Registration:
     ready: dict[str, bool]   # taskId -> no dependency left to wait for
     recheck: list[str]       # tasks waiting on tasks outside the batch: re-check after insert
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
+# Reads only, never submitting more work: `recheck` runs inside _POOL's threads (for each
+# dependent of a resolved task), and reads submitted to _POOL itself would wait for threads
+# that all wait for them.
+_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
 
 
 class Dependencies:
@@ -99,7 +103,7 @@ class Dependencies:
             if not waiting:
                 self._schedule(task_id)
                 return
-            records = _POOL.map(self.tasks.load, waiting)
+            records = _READERS.map(self.tasks.load, waiting)
             done = [required_id for required_id, record in zip(waiting, records)
                     if _satisfied_now(requires, record)]
             if not done:

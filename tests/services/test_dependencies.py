@@ -205,3 +205,21 @@ def test_a_task_naming_thousands_of_unknown_dependencies_is_refused_after_readin
         services.tasks.create(new_slugid(), make_task(task_queue_id, dependencies=[known, *unknown]))
     assert OPERATIONS.value - before < 100
     assert "stopped after reading" in refused.value.message
+
+
+def test_a_fan_out_whose_dependents_still_wait_on_others_is_handled_without_deadlock(services, task_queue_id):
+    """Each dependent of the resolved task still waits on another one, which its re-check
+    reads: more dependents than the tracker has threads must not starve those reads."""
+    import threading
+
+    root, other = create(services, task_queue_id), create(services, task_queue_id)
+    children = [create(services, task_queue_id, dependencies=[root, other]) for _ in range(40)]
+    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    completed = claim["status"]["taskId"]
+    services.resolutions.completed(completed, claim["runId"])
+    handler = threading.Thread(target=services.resolution_handler.handle, args=(completed, claim["runId"]),
+                               daemon=True)
+    handler.start()
+    handler.join(timeout=60)
+    assert not handler.is_alive(), "the resolution handler is stuck"
+    assert {state(services, child) for child in children} == {"unscheduled"}
