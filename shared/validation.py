@@ -7,10 +7,11 @@ and the test suite checks every response against the response schemas.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from referencing import Registry, Resource
 
 from .domain.errors import InvalidInput
@@ -25,14 +26,41 @@ _formats = FormatChecker(formats=())
 
 @_formats.checks("date-time", raises=ValueError)
 def _is_date_time(value: object) -> bool:
-    """RFC 3339 with a time zone (jsonschema would otherwise skip the check silently)."""
-    if not isinstance(value, str) or "T" not in value.upper():
-        return False
-    text = value.upper()
-    if not (text.endswith("Z") or "+" in text[10:] or "-" in text[10:]):
-        return False
-    parse_iso(value)
+    """RFC 3339 with a time zone, in the years Python represents (jsonschema would otherwise
+    skip the check silently). Non-strings are the `type` keyword's business."""
+    if isinstance(value, str):
+        parse_iso(value)
     return True
+
+
+@lru_cache(maxsize=None)
+def ecma_regex(pattern: str) -> re.Pattern:
+    r"""`pattern` compiled with ECMA-262's meaning, which the schemas (published, standard
+    JSON Schema) are written in. Python's `$` also matches before a final newline, so
+    `^[a-z]+$` would pass `"abc\n"` to storage; ECMA's `$` (no multiline flag) is Python's
+    `\Z`. ASCII: ECMA's `\d` and `\w` are ASCII, Python's are Unicode."""
+    translated, in_class, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = r"\Z"
+        translated.append(char)
+    return re.compile("".join(translated), re.ASCII)
+
+
+def _pattern(validator, pattern: str, instance, schema):
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
 
 
 @lru_cache(maxsize=1)
@@ -46,7 +74,7 @@ def _registry() -> Registry:
 @lru_cache(maxsize=None)
 def _validator(schema_name: str) -> Draft202012Validator:
     schema = _registry().contents(BASE_URI + schema_name + ".json")
-    return Draft202012Validator(schema, registry=_registry(), format_checker=_formats)
+    return _Validator(schema, registry=_registry(), format_checker=_formats)
 
 
 def _path(error) -> str:
@@ -61,6 +89,8 @@ def _describe(error, schema: dict) -> str:
     if custom:
         return custom
     message = error.message
+    if error.validator == "format" and error.cause is not None:  # say why, e.g. out of range
+        message = f"{message}: {error.cause}"
     if len(message) > 300:
         message = message[:300] + "..."
     return f"{_path(error)}: {message}"

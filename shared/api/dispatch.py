@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
+from ..services.task_groups import DEFAULT_PAGE as MAX_PAGE
 from .errors import InvalidRequestArguments, error_response
 from .http import ApiRequest, ApiResponse
 from .router import Endpoint, check_params, match
@@ -58,15 +60,31 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
         return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
 
 
+# The query options `_check_query` accepts, as JSON Schemas (for the OpenAPI document).
+QUERY_OPTIONS = {
+    "continuationToken": {"type": "string"},
+    "limit": {"type": "integer", "minimum": 1},
+    "quarantined": {"enum": ["true", "false"]},
+}
+
+
 def _check_query(endpoint: Endpoint, query: dict) -> dict:
     checked = {name: value for name, value in query.items() if name in endpoint.query}
     if "limit" in checked:
-        if not checked["limit"].isdigit() or int(checked["limit"]) < 1:
-            raise InvalidRequestArguments(f"limit: {checked['limit']!r} must be a positive whole number")
-        checked["limit"] = int(checked["limit"])
+        checked["limit"] = _limit(checked["limit"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
     return checked
+
+
+def _limit(text: str) -> int:
+    """A page size: ASCII digits only (`str.isdigit()` is true for '²', which int() refuses).
+    A limit above the largest page is clamped to it, as Taskcluster does, not refused; its
+    length is compared first, since int() refuses a number of more than 4,300 digits."""
+    digits = text.lstrip("0")
+    if not re.fullmatch("[0-9]+", text) or not digits:
+        raise InvalidRequestArguments(f"limit: {text[:50]!r} must be a positive whole number")
+    return MAX_PAGE if len(digits) > len(str(MAX_PAGE)) else min(int(digits), MAX_PAGE)
 
 
 def _parse_body(endpoint: Endpoint, body: bytes):
@@ -77,7 +95,7 @@ def _parse_body(endpoint: Endpoint, body: bytes):
     if not body.strip():
         return {}
     try:
-        payload = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
+        payload = json.loads(body, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedPayload(f"The request body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -90,11 +108,14 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _finite_float(text: str) -> float:
+def _number(text: str) -> float | int:
+    """JSON has one number type: `5.0` is the integer 5 to JSON Schema (and to Taskcluster,
+    in JavaScript), so it passes `"type": "integer"`; handed on as a float it would break the
+    code that counts with it (`range(5.0)`). Integral values a double holds exactly become ints."""
     value = float(text)
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"{text} is too large for a JSON number")
-    return value
+    return int(value) if value.is_integer() and abs(value) <= 2 ** 53 else value
 
 
 def _check_nesting(payload) -> None:

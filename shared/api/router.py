@@ -6,12 +6,12 @@ segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import unquote
 
 from ..domain.ids import SLUGID_PATTERN
+from ..validation import ecma_regex
 from .errors import InvalidRequestArguments
 
 PARAM_PATTERNS = {
@@ -35,6 +35,11 @@ class Endpoint:
     handler: Callable
     input_schema: str | None = None
     query: tuple[str, ...] = ()
+    output_schema: str | None = None     # what a 200 carries (documentation and tests)
+
+    @property
+    def params(self) -> list[str]:
+        return [segment[1:-1] for segment in self.segments if _is_param(segment)]
 
     @property
     def segments(self) -> list[str]:
@@ -58,15 +63,20 @@ def _bind(template: list[str], raw: list[str]) -> dict | None:
         return None
     params = {}
     for pattern, value in zip(template, raw):
-        if pattern.startswith("<") and pattern.endswith(">"):
+        if _is_param(pattern):
             params[pattern[1:-1]] = unquote(value)
         elif pattern != unquote(value):
             return None
     return params
 
 
+def _is_param(segment: str) -> bool:
+    return segment.startswith("<") and segment.endswith(">")
+
+
 def check_params(params: dict) -> None:
     for name, value in params.items():
         pattern = PARAM_PATTERNS.get(name)
-        if pattern and not re.match(pattern, value):
+        # Read as the schemas are (ECMA-262): `$` ends the value, even one ending in "\n".
+        if pattern and not ecma_regex(pattern).search(value):
             raise InvalidRequestArguments(f"{name}: {value!r} does not match {pattern}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import openapi
 from .queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from .router import Endpoint
 
@@ -9,6 +10,8 @@ SERVICE_ROOT = "/scheduler/v1"
 
 ENDPOINTS = [
     next(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name == "ping"),
+    Endpoint("openapi", "GET", "/openapi.json",
+             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Task-graph scheduler")),
     Endpoint("createTaskGraph", "PUT", "/task-graph/<taskGraphId>",
              lambda call: call.queue.task_graphs.create(call.params["taskGraphId"], call.body),
              input_schema="task-graph-request"),

@@ -16,4 +16,5 @@ def new_slugid() -> str:
 
 
 def is_slugid(value: object) -> bool:
-    return isinstance(value, str) and _SLUGID.match(value) is not None
+    # fullmatch: the pattern's `$` would also match before a final newline.
+    return isinstance(value, str) and _SLUGID.fullmatch(value) is not None

@@ -47,11 +47,13 @@ def normalize(task_id: str, body: dict, now: datetime) -> dict:
     _fill_task_queue(definition)
     for field in ("created", "deadline"):
         definition[field] = normalize_iso(definition[field])
+    _check_created_and_deadline(definition, now)
+    # Defaulted only once the deadline is known to be near: a year after one in 9999 overflows.
     if "expires" in definition:
         definition["expires"] = normalize_iso(definition["expires"])
     else:
         definition["expires"] = to_iso(parse_iso(definition["deadline"]) + DEFAULT_EXPIRES_AFTER_DEADLINE)
-    _check_times(definition, now)
+    _check_expires(definition)
     _check_scopes(definition["scopes"])
     # A task may depend on itself (Taskcluster allows it): it then waits for scheduleTask.
     return definition
@@ -74,9 +76,8 @@ def _fill_task_queue(definition: dict) -> None:
         raise InvalidInput("taskQueueId: give taskQueueId, or both provisionerId and workerType")
 
 
-def _check_times(definition: dict, now: datetime) -> None:
+def _check_created_and_deadline(definition: dict, now: datetime) -> None:
     created, deadline = parse_iso(definition["created"]), parse_iso(definition["deadline"])
-    expires = parse_iso(definition["expires"])
     if created > now + CLOCK_SKEW:
         raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the future")
     if created < now - CLOCK_SKEW:
@@ -87,7 +88,10 @@ def _check_times(definition: dict, now: datetime) -> None:
         raise InvalidInput(f"deadline: {definition['deadline']} is more than 5 days in the future")
     if deadline <= created:
         raise InvalidInput(f"deadline: {definition['deadline']} must be after created {definition['created']}")
-    if expires < deadline:
+
+
+def _check_expires(definition: dict) -> None:
+    if parse_iso(definition["expires"]) < parse_iso(definition["deadline"]):
         raise InvalidInput(f"expires: {definition['expires']} must not be before deadline {definition['deadline']}")
 
 

@@ -1,6 +1,18 @@
-"""Timestamps as Taskcluster writes them: UTC, millisecond precision, `Z` suffix."""
+"""Timestamps as Taskcluster writes them: UTC, millisecond precision, `Z` suffix.
 
+Every date-time the API accepts goes through `parse_iso`, so it is the one place that says
+what a date-time is: RFC 3339 (what JSON Schema's `date-time` means), with an offset, whose
+UTC instant Python can represent (years 1 to 9999). Anything else is a ValueError, which
+the callers turn into a 400 naming the field, never an OverflowError.
+"""
+
+import re
 from datetime import datetime, timedelta, timezone
+
+# Python's fromisoformat also takes week dates, basic format, commas and bare hours: none
+# of them is RFC 3339, and each would be one more form to store and compare.
+_RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+                      r"([Zz]|[+-][0-9]{2}:[0-9]{2})")
 
 
 def utcnow() -> datetime:
@@ -8,17 +20,21 @@ def utcnow() -> datetime:
 
 
 def to_iso(moment: datetime) -> str:
-    """`2026-11-22T19:30:00.123Z`: the form every Taskcluster response uses."""
+    """`2026-11-22T19:30:00.123Z`: the form every Taskcluster response uses. The year always
+    has four digits (strftime's `%Y` writes year 1 as `1` on Linux, which no parser reads)."""
     moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def parse_iso(text: str) -> datetime:
-    """Parse an RFC 3339 date-time; naive values are taken as UTC. Raises ValueError."""
-    moment = datetime.fromisoformat(text.replace("z", "Z"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    """Parse an RFC 3339 date-time with an offset into UTC. Raises ValueError."""
+    if not _RFC3339.fullmatch(text):
+        raise ValueError("not an RFC 3339 date-time such as 2026-11-22T19:30:00.000Z")
+    moment = datetime.fromisoformat(text.upper())
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is in year 0 in UTC
+        raise ValueError("outside the years 1 to 9999 in UTC") from None
 
 
 def normalize_iso(text: str) -> str:

@@ -1,6 +1,7 @@
 """Bad input gets Taskcluster's error shape and a 4xx, never a 500, and changes nothing."""
 
 import json
+import socket
 from datetime import timedelta
 
 import pytest
@@ -165,3 +166,132 @@ def test_unknown_task_group_and_queue(queue):
     assert rest_error(queue.getTaskGroup, new_slugid()).status_code == 404
     assert rest_error(queue.listTaskGroup, new_slugid()).status_code == 404
     assert rest_error(queue.getTaskQueue, "nobody/nothing").status_code == 404
+
+
+# Issue R5: no input may produce a 5xx. Each case below was a 500 (or was stored) before.
+
+def scheduler_url(server, path: str) -> str:
+    return f"{server.root_url}/api/scheduler/v1{path}"
+
+
+def assert_refused(response, field: str, status: int = 400) -> dict:
+    assert response.status_code == status, response.text[:300]
+    body = response.json()
+    assert check_response("error", body) == [] and field in body["message"], body["message"]
+    return body
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda: {"taskGroupId": new_slugid() + "\n"}, "taskGroupId"),
+    (lambda: {"schedulerId": "scheduler\n"}, "schedulerId"),
+    (lambda: {"dependencies": [new_slugid() + "\n"]}, "dependencies"),
+    (lambda: {"taskQueueId": "prov/worker\n"}, "taskQueueId"),
+    (lambda: {"taskQueueId": None, "provisionerId": "prov\n", "workerType": "worker"}, "provisionerId"),
+    (lambda: {"taskQueueId": None, "provisionerId": "prov", "workerType": "worker\n"}, "workerType"),
+])
+def test_a_final_newline_does_not_pass_a_pattern(queue, new_task, task_id, change, field):
+    """Python's `$` matches before a final newline; the schemas' (ECMA-262) `$` does not."""
+    definition = {key: value for key, value in {**new_task(), **change()}.items() if value is not None}
+    error = rest_error(queue.createTask, task_id, definition)
+    assert error.status_code == 400 and field in error.body["message"]
+    assert_not_created(queue, task_id)
+
+
+@pytest.mark.parametrize("method, path, field", [
+    ("PUT", "/task/{task_id}%0A", "taskId"),
+    ("GET", "/task-group/{task_id}%0A", "taskGroupId"),
+    ("POST", "/claim-work/prov%2Fworker%0A", "taskQueueId"),
+    ("GET", "/task-queues/prov%2Fworker%0A/counts", "taskQueueId"),
+    ("GET", "/provisioners/prov%0A/worker-types/worker/workers", "provisionerId"),
+    ("GET", "/provisioners/prov/worker-types/worker%0A/workers", "workerType"),
+    ("GET", "/provisioners/prov/worker-types/worker/workers/wg%0A/w", "workerGroup"),
+    ("GET", "/provisioners/prov/worker-types/worker/workers/wg/w%0A", "workerId"),
+    ("POST", "/task/{task_id}/runs/10000/completed", "runId"),
+])
+def test_a_final_newline_does_not_pass_a_route_parameter(server, new_task, task_id, method, path, field):
+    body = {"workerGroup": "wg", "workerId": "w"} if path.startswith("/claim-work") else new_task()
+    response = requests.request(method, server.url(path.format(task_id=task_id)), json=body)
+    assert_refused(response, field)
+    assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"workerGroup": "wg\n", "workerId": "w"}, "workerGroup"),
+    ({"workerGroup": "wg", "workerId": "w\n"}, "workerId"),
+])
+def test_claim_work_identifiers_end_without_newline(queue, task_queue_id, body, field):
+    error = rest_error(queue.claimWork, task_queue_id, body)
+    assert error.status_code == 400 and field in error.body["message"]
+
+
+@pytest.mark.parametrize("label, routing, field", [("build\n", "", "tasks"), ("build", "route\n", "routing")])
+def test_a_refused_graph_is_refused_before_anything_is_written(server, new_task, label, routing, field):
+    graph_id = new_slugid()
+    graph = {"tasks": {label: {"task": new_task()}}, "routing": routing}
+    assert_refused(requests.put(scheduler_url(server, f"/task-graph/{graph_id}"), json=graph), field)
+    assert requests.get(scheduler_url(server, f"/task-graph/{graph_id}/status")).status_code == 404
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"created": "0001-01-01T00:00:00+01:00"}, "created"),        # year 0 in UTC
+    ({"deadline": "9999-12-31T23:59:59-01:00"}, "deadline"),      # year 10000 in UTC
+    ({"expires": "9999-12-31T23:59:59-01:00"}, "expires"),
+    ({"deadline": "9999-12-31T23:59:59Z"}, "deadline"),           # its default expires, a year on
+    ({"deadline": "0999-12-31T23:59:59Z"}, "deadline"),           # written back as year 999
+    ({"created": "2026-W48-1T00:00:00Z"}, "created"),             # ISO 8601, not RFC 3339
+])
+def test_dates_at_the_edges(queue, new_task, task_id, change, field):
+    error = rest_error(queue.createTask, task_id, new_task(**change))
+    assert error.status_code == 400 and error.body["code"] == "InputValidationError"
+    assert error.body["message"].startswith(field)
+    assert_not_created(queue, task_id)
+
+
+def test_quarantine_at_the_edges(queue, new_task, task_queue_id):
+    provisioner_id, worker_type = task_queue_id.split("/")
+    worker = (provisioner_id, worker_type, "wg", "w1")
+    for until in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"):
+        error = rest_error(queue.quarantineWorker, *worker, {"quarantineUntil": until})
+        assert error.status_code == 400 and "quarantineUntil" in error.body["message"]
+    queue.createTask(new_slugid(), new_task())
+    queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w1", "tasks": 1})
+    # A year below 1000 is written with four digits, so it can be read back.
+    queue.quarantineWorker(*worker, {"quarantineUntil": "0001-01-01T00:00:00Z"})
+    assert queue.getWorker(*worker)["quarantineUntil"] == "0001-01-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "0", "-1", "1.5", " 1"])
+def test_limit_is_ascii_digits(server, limit):
+    """'²' and '٣' pass str.isdigit(); int() refuses the first and reads the second as 3."""
+    assert_refused(requests.get(server.url("/task-queues"), params={"limit": limit}), "limit")
+
+
+def test_a_limit_beyond_any_page_is_clamped(server):
+    """int() refuses more than 4,300 digits; no page is that long anyway."""
+    for limit in ("9" * 5000, "0" * 5000 + "1", "1001"):
+        response = requests.get(server.url("/task-queues"), params={"limit": limit})
+        assert response.status_code == 200, response.text[:300]
+
+
+def test_a_whole_float_counts_as_an_integer(queue, new_task, task_queue_id):
+    """JSON Schema (and JavaScript) take 2.0 for the integer 2; so does the body's parser."""
+    queue.createTask(new_slugid(), new_task(retries=2.0))
+    claimed = queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w", "tasks": 2.0})["tasks"]
+    assert len(claimed) == 1 and claimed[0]["task"]["retries"] == 2
+
+
+@pytest.mark.parametrize("path", [b"/task/%ZZ/status", b"/task/%00/status", b"/task/\xff\xfe/status",
+                                  b"/task-queues/prov%2F%FF", b"/task-queues?limit=%B2", b"/%ZZ"])
+def test_odd_bytes_in_the_path(server, path):
+    status, body = raw_get(server, b"/api/queue/v1" + path)
+    assert status in (400, 404) and check_response("error", json.loads(body)) == []
+
+
+def raw_get(server, path: bytes) -> tuple[int, bytes]:
+    """GET a path as given, byte for byte (HTTP clients would encode it first)."""
+    host, port = server.root_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: queue\r\nConnection: close\r\n\r\n")
+        answer = b"".join(iter(lambda: sock.recv(65536), b""))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
