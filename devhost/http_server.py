@@ -39,8 +39,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.monotonic()
-        body = self._read_body()
-        parts = urlsplit(self.path)
+        try:
+            body = self._read_body()
+            parts = urlsplit(self.path)
+        except ValueError as error:  # a framing Azure's front end would refuse before the app
+            self.close_connection = True  # what follows on this connection cannot be framed
+            self.send_error(400, f"Malformed request: {error}")
+            log.info("%s %r -> 400 (malformed: %s)", self.command, self.path[:200], error)
+            return
         status, headers, payload = self._dispatch(parts.path, parts.query, body)
         self.send_response(status)
         for key, value in headers.items():
@@ -65,6 +71,8 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()  # the CRLF after each chunk
         length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError(f"Content-Length {length} is negative")
         return self.rfile.read(length) if length else b""
 
     def _dispatch(self, path: str, query: str, body: bytes) -> tuple[int, dict, bytes]:

@@ -95,3 +95,21 @@ def test_a_failing_function_is_a_500_and_the_server_keeps_serving(base_url):
 def test_empty_route_prefix_serves_from_the_root(local_host):
     base_url = local_host(build_app(), {"http": {"routePrefix": ""}}).base_url
     assert requests.get(f"{base_url}/items/new", timeout=5).json()["function"] == "new_item"
+
+
+@pytest.mark.parametrize("head", [
+    "POST /api/echo/x HTTP/1.1\r\nContent-Length: abc\r\n",
+    "POST /api/echo/x HTTP/1.1\r\nContent-Length: -5\r\n",
+    "POST /api/echo/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    "GET http://[x/api/echo/x HTTP/1.1\r\n",
+])
+def test_a_request_that_cannot_be_framed_is_answered_400_not_dropped(base_url, head):
+    import socket
+    from urllib.parse import urlsplit
+
+    address = urlsplit(base_url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as connection:
+        connection.sendall((head if head.endswith("zz\r\n") else head + "\r\n").encode())
+        answer = connection.recv(4096).decode(errors="replace")
+    assert answer.startswith("HTTP/1.") and " 400 " in answer.split("\r\n", 1)[0], answer[:200]
+    assert requests.get(f"{base_url}/api/items/new").status_code == 200   # still serving
