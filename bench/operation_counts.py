@@ -1,7 +1,7 @@
 """Storage round trips per task lifecycle, counted exactly in this process, including each
 task's share of every sweep that touches it.
 
-The services are built here (`Queue.build`, from app settings in the environment as the host
+The services are built here (`Services.build`, from app settings in the environment as the host
 builds them) on tables and queues of their own, and every request they send passes the
 process-wide `OPERATIONS` counter. The steps run one after another from one thread, so each
 step's delta is its own cost with no contention: the floor that the HTTP runs, with
@@ -41,7 +41,7 @@ from shared.config import Settings
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
-from shared.services.queue import Queue
+from shared.services.wiring import Services
 from shared.storage.account import OPERATIONS
 
 from .tasks import task_definition
@@ -149,7 +149,7 @@ class InProcess:
     host's part that is not a service: polling the queue triggers' queues."""
 
     settings: dict[str, str]
-    services: Queue
+    services: Services
     labeller: Labeller
     queues: dict[str, QueueClient]     # app setting -> the queue its trigger polls, counted
 
@@ -209,10 +209,10 @@ class InProcess:
 @contextmanager
 def in_process(connection: str):
     """An `InProcess` on tables and queues of its own, labelling requests for the block;
-    the app's functions get these services from `get_queue()` meanwhile."""
+    the app's functions get these services from `get_services()` meanwhile."""
     settings = app_settings(connection)
     with Labeller(settings["QUEUE_TABLE_PREFIX"]) as labeller, _environment(settings):
-        services = Queue.build(Settings.from_environ())
+        services = Services.build(Settings.from_environ())
         # Built while the labeller is in place, so their requests are counted and labelled.
         queues = {setting: QueueClient.from_connection_string(
             connection, settings[setting], message_decode_policy=TextBase64DecodePolicy(),
@@ -222,20 +222,20 @@ def in_process(connection: str):
 
 
 @contextmanager
-def _serving(services: Queue):
-    """The functions' `get_queue()` answers `services` for the block. The process's own Queue
+def _serving(services: Services):
+    """The functions' `get_services()` answers `services` for the block. The process's own Queue
     is built once from the environment and kept; a second harness in one process would
     otherwise find the first one's."""
     namespaces = {id(fn.__globals__): fn.__globals__ for fn in (f.get_user_function() for f in _functions())
-                  if "get_queue" in fn.__globals__}
-    saved = {key: namespace["get_queue"] for key, namespace in namespaces.items()}
+                  if "get_services" in fn.__globals__}
+    saved = {key: namespace["get_services"] for key, namespace in namespaces.items()}
     for namespace in namespaces.values():
-        namespace["get_queue"] = lambda: services
+        namespace["get_services"] = lambda: services
     try:
         yield
     finally:
         for key, namespace in namespaces.items():
-            namespace["get_queue"] = saved[key]
+            namespace["get_services"] = saved[key]
 
 
 @contextmanager
@@ -346,7 +346,7 @@ def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
     return claims
 
 
-def _claim_all(services: Queue, queue_id: str, n: int, claim_batch: int, step: Step) -> list[dict]:
+def _claim_all(services: Services, queue_id: str, n: int, claim_batch: int, step: Step) -> list[dict]:
     claimed: list[dict] = []
     while len(claimed) < n:
         answer = services.claims.claim_work(queue_id, *WORKER, claim_batch)
@@ -379,7 +379,7 @@ def _sweep_all(harness: InProcess, sweeps: list[Sweep], steps: dict[str, Step], 
         _check_swept(services, sweep, queue_id, task_ids)
 
 
-def _due(services: Queue, sweep: Sweep, queue_id: str, claims: list[dict]) -> datetime:
+def _due(services: Services, sweep: Sweep, queue_id: str, claims: list[dict]) -> datetime:
     """When the last of what `sweep` watches comes due, read through the API's own calls
     (outside any counted step)."""
     if sweep.watches == "takenUntil":
@@ -392,7 +392,7 @@ def _due(services: Queue, sweep: Sweep, queue_id: str, claims: list[dict]) -> da
     return parse_iso(services.task_queues.get(queue_id, utcnow())["expires"])
 
 
-def _check_swept(services: Queue, sweep: Sweep, queue_id: str, task_ids: list[str]) -> None:
+def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list[str]) -> None:
     """The sweep did what it should, judged from the API's answers (not from its return
     value or the storage layout, which may change): claims and deadlines of tasks resolved
     in time change nothing; expired tasks, workers and task queues are gone."""

@@ -25,7 +25,7 @@ from devhost.azurite import Azurite
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.queue import Queue
+from shared.services.wiring import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,7 +146,7 @@ def queue(server) -> taskcluster.Queue:
     return server.client()
 
 
-def build_services(azurite: Azurite, **overrides) -> Queue:
+def build_services(azurite: Azurite, **overrides) -> Services:
     """The Queue's services in this process, on tables and queues of their own."""
     prefix = unique_prefix()
     settings = dict(
@@ -155,11 +155,11 @@ def build_services(azurite: Azurite, **overrides) -> Queue:
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
         graph_queue=f"{prefix}-graphs")
-    return Queue.build(Settings(**{**settings, **overrides}))
+    return Services.build(Settings(**{**settings, **overrides}))
 
 
 @pytest.fixture
-def services(azurite) -> Queue:
+def services(azurite) -> Services:
     return build_services(azurite)
 
 

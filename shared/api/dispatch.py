@@ -32,11 +32,12 @@ class Call:
     params: dict
     query: dict
     body: object
-    services: Callable[[], object]
+    get_services: Callable[[], object]
 
     @property
-    def queue(self):
-        return self.services()
+    def services(self):
+        """The Queue's services (built on first use, so a bad request costs no storage)."""
+        return self.get_services()
 
 
 def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object]) -> ApiResponse:

@@ -4,7 +4,7 @@ import json
 
 import azure.functions as func
 
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 bp = func.Blueprint()
 
@@ -12,4 +12,4 @@ bp = func.Blueprint()
 @bp.queue_trigger(arg_name="message", queue_name="%QUEUE_RESOLVED_QUEUE%", connection="AzureWebJobsStorage")
 def dependency_resolver(message: func.QueueMessage) -> None:
     event = json.loads(message.get_body())
-    get_queue().resolution_handler.handle(event["taskId"], int(event["runId"]))
+    get_services().resolution_handler.handle(event["taskId"], int(event["runId"]))

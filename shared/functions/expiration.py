@@ -6,7 +6,7 @@ sweep reads only what came due.
 
 import azure.functions as func
 
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 bp = func.Blueprint()
 
@@ -14,6 +14,6 @@ bp = func.Blueprint()
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_EXPIRATION_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def expiration_sweep(timer: func.TimerRequest) -> None:
-    queue = get_queue()
+    queue = get_services()
     for sweep in (queue.expiration, queue.worker_expiry, queue.task_queue_expiry):
         sweep.sweep()

@@ -4,7 +4,7 @@ import json
 
 import azure.functions as func
 
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 bp = func.Blueprint()
 
@@ -12,4 +12,4 @@ bp = func.Blueprint()
 @bp.queue_trigger(arg_name="message", queue_name="%QUEUE_GRAPH_QUEUE%", connection="AzureWebJobsStorage")
 def graph_part_creator(message: func.QueueMessage) -> None:
     part = json.loads(message.get_body())
-    get_queue().task_graphs.parts.create_part(part["taskGraphId"], int(part["part"]))
+    get_services().task_graphs.parts.create_part(part["taskGraphId"], int(part["part"]))

@@ -4,13 +4,13 @@ import azure.functions as func
 
 from ..api.dispatch import dispatch
 from ..api.http import ApiRequest
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 
 
 def serve(req: func.HttpRequest, endpoints: list, service_root: str) -> func.HttpResponse:
     request = ApiRequest.from_url(req.method, req.url, service_root, req.get_body(), dict(req.headers))
-    response = dispatch(endpoints, request, get_queue)
+    response = dispatch(endpoints, request, get_services)
     return func.HttpResponse(body=response.encoded(), status_code=response.status,
                              headers=response.headers, mimetype="application/json", charset="utf-8")

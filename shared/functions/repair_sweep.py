@@ -2,11 +2,11 @@
 
 import azure.functions as func
 
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 bp = func.Blueprint()
 
 
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_REPAIR_SCHEDULE%", run_on_startup=False, use_monitor=False)
 def repair_sweep(timer: func.TimerRequest) -> None:
-    get_queue().repairs.sweep()
+    get_services().repairs.sweep()

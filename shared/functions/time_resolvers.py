@@ -5,7 +5,7 @@ Schedules are app settings (NCRONTAB), so local runs and tests can sweep every s
 
 import azure.functions as func
 
-from ..services.queue import get_queue
+from ..services.wiring import get_services
 
 bp = func.Blueprint()
 
@@ -13,10 +13,10 @@ bp = func.Blueprint()
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_CLAIM_RESOLVER_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def claim_resolver(timer: func.TimerRequest) -> None:
-    get_queue().claim_expiry.sweep()
+    get_services().claim_expiry.sweep()
 
 
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_DEADLINE_RESOLVER_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def deadline_resolver(timer: func.TimerRequest) -> None:
-    get_queue().deadlines.sweep()
+    get_services().deadlines.sweep()

@@ -7,11 +7,11 @@ import pytest
 from shared.domain.errors import InvalidInput
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.queue import Queue
+from shared.services.wiring import Services
 from tests.conftest import make_task
 
 
-def deliver_events(services: Queue) -> int:
+def deliver_events(services: Services) -> int:
     """Hand every queued 'task resolved' event to the handler, like the queue trigger does."""
     events = services.tasks.updater.events.resolved
     delivered = 0
@@ -23,7 +23,7 @@ def deliver_events(services: Queue) -> int:
     return delivered
 
 
-def run(services: Queue, task_queue_id: str, outcome: str = "completed") -> list[str]:
+def run(services: Services, task_queue_id: str, outcome: str = "completed") -> list[str]:
     """Claim everything pending on the queue and resolve it; returns the task ids."""
     claims = services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
     for claim in claims:
@@ -33,11 +33,11 @@ def run(services: Queue, task_queue_id: str, outcome: str = "completed") -> list
     return [claim["status"]["taskId"] for claim in claims]
 
 
-def state(services: Queue, task_id: str) -> str:
+def state(services: Services, task_id: str) -> str:
     return services.tasks.status(task_id)["state"]
 
 
-def create(services: Queue, task_queue_id: str, **overrides) -> str:
+def create(services: Services, task_queue_id: str, **overrides) -> str:
     task_id = new_slugid()
     services.tasks.create(task_id, make_task(task_queue_id, **overrides))
     return task_id

@@ -19,7 +19,7 @@ from datetime import timedelta
 import pytest
 
 from shared.domain.ids import new_slugid
-from shared.services.queue import Queue
+from shared.services.wiring import Services
 from tests.conftest import build_services
 from tests.services.test_dependencies import create, deliver_events
 from tests.services.test_task_graphs import graph
@@ -86,7 +86,7 @@ class Workload:
     graph_tasks: dict[str, str]    # label -> taskId
 
     @classmethod
-    def create(cls, services: Queue, task_queue_id: str) -> Workload:
+    def create(cls, services: Services, task_queue_id: str) -> Workload:
         group_id = new_slugid()
 
         def task(*dependencies: str) -> str:
@@ -111,7 +111,7 @@ class Workload:
         return "failed" if task_id == self.graph_tasks["flaky"] and run_id == 0 else "completed"
 
 
-def deliver_with_crashes(services: Queue, fault: Fault, recovery: str) -> list[tuple[str, int]]:
+def deliver_with_crashes(services: Services, fault: Fault, recovery: str) -> list[tuple[str, int]]:
     """Deliver the 'task resolved' events with the fault armed; returns the crashed ones.
 
     recovery="redeliver": a crashed message is not deleted, so the storage queue delivers it
@@ -149,7 +149,7 @@ def deliver_with_crashes(services: Queue, fault: Fault, recovery: str) -> list[t
             events.delete(message)
 
 
-def sweep_until_handled(services: Queue, crashed: list[tuple[str, int]]) -> None:
+def sweep_until_handled(services: Services, crashed: list[tuple[str, int]]) -> None:
     """Run the repair sweep until every crashed resolution is marked handled (the intents
     come due `repair_delay` after each resolution)."""
     handled = services.resolution_handler.handled
@@ -160,7 +160,7 @@ def sweep_until_handled(services: Queue, crashed: list[tuple[str, int]]) -> None
         time.sleep(0.2)
 
 
-def drive(services: Queue, work: Workload, fault: Fault, recovery: str) -> tuple[list, list]:
+def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tuple[list, list]:
     """Work the queue as workers would until every task is completed; returns
     (every claim as (taskId, runId), every crashed resolution)."""
     claims, crashed = [], []
@@ -180,7 +180,7 @@ def drive(services: Queue, work: Workload, fault: Fault, recovery: str) -> tuple
     raise AssertionError(f"the workload did not finish: {[tasks.status(t)['state'] for t in work.all_tasks]}")
 
 
-def snapshot(services: Queue, work: Workload) -> dict:
+def snapshot(services: Services, work: Workload) -> dict:
     """Everything a resolution can change: statuses, the graph, the group."""
     group = services.task_groups.groups.load(work.group_id)
     return {

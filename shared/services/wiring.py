@@ -1,4 +1,4 @@
-"""The Queue's services wired to one storage account: what a binding asks for."""
+"""The Queue's services wired to one storage account: what a binding asks for (`get_services`)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from .workers import Workers
 
 
 @dataclass(frozen=True)
-class Queue:
+class Services:
     tasks: Tasks
     claims: Claims
     resolutions: Resolutions
@@ -59,7 +59,7 @@ class Queue:
     workers: Workers
 
     @classmethod
-    def build(cls, settings: Settings) -> Queue:
+    def build(cls, settings: Settings) -> Services:
         account = StorageAccount(settings.storage_connection, settings.table_prefix)
         task_table, pending, claimed = TaskTable(account), PendingTable(account), ClaimTable(account)
         repair_queue = account.queue(settings.repair_queue)
@@ -107,14 +107,14 @@ class Queue:
         )
 
 
-_instance: Queue | None = None
+_instance: Services | None = None
 _lock = threading.Lock()
 
 
-def get_queue() -> Queue:
-    """The process's Queue, built from the environment on first use (Functions reuse workers)."""
+def get_services() -> Services:
+    """The process's services, built from the environment on first use (Functions reuse workers)."""
     global _instance
     with _lock:
         if _instance is None:
-            _instance = Queue.build(Settings.from_environ())
+            _instance = Services.build(Settings.from_environ())
         return _instance
