@@ -72,14 +72,15 @@ class TaskCreation:
         concurrent creation of the same ones is still caught when the rows are inserted.
         `held`: one part of a new graph, whose dependencies were checked with the whole
         graph and are all the graph's own tasks, which cannot have run yet: the tasks are
-        created unscheduled, waiting for them, until the graph starts.
+        created unscheduled, waiting for them, until the graph starts; they were accepted
+        with the graph, so a seal of its group since then does not refuse them.
         """
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
         existing = {} if unused_ids else self._existing(definitions)
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         outside = {} if held else self.dependencies.check(new)
-        return Plan(list(definitions), existing, new, outside, self.groups.check(new), held)
+        return Plan(list(definitions), existing, new, outside, self.groups.check(new, accepted=held), held)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -100,7 +101,7 @@ class TaskCreation:
     def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
         new = plan.new
         self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
-        self.groups.join_many(new, plan.groups)
+        self.groups.join_many(new, plan.groups, accepted=plan.held)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
         registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)
         statuses = {}

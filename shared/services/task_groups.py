@@ -36,25 +36,30 @@ class TaskGroups:
         self.groups = groups
         self.tasks = tasks
 
-    def check(self, definitions: dict[str, dict]) -> dict[str, TaskGroupRecord | None]:
+    def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
         """Refuse, before anything is written, new tasks their groups would refuse; the
-        groups as read (None: not created yet), for `join_many`."""
+        groups as read (None: not created yet), for `join_many`. `accepted`: the tasks were
+        accepted before (the parts of a graph whose PUT was answered), so a seal since then
+        does not refuse them."""
         groups = {}
         for group_id, task_ids in _by_group(definitions).items():
             group = groups[group_id] = self.groups.load(group_id)
             scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
-            _check_members(group_id, scheduler_id, group.sealed if group else "", definitions, task_ids)
+            sealed = group.sealed if group and not accepted else ""
+            _check_members(group_id, scheduler_id, sealed, definitions, task_ids)
         return groups
 
-    def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None]) -> None:
+    def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None],
+                  accepted: bool = False) -> None:
         """Make new tasks members of their groups, creating groups or extending their expiry;
         `known` are the groups as `check` read them.
 
-        A group's schedulerId is fixed by its first task, and a sealed group takes no more.
+        A group's schedulerId is fixed by its first task, and a sealed group takes no more
+        (but those `accepted` before it was sealed).
         """
         for group_id, task_ids in _by_group(definitions).items():
             group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
-            _check_members(group_id, group.scheduler_id, group.sealed, definitions, task_ids)
+            _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
             self._extend_expiry(group, max(definitions[task_id]["expires"] for task_id in task_ids))
             self.groups.add_members(group_id, task_ids)
 

@@ -234,3 +234,25 @@ def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_rep
     time.sleep(1.2)
     assert services.repairs.sweep() == 0                          # progress made: nothing sent again
     assert deliver_parts(services) == 0
+
+
+def test_a_graph_whose_group_is_sealed_while_it_is_created_still_gets_every_task(services, task_queue_id):
+    """The PUT accepted the graph; a seal that comes while its parts are being created
+    refuses new tasks to the group, not the graph's own (they would be poisoned, and the
+    graph left creating for good)."""
+    from shared.domain.errors import Conflict as Refused
+    from tests.conftest import make_task
+
+    graph_id = new_slugid()
+    request = graph(task_queue_id, **{f"t{number}": {} for number in range(150)})
+    services.task_graphs.create(graph_id, request)
+    messages = services.task_graphs.parts.messages
+    first, second = messages.receive(32, timedelta(seconds=30))
+    services.task_graphs.parts.create_part(graph_id, first.body["part"])
+    services.task_groups.seal(graph_id, "2026-11-23T00:00:00.000Z")
+    services.task_graphs.parts.create_part(graph_id, second.body["part"])
+    assert state(services, graph_id) == "running"
+    assert len(services.task_graphs.inspect(graph_id)["tasks"]) == 150
+    with pytest.raises(Refused, match="sealed"):
+        services.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=graph_id,
+                                                      schedulerId="task-graph-scheduler"))
