@@ -101,7 +101,7 @@ class Dependencies:
         while True:
             waiting = self.requirements.remaining(task_id, page)
             if not waiting:
-                self._schedule(task_id)
+                self.schedule(task_id)
                 return
             records = _READERS.map(self.tasks.load, waiting)
             done = [required_id for required_id, record in zip(waiting, records)
@@ -143,12 +143,14 @@ class Dependencies:
         # dependent really waits, and lets the last resolver clear any stale row.
         self.recheck(dependent.task_id, dependent.requires, page=1)
 
-    def _schedule(self, task_id: str) -> None:
+    def schedule(self, task_id: str, why: str = "dependencies done") -> None:
+        """Give a task whose wait is over its first run. One past its deadline is left to the
+        deadline resolver (logged); one not written yet, to its creator's re-check."""
         now = utcnow()
         try:
-            self.updater.apply(task_id, lambda status: lifecycle.schedule(status, now), "schedule (dependencies done)")
+            self.updater.apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
         except NotFound:
-            pass  # still being created: its creator's re-check will schedule it
+            pass
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
 

@@ -24,15 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
-from ..domain import lifecycle
-from ..domain.errors import Conflict
 from ..domain.task_graph import CREATING, RUNNING, Node
 from ..domain.timestamps import utcnow
 from ..storage.message_queue import MessageQueue
 from ..storage.task_graph_table import LabelRecord, TaskGraphTable
 from .conditional import change_until_saved
+from .dependencies import Dependencies
+from .resolution_events import ResolutionEvents
 from .task_creation import TaskCreation
-from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
 PART_TASKS = 100          # tasks per part: one queue message's work, about a second of it
@@ -42,11 +41,12 @@ _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-start")
 
 
 class GraphParts:
-    def __init__(self, graphs: TaskGraphTable, creation: TaskCreation, updater: TaskUpdater,
-                 messages: MessageQueue, safety_delay: timedelta) -> None:
+    def __init__(self, graphs: TaskGraphTable, creation: TaskCreation, dependencies: Dependencies,
+                 events: ResolutionEvents, messages: MessageQueue, safety_delay: timedelta) -> None:
+        self.dependencies = dependencies
+        self.events = events
         self.graphs = graphs
         self.creation = creation
-        self.updater = updater
         self.messages = messages
         self.safety_delay = safety_delay
 
@@ -61,7 +61,7 @@ class GraphParts:
         graph) here and now, with a delayed message each in case this process dies."""
         numbers = self.graphs.parts(graph_id)
         self._send(graph_id, numbers, self.safety_delay if inline else timedelta(0))
-        self.updater.events.intend_graph_check(graph_id, len(numbers))
+        self.events.intend_graph_check(graph_id, len(numbers))
         if inline:
             for number in numbers:
                 self.create_part(graph_id, number)
@@ -80,7 +80,7 @@ class GraphParts:
             log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(numbers),
                         extra={"taskGraphId": graph_id})
             self._send(graph_id, numbers, timedelta(0))
-        self.updater.events.intend_graph_check(graph_id, len(numbers))
+        self.events.intend_graph_check(graph_id, len(numbers))
         return stalled
 
     def _send(self, graph_id: str, numbers: list[int], delay: timedelta) -> None:
@@ -110,19 +110,12 @@ class GraphParts:
         if graph is None or graph.state != CREATING:
             return
         roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
-        list(_POOL.map(self._schedule, roots))
+        list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
         change_until_saved(lambda: self.graphs.load_graph(graph_id),
                            lambda g: replace(g, state=RUNNING) if g.state == CREATING else g,
                            self.graphs.save_graph)
         log.info("task graph %s started: %d root tasks scheduled", graph_id, len(roots),
                  extra={"taskGraphId": graph_id})
-
-    def _schedule(self, task_id: str) -> None:
-        now = utcnow()
-        try:
-            self.updater.apply(task_id, lambda status: lifecycle.schedule(status, now), "schedule (graph started)")
-        except Conflict as refused:  # past its deadline: the deadline resolver resolves it
-            log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
 
 
 def _split(nodes: list[dict]) -> list[list[dict]]:

@@ -81,7 +81,7 @@ class Services:
         expiration = Expiration(TimeIndex(account, "expires", bucket=timedelta(days=1)), task_table,
                                 edges, requirements, handled, group_table, graph_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
-        parts = GraphParts(graph_table, creation, updater, account.queue(settings.graph_queue),
+        parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
                            timedelta(seconds=settings.repair_delay))
         graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
         workers = Workers(worker_table, claimed, updater, worker_expiry)

@@ -63,7 +63,7 @@ FAULT_POINTS = {
     # Inside the dependency tracker's writes: a requirement row deleted, the dependent not
     # yet checked or scheduled (the write that would otherwise be lost).
     "after one requirement deleted": (lambda s: s.dependencies.requirements, "satisfy", "after"),
-    "before a ready dependent is scheduled": (lambda s: s.dependencies, "_schedule", "before"),
+    "before a ready dependent is scheduled": (lambda s: s.dependencies, "schedule", "before"),
     "after graphs.task_resolved": (lambda s: s.resolution_handler.graphs, "task_resolved", "after"),
     # Inside the graph's writes: a rerun counted but not started; a label closed but the
     # graph's state not updated.
