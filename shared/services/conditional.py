@@ -17,11 +17,12 @@ MAX_ATTEMPTS = 20
 
 
 def change_until_saved(load: Callable[[], Record | None], change: Callable[[Record], Record],
-                       save: Callable[[Record], Record]) -> Record | None:
+                       save: Callable[[Record], Record], first: Record | None = None) -> Record | None:
     """Apply `change` to what `load` reads and `save` it; the record as it ends up (None if
-    there is none). A change that returns the record unchanged writes nothing."""
-    for _ in range(MAX_ATTEMPTS):
-        record = load()
+    there is none). A change that returns the record unchanged writes nothing. `first`: the
+    record as the caller already read it, tried before reading again (a round trip saved)."""
+    for attempt in range(MAX_ATTEMPTS):
+        record = first if attempt == 0 and first is not None else load()
         if record is None:
             return None
         updated = change(record)

@@ -71,12 +71,9 @@ class TaskGroups:
             return self.groups.load(fresh.task_group_id)
 
     def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> None:
-        known = [group]  # the first read is the caller's
-
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
             return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
-        change_until_saved(lambda: known.pop() if known else self.groups.load(group.task_group_id), later,
-                           self.groups.save)
+        change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
 
     def member_resolved(self, task_group_id: str, task_id: str, now: str) -> bool:
         """Note that a member resolved; True when that made the whole group resolved."""
