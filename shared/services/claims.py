@@ -10,24 +10,28 @@ from __future__ import annotations
 import logging
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from ..domain import lifecycle
 from ..domain.errors import NotFound
 from ..domain.task_status import render_status
 from ..domain.timestamps import to_iso, utcnow
+from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .credentials import CredentialIssuer
 from .task_queues import TaskQueues
-from .task_updates import TaskUpdater
-from .time_resolvers import ClaimExpiry
+from .task_updates import TaskUpdater, claim_row
 from .workers import Workers
 
 log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
+# The runs of one claimWork are claimed concurrently: each is a read and a conditional write
+# of its own task row, independent of the others.
+_CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
 
 
 class _Skip(Exception):
@@ -38,10 +42,10 @@ class _Skip(Exception):
 
 
 class Claims:
-    def __init__(self, tasks: TaskTable, pending: PendingTable, updater: TaskUpdater, queues: TaskQueues,
-                 issuer: CredentialIssuer, expiry: ClaimExpiry, workers: Workers, claim_timeout: int,
+    def __init__(self, tasks: TaskTable, pending: PendingTable, claim_rows: ClaimTable, updater: TaskUpdater,
+                 queues: TaskQueues, issuer: CredentialIssuer, workers: Workers, claim_timeout: int,
                  wait_seconds: int) -> None:
-        self.expiry = expiry
+        self.claim_rows = claim_rows
         self.workers = workers
         self.tasks = tasks
         self.pending = pending
@@ -76,31 +80,62 @@ class Claims:
         return {"tasks": claimed}
 
     def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
-        hints = self.pending.peek(task_queue_id, min(count * 2 + 8, 100))
+        hints, twins = _one_per_run(self.pending.peek(task_queue_id, min(count * 2 + 8, 100)))
         claimed: list[dict] = []
+        done: list[PendingHint] = []   # hints to delete: claimed, or found stale
         contended = False
-        while hints and len(claimed) < count:
-            # In key order while uncontended (priority, then age); once another worker
-            # beats us to a hint, spread out so concurrent claimers stop colliding.
-            hint = hints.pop(random.randrange(len(hints)) if contended else 0)
-            try:
-                claimed.append(self._claim_hint(hint, worker_group, worker_id))
-            except _Skip as skip:
-                contended = contended or not skip.stale
-                if skip.stale:
-                    _best_effort(lambda: self.pending.remove(hint), None, "remove a stale pending hint")
-            except Exception:
-                if not claimed:
-                    raise
-                log.exception("claimWork on %s: answering with the %d runs claimed before an error",
-                              task_queue_id, len(claimed))
-                break
+        try:
+            while hints and len(claimed) < count:
+                # In key order while uncontended (priority, then age); once another worker
+                # beats us to a hint, spread out so concurrent claimers stop colliding.
+                batch = [hints.pop(random.randrange(len(hints)) if contended else 0)
+                         for _ in range(min(count - len(claimed), len(hints)))]
+                lost, stopped = self._claim_hints(batch, worker_group, worker_id, claimed, done)
+                contended = contended or lost
+                if stopped:
+                    break
+        finally:
+            settled = {(hint.task_id, hint.run_id) for hint in done}
+            done += [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
+            if done:
+                _best_effort(lambda: self.pending.remove_many(done), None, "remove claimed and stale pending hints")
         return claimed
 
-    def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str) -> dict:
+    def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
+                     done: list[PendingHint]) -> tuple[bool, bool]:
+        """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
+        `done`; returns (whether another worker won any, whether an error ended the claiming)."""
         now = utcnow()
         taken_until = now + self.claim_timeout
+        rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
+                for hint in hints]
+        self.claim_rows.add(rows)  # watched before the claims exist, so none outlives a crash unwatched
+        outcomes = list(_CLAIMERS.map(lambda hint: _outcome(
+            lambda: self._claim_hint(hint, worker_group, worker_id, now, taken_until)), hints))
+        unused, lost, errors = [], False, []
+        for hint, row, (answer, error) in zip(hints, rows, outcomes):
+            if answer is not None:
+                claimed.append(answer)
+                done.append(hint)
+                continue
+            unused.append(row)
+            if isinstance(error, _Skip):
+                lost = lost or not error.stale
+                if error.stale:
+                    done.append(hint)
+            else:
+                errors.append(error)
+        if unused:
+            _best_effort(lambda: self.claim_rows.remove(unused), None, "remove the watches of runs not claimed")
+        if errors and not claimed:
+            raise errors[0]
+        for error in errors:
+            log.error("claimWork on %s: answering with the %d runs claimed despite an error", hints[0].task_queue_id,
+                      len(claimed), exc_info=error)
+        return lost, bool(errors)
 
+    def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str, now: datetime,
+                    taken_until: datetime) -> dict:
         def take(status):
             run = status.run(hint.run_id)
             if run is None:
@@ -111,23 +146,22 @@ class Claims:
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
 
-        # Watched before the claim exists, so no claim can outlive a crash unwatched.
-        self.expiry.watch(hint.task_id, hint.run_id, taken_until)
         try:
-            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True)
+            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True, remove_hints=False)
         except NotFound:
             raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
-        # No removal of the hint here: the updater removed it as the run left pending.
         return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
 
     def reclaim(self, task_id: str, run_id: int) -> dict:
         now = utcnow()
         taken_until = now + self.claim_timeout
-        self.expiry.watch(task_id, run_id, taken_until)
         record = self.updater.apply(
             task_id, lambda status: lifecycle.reclaim(status, run_id, now, taken_until), "reclaim",
             with_definition=True)
         run = record.status.run(run_id)
+        # Moved after the write: until then the row's earlier `takenUntil` only makes the
+        # sweep look early (and find the claim still good).
+        self.claim_rows.add([claim_row(record.summary["taskQueueId"], task_id, run)])
         return self._claim_response(record, run_id, run.worker_group, run.worker_id, now, taken_until, False)
 
     def _claim_response(self, record: TaskRecord, run_id: int, worker_group: str, worker_id: str,
@@ -146,6 +180,25 @@ class Claims:
             out["task"] = definition
         return out
 
+
+
+def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[PendingHint]]:
+    """The first hint of each run, and the others (two schedulers racing to make a run
+    pending each write a hint; one claim settles both)."""
+    first, twins = {}, []
+    for hint in hints:
+        if (hint.task_id, hint.run_id) in first:
+            twins.append(hint)
+        else:
+            first[hint.task_id, hint.run_id] = hint
+    return list(first.values()), twins
+
+
+def _outcome(action) -> tuple[dict | None, Exception | None]:
+    try:
+        return action(), None
+    except Exception as error:  # sorted out by the caller: a lost race, a stale hint, or a failure
+        return None, error
 
 
 def _best_effort(action, fallback, what: str):

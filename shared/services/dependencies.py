@@ -18,14 +18,13 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
-from ..storage.dependency_table import Dependent, DependencyTable
+from ..storage.dependency_table import ALL_DONE, Dependent, DependencyTable
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .task_updates import TaskUpdater
@@ -120,18 +119,26 @@ class Dependencies:
         after = self.tasks.load(task_id)
         return bool(after and after.status.runs)
 
-    def task_resolved(self, record: TaskRecord, state: RunState, after: str = "",
-                      checkpoint: Callable[[str], None] = lambda after: None) -> None:
-        """Handle 'the task of `record` resolved in `state`': satisfy and schedule its
-        dependents, page by page from the one after `after`, calling `checkpoint` with the
-        last one of each full page done."""
-        while True:
-            page = self.dependencies.dependents(record.task_id, after, PAGE)
-            list(_POOL.map(lambda dependent: self._satisfy(dependent, record.task_id, state), page))
-            if len(page) < PAGE:
+    def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str) -> None:
+        """Handle 'the task resolved in `state` with run `run_id`': satisfy and schedule its
+        dependents, page by page. A fan-out longer than a page records its progress after
+        each page, and a repeated handling resumes after it (or skips it, once done)."""
+        page = self.dependencies.dependents(task_id, "", PAGE)
+        long = len(page) == PAGE
+        if long:
+            after = self.dependencies.progress(task_id, run_id)
+            if after == ALL_DONE:
                 return
-            after = page[-1].task_id
-            checkpoint(after)
+            if after:
+                page = self.dependencies.dependents(task_id, after, PAGE)
+        while True:
+            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
+            if len(page) < PAGE:
+                break
+            self.dependencies.checkpoint(task_id, run_id, page[-1].task_id, expires)
+            page = self.dependencies.dependents(task_id, page[-1].task_id, PAGE)
+        if long:
+            self.dependencies.checkpoint(task_id, run_id, ALL_DONE, expires)
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):

@@ -1,7 +1,7 @@
 """What happens when a task expires: it is deleted, with everything kept about it.
 
 Taskcluster keeps a task until its `expires`; after that the task, its runs (on the task
-row), its dependency and requirement rows, its 'resolution handled' markers and its
+row), its dependency and requirement rows (with the progress of its long fan-outs) and its
 group membership are deleted, and a group (with its task graph, which shares its id) once
 the group's own expiry, the latest of its tasks', has passed.
 
@@ -18,7 +18,6 @@ from datetime import datetime
 
 from ..domain.timestamps import parse_iso
 from ..storage.dependency_table import DependencyTable
-from ..storage.handled_table import HandledTable
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_group_table import TaskGroupTable
@@ -34,13 +33,12 @@ class Expiration(TimeResolver):
     action = "expired"
 
     def __init__(self, index: TimeIndex, tasks: TaskTable, dependencies: DependencyTable,
-                 requirements: RequirementTable, handled: HandledTable, groups: TaskGroupTable,
+                 requirements: RequirementTable, groups: TaskGroupTable,
                  graphs: TaskGraphTable) -> None:
         super().__init__(index)
         self.tasks = tasks
         self.dependencies = dependencies
         self.requirements = requirements
-        self.handled = handled
         self.groups = groups
         self.graphs = graphs
 
@@ -66,7 +64,6 @@ class Expiration(TimeResolver):
             return KEEP  # past its deadline too: the deadline resolver resolves it first
         self.dependencies.forget(task_id, record.definition["dependencies"])
         self.requirements.forget(task_id)
-        self.handled.forget(task_id)
         self.groups.forget_member(record.summary["taskGroupId"], task_id)
         self.tasks.delete(task_id)  # last: while it exists, the item is handled again
         log.info("task %s expired and was deleted", task_id, extra={"taskId": task_id, "action": self.action})

@@ -1,23 +1,70 @@
 """'Task resolved' events, sent so that no resolution is ever lost.
 
-Every change that resolves a task sends two messages for the same (taskId, runId):
-- before the task row is written, a *delayed* one on the `repairs` queue: if the process
-  dies after the write, this message still arrives (storage queues deliver at least once)
-  and the repair sweep finishes the work;
-- after the write, an immediate one on the `task-resolved` queue for the dependency
-  resolver.
-Whoever finishes the work marks the task row, so the other message costs one read.
+A change that resolves a task announces it after the task row is written: a message on the
+`task-resolved` queue carrying everything the handler needs (a `Resolution`), so handling
+it reads nothing back. What finishes the work if the process dies between the write and the
+announcement depends on how the task resolved:
+- the run was claimed (a worker reported, a claim ran out, a cancel or deadline hit a
+  running run): the run's ClaimedRuns row stays until the handler is done with the
+  resolution, and the claim expiry sweep announces it again once the row is due;
+- otherwise (a cancel or a deadline before any claim): a *delayed* intent on the `repairs`
+  queue, sent before the write, which the repair sweep checks against the task row.
+Handling a resolution twice changes nothing (see `resolution_handler`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
+from ..domain.dependencies import resolution_of
+from ..domain.runs import RunState
 from ..storage.message_queue import MessageQueue
+from ..storage.task_table import TaskRecord
 
 RESOLVED_QUEUE = "task-resolved"
 REPAIR_QUEUE = "repairs"
 REPAIR_DELAY = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A task resolved by one of its runs, with what is needed to act on it."""
+    task_id: str
+    run_id: int
+    state: RunState            # completed, failed or exception
+    resolved: str              # when the run resolved
+    task_group_id: str
+    scheduler_id: str
+    task_queue_id: str
+    expires: str
+    worker_group: str = ""     # empty when the run was never claimed
+    worker_id: str = ""
+
+    @classmethod
+    def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:
+        """The resolution of `record`'s task by run `run_id`; None if that run did not resolve it."""
+        state = resolution_of(record.status, run_id)
+        if state is None:
+            return None
+        run, summary = record.status.run(run_id), record.summary
+        return cls(record.task_id, run_id, state, run.resolved or "", summary["taskGroupId"],
+                   summary["schedulerId"], summary["taskQueueId"], summary["expires"],
+                   run.worker_group or "", run.worker_id or "")
+
+    @classmethod
+    def from_message(cls, body: dict) -> Resolution:
+        values = {name: body[key] for name, key in _MESSAGE_KEYS.items()}
+        return cls(**{**values, "run_id": int(values["run_id"]), "state": RunState(values["state"])})
+
+    def to_message(self) -> dict:
+        return {key: getattr(self, name).value if name == "state" else getattr(self, name)
+                for name, key in _MESSAGE_KEYS.items()}
+
+
+_MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "resolved": "resolved",
+                 "task_group_id": "taskGroupId", "scheduler_id": "schedulerId", "task_queue_id": "taskQueueId",
+                 "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId"}
 
 
 class ResolutionEvents:
@@ -29,8 +76,8 @@ class ResolutionEvents:
     def intend(self, task_id: str, run_id: int) -> None:
         self.repairs.send({"kind": "task-resolved", "taskId": task_id, "runId": run_id}, self.repair_delay)
 
-    def announce(self, task_id: str, run_id: int) -> None:
-        self.resolved.send({"taskId": task_id, "runId": run_id})
+    def announce(self, resolution: Resolution) -> None:
+        self.resolved.send(resolution.to_message())
 
     def intend_graph_check(self, graph_id: str, parts_left: int) -> None:
         """A new graph with `parts_left` parts to create: look again later, in case the

@@ -1,19 +1,23 @@
 """What follows a task's resolution: its dependents are unblocked, its task graph reacts
-(rerun, blocked, finished), and its group learns that one more member resolved. Driven by the 'task resolved' event and by repairs.
+(rerun, blocked, finished), its group learns that one more member resolved, and the
+claimed run's row, which stood for the resolution until now, is removed. Driven by the
+'task resolved' event, which carries the `Resolution`, and by repairs, which read it from
+the task row.
 
-Queue messages are only hints; the task row says whether the run resolved the task, and
-a marker row says whether the work was done. Handling one twice must not matter.
+Events arrive at least once and may be handled twice, concurrently or after a crash
+midway: every step is idempotent (a deleted requirement stays deleted, scheduling and
+reruns are keyed by run, the group's resolved time only moves forward), and the claimed
+run's row goes last, so a crash before it leaves the resolution to be announced again.
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..domain.dependencies import resolution_of
-from ..domain.timestamps import to_iso, utcnow
-from ..storage.handled_table import HandledTable
+from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.task_table import TaskTable
 from .dependencies import Dependencies
+from .resolution_events import Resolution
 from .task_graphs import TaskGraphs
 from .task_groups import TaskGroups
 
@@ -22,29 +26,39 @@ log = logging.getLogger("queue.resolutions")
 
 class ResolutionHandler:
     def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
-                 graphs: TaskGraphs, handled: HandledTable) -> None:
+                 graphs: TaskGraphs, claims: ClaimTable) -> None:
         self.tasks = tasks
         self.dependencies = dependencies
         self.groups = groups
         self.graphs = graphs
-        self.handled = handled
+        self.claims = claims
+
+    def handle_message(self, body: dict) -> None:
+        """A 'task resolved' event as the queue carries it."""
+        if "state" in body:
+            self.handle_resolution(Resolution.from_message(body))
+        else:  # an event of an earlier version, naming only the run
+            self.handle(body["taskId"], int(body["runId"]))
 
     def handle(self, task_id: str, run_id: int) -> bool:
-        """Process the resolution of `task_id` by run `run_id`; False if there was nothing to do."""
-        done, after = self.handled.progress(task_id, run_id)
-        if done:
-            return False
+        """Process the resolution of `task_id` by run `run_id`, read from the task row; False
+        if that run did not resolve the task (an intent whose write never happened, or a
+        retried run)."""
         record = self.tasks.load(task_id)
-        state = resolution_of(record.status, run_id) if record else None
-        if state is None:
-            return False  # an intent whose write never happened, or a retried run
-        expires = record.summary["expires"]
-        self.dependencies.task_resolved(
-            record, state, after, lambda last: self.handled.checkpoint(task_id, run_id, last, expires))
-        self.graphs.task_resolved(record, run_id, state)
-        group_id = record.summary["taskGroupId"]
-        if self.groups.member_resolved(group_id, task_id, to_iso(utcnow())):
-            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
-        self.handled.mark(task_id, run_id, expires)
-        log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
+        resolution = Resolution.of(record, run_id) if record else None
+        if resolution is None:
+            return False
+        self.handle_resolution(resolution)
         return True
+
+    def handle_resolution(self, resolution: Resolution) -> None:
+        task_id, run_id = resolution.task_id, resolution.run_id
+        self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires)
+        self.graphs.task_resolved(resolution)
+        group_id = resolution.task_group_id
+        if self.groups.member_resolved(group_id, task_id, resolution.resolved):
+            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
+        if resolution.worker_group:
+            self.claims.remove([ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group,
+                                         resolution.worker_id)])
+        log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})

@@ -24,6 +24,7 @@ from ..storage.task_table import TaskRecord, TaskTable
 from ..validation import validate
 from .conditional import change_until_saved
 from .graph_parts import INLINE_TASKS, GraphParts
+from .resolution_events import Resolution
 from .task_creation import Plan, TaskCreation
 from .task_updates import TaskUpdater
 
@@ -144,21 +145,21 @@ class TaskGraphs:
             } for label in labels],
         }
 
-    def task_resolved(self, record: TaskRecord, run_id: int, state: RunState) -> None:
+    def task_resolved(self, resolution: Resolution) -> None:
         """A graph task resolved: close its label, rerun it, or block the graph."""
-        if record.summary["schedulerId"] != SCHEDULER_ID:
+        if resolution.scheduler_id != SCHEDULER_ID:
             return
-        graph_id = record.summary["taskGroupId"]
-        label = self.graphs.label_of(graph_id, record.task_id)
+        graph_id, task_id = resolution.task_group_id, resolution.task_id
+        label = self.graphs.label_of(graph_id, task_id)
         if label is None:
             return
-        if state is RunState.COMPLETED:
+        if resolution.state is RunState.COMPLETED:
             self._completed(graph_id, label)
-        elif not self._rerun(graph_id, label, record.task_id, run_id):
+        elif not self._rerun(graph_id, label, task_id, resolution.run_id):
             self._set_state(graph_id, lambda g: replace(
                 g, state=BLOCKED, blocked_by=tuple(sorted(set(g.blocked_by) | {label}))))
-            log.warning("task graph %s blocked by %s (task %s)", graph_id, label, record.task_id,
-                        extra={"taskGraphId": graph_id, "taskId": record.task_id})
+            log.warning("task graph %s blocked by %s (task %s)", graph_id, label, task_id,
+                        extra={"taskGraphId": graph_id, "taskId": task_id})
 
     def _completed(self, graph_id: str, label: str) -> None:
         self.graphs.close(graph_id, label)

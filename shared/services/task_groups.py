@@ -75,15 +75,19 @@ class TaskGroups:
             return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
         change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
 
-    def member_resolved(self, task_group_id: str, task_id: str, now: str) -> bool:
-        """Note that a member resolved; True when that made the whole group resolved."""
+    def member_resolved(self, task_group_id: str, task_id: str, resolved: str) -> bool:
+        """Note that a member resolved at `resolved`; True when that made the whole group
+        resolved (the group's resolved time only moves forward, so noting it twice is once)."""
         self.groups.member_resolved(task_group_id, task_id)
         if self.groups.unresolved(task_group_id):
             return False
-        marked = change_until_saved(lambda: self.groups.load(task_group_id),
-                                    lambda group: replace(group, resolved=now) if group.resolved < now else group,
-                                    self.groups.save)
-        return marked is not None and marked.resolved == now
+        moved = [False]   # decided by the attempt whose write went through
+
+        def mark(group: TaskGroupRecord) -> TaskGroupRecord:
+            moved[0] = group.resolved < resolved
+            return replace(group, resolved=resolved) if moved[0] else group
+        return change_until_saved(lambda: self.groups.load(task_group_id), mark, self.groups.save) is not None \
+            and moved[0]
 
     def get(self, task_group_id: str) -> dict:
         group = self._existing(task_group_id)

@@ -4,10 +4,13 @@ conditionally, and keep the index rows in step.
 Crash safety comes from the order of writes:
 - a new pending run's hint is written *before* the row that makes the run pending, so no
   pending run is ever without a hint (a leftover hint is harmless: claimers check the row);
-- the claimed-run index and hint removals happen *after* the row write; if they are lost,
-  readers find a stale hint and drop it.
-- a change that resolves the task sends a delayed repair intent before the row write and
-  the 'task resolved' event after it (see `resolution_events`), so no resolution is lost.
+- hint removals happen *after* the row write; if they are lost, claimers find the hint
+  stale and drop it; a claimed run's row goes after the write too (the claim expiry sweep
+  removes one left behind), except when the run resolved the task: then the resolution
+  handler removes it, once it is done;
+- a change that resolves the task announces it after the row write; one that resolves
+  an unclaimed run sends a delayed repair intent before it (see `resolution_events`), so
+  no resolution is lost.
 Losing the conditional write means someone else changed the task first: read again.
 """
 
@@ -21,11 +24,11 @@ from ..domain.errors import NotFound, QueueError
 from ..domain.runs import Run, RunState
 from ..domain.task_definition import priority_rank
 from ..domain.task_status import TaskStatus
-from ..storage.claim_table import ClaimTable
+from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.errors import ChangedSinceRead
 from ..storage.pending_table import PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
-from .resolution_events import ResolutionEvents
+from .resolution_events import Resolution, ResolutionEvents
 from .work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
@@ -44,7 +47,7 @@ class TaskUpdater:
         self.events = events
 
     def apply(self, task_id: str, transition: Transition, action: str,
-              with_definition: bool = False) -> TaskRecord:
+              with_definition: bool = False, remove_hints: bool = True) -> TaskRecord:
         for _ in range(MAX_ATTEMPTS):
             record = self.tasks.load(task_id, with_definition=with_definition)
             if record is None:
@@ -53,7 +56,7 @@ class TaskUpdater:
             if status is record.status:
                 return record
             try:
-                saved = self.write(record, status)
+                saved = self.write(record, status, remove_hints)
             except ChangedSinceRead:
                 continue
             log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
@@ -82,28 +85,29 @@ class TaskUpdater:
             return False, None
         return changed[0], record
 
-    def write(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
-        """Write `status` over `record` with its index rows; raises ChangedSinceRead."""
+    def write(self, record: TaskRecord, status: TaskStatus, remove_hints: bool = True) -> TaskRecord:
+        """Write `status` over `record` with its index rows; raises ChangedSinceRead.
+        `remove_hints=False`: the caller removes the hints of runs that left pending (claimWork
+        removes those of all its claims in one transaction)."""
         queue_id = record.summary["taskQueueId"]
         new_pending = status.pending_run
         if new_pending and new_pending != record.status.pending_run:
             self.add_hint(record.summary, status.task_id, new_pending)
         resolved_run = became_resolved(record.status, status)
-        if resolved_run is not None:
-            self.events.intend(status.task_id, resolved_run)
+        claimed = resolved_run is not None and _was_running(record.status, resolved_run)
+        if resolved_run is not None and not claimed:
+            self.events.intend(status.task_id, resolved_run)  # no claim row to stand for it
         saved = self.tasks.save_status(record, status)
         for before, after in _changed_runs(record.status, status):
-            if before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
+            if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
                 self.pending_removed(record.summary, status.task_id, before)
-            if after.state is RunState.RUNNING:
-                self.claims.add(queue_id, status.task_id, after.run_id, after.taken_until,
-                                after.worker_group, after.worker_id)
-            elif before and before.state is RunState.RUNNING:
-                self.claims.remove(queue_id, status.task_id, after.run_id)
+            if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
+                    and after.run_id != resolved_run:
+                self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
         if new_pending and new_pending != record.status.pending_run:
             self.signal.notify(queue_id, 1)
         if resolved_run is not None:
-            self.events.announce(status.task_id, resolved_run)
+            self.events.announce(Resolution.of(saved, resolved_run))
         return saved
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
@@ -118,6 +122,17 @@ class TaskUpdater:
     def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
         self.pending.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
                                 run.scheduled, task_id, run.run_id)
+
+
+def claim_row(task_queue_id: str, task_id: str, run: Run) -> ClaimRow:
+    """The ClaimedRuns row of a claimed run."""
+    return ClaimRow(task_queue_id, task_id, run.run_id, run.worker_group or "", run.worker_id or "",
+                    run.taken_until or "")
+
+
+def _was_running(status: TaskStatus, run_id: int) -> bool:
+    run = status.run(run_id)
+    return run is not None and run.state is RunState.RUNNING
 
 
 def _changed_runs(old: TaskStatus, new: TaskStatus):

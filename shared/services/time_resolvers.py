@@ -1,26 +1,30 @@
 """The time-driven resolvers: claims that ran out and deadlines that passed.
 
-Each has the same shape (as Taskcluster's claim and deadline resolvers): a row is put in
-a time index before the change it watches is written; when it comes due a sweep applies
-one transition to the task row, which decides whether anything is still to be done (a
-reclaim that moved `takenUntil` wins over the expiry, a resolved task ignores its
-deadline), and removes the row. Handling a row twice changes nothing.
+Each has the same shape (as Taskcluster's claim and deadline resolvers): a row is written
+before the change it watches (a deadline in the time index, a claim in ClaimedRuns); when
+it comes due a sweep applies one transition to the task row, which decides whether
+anything is still to be done (a reclaim that moved `takenUntil` wins over the expiry, a
+resolved task ignores its deadline). Handling a row twice changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..domain import lifecycle
 from ..domain.timestamps import to_iso, utcnow
-from ..storage.task_table import TaskRecord
+from ..domain.runs import RunState
+from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.time_index import DueItem, TimeIndex
+from .resolution_events import Resolution
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.time")
 BATCH = 100
 KEEP = None  # what `_handle` answers for an item that is not ready to be handled yet
+# A claim row of a resolution being processed is looked at again this much later.
+RECHECK = timedelta(minutes=1)
 
 
 class TimeResolver:
@@ -54,52 +58,64 @@ class TimeResolver:
         raise NotImplementedError
 
 
-class _RunResolver(TimeResolver):
-    """Applies one transition to the task row an item names; the row decides if it still applies."""
+class Deadlines(TimeResolver):
+    """Tasks past their deadline: each resolved `exception`/`deadline-exceeded` (a resolved
+    task ignores its deadline, so the task row decides)."""
+
+    action = "deadline exceeded"
 
     def __init__(self, index: TimeIndex, updater: TaskUpdater) -> None:
         super().__init__(index)
         self.updater = updater
 
-    def _handle(self, item: DueItem, now: datetime) -> int:
-        task_id, _, run = item.key.partition(".")
-        run_id = int(run) if run else None
-        changed, record = self.updater.apply_if_found(task_id, self.transition(run_id, now), self.action)
-        if not changed:
-            self._unchanged(record, run_id)
-            return 0
-        log.info("task %s: %s", task_id, self.action, extra={"taskId": task_id, "action": self.action})
-        return 1
-
-    def _unchanged(self, record: TaskRecord | None, run_id: int | None) -> None:
-        """The item had nothing left to do; a resolver may tidy up after it."""
-
-
-class ClaimExpiry(_RunResolver):
-    action = "claim expired"
-
-    def watch(self, task_id: str, run_id: int, taken_until: datetime) -> None:
-        self.index.add([(to_iso(taken_until), f"{task_id}.{run_id}")])
-
-    @staticmethod
-    def transition(run_id: int, now: datetime):
-        return lambda status: lifecycle.expire_claim(status, run_id, now)
-
-    def _unchanged(self, record: TaskRecord | None, run_id: int) -> None:
-        # The run resolved in time. Its claimed-run row was removed after that write; a
-        # process that died right after the write left it behind, so remove it (again).
-        run = record.status.run(run_id) if record else None
-        if run is not None and run.state.is_resolved:
-            self.updater.claims.remove(record.summary["taskQueueId"], record.task_id, run_id)
-
-
-class Deadlines(_RunResolver):
-    action = "deadline exceeded"
-
     def watch(self, deadlines: list[tuple[str, str]]) -> None:
         """(taskId, deadline) pairs of new tasks."""
         self.index.add([(deadline, task_id) for task_id, deadline in deadlines])
 
-    @staticmethod
-    def transition(_run_id, now: datetime):
-        return lambda status: lifecycle.exceed_deadline(status, now)
+    def _handle(self, item: DueItem, now: datetime) -> int:
+        if not self.updater.try_apply(item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action):
+            return 0
+        log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
+        return 1
+
+
+class ClaimExpiry:
+    """Claims past `takenUntil`, found by their ClaimedRuns rows (see `claim_table`).
+
+    A due row's run is resolved `exception`/`claim-expired` (retried while retries last)
+    unless the task row says otherwise: a reclaim moved `takenUntil` (the row is moved
+    after it), or the run is over. A row of a run that resolved its task is the intent of
+    that resolution: its handler removes the row once done, so a due one means the
+    announcement may have been lost, and it is announced again.
+    """
+
+    action = "claim expired"
+
+    def __init__(self, claims: ClaimTable, updater: TaskUpdater) -> None:
+        self.claims = claims
+        self.updater = updater
+
+    def sweep(self, now: datetime | None = None, max_items: int = 1000) -> int:
+        """Handle the claim rows that came due; returns how many tasks changed."""
+        moment = now or utcnow()
+        return sum(self._handle(row, moment) for row in self.claims.due(to_iso(moment), max_items))
+
+    def _handle(self, row: ClaimRow, now: datetime) -> int:
+        changed, record = self.updater.apply_if_found(
+            row.task_id, lambda status: lifecycle.expire_claim(status, row.run_id, now), self.action)
+        run = record.status.run(row.run_id) if record else None
+        resolution = Resolution.of(record, row.run_id) if run else None
+        if resolution and (resolution.worker_group, resolution.worker_id) == (row.worker_group, row.worker_id):
+            if not changed:   # resolved earlier: its handler may never have run
+                log.warning("task %s run %s: resolution announced again (its claim row is still here)",
+                            row.task_id, row.run_id, extra={"taskId": row.task_id, "repair": "task-resolved"})
+                self.updater.events.announce(resolution)
+            self.claims.move(row, to_iso(now + RECHECK))
+        elif run and run.state is RunState.RUNNING and (run.worker_group, run.worker_id) == \
+                (row.worker_group, row.worker_id):
+            self.claims.move(row, run.taken_until)   # reclaimed: the row had not followed yet
+        else:
+            self.claims.remove([row])   # retried, or a claim that lost its race, or a task gone
+        if changed:
+            log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
+        return int(changed)

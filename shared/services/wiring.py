@@ -17,7 +17,6 @@ from ..storage.task_table import TaskTable
 from ..storage.time_index import TimeIndex
 from ..storage.worker_table import WorkerTable
 from ..storage.dependency_table import DependencyTable
-from ..storage.handled_table import HandledTable
 from ..storage.requirement_table import RequirementTable
 from .claims import Claims
 from .credentials import CredentialIssuer
@@ -75,20 +74,20 @@ class Services:
         edges, requirements = DependencyTable(account), RequirementTable(account)
         dependencies = Dependencies(task_table, edges, requirements, updater)
         deadlines = Deadlines(TimeIndex(account, "deadline"), updater)
-        expiry = ClaimExpiry(TimeIndex(account, "claim"), updater)
-        group_table, graph_table, handled = TaskGroupTable(account), TaskGraphTable(account), HandledTable(account)
+        expiry = ClaimExpiry(claimed, updater)
+        group_table, graph_table = TaskGroupTable(account), TaskGraphTable(account)
         groups = TaskGroups(group_table, task_table)
         expiration = Expiration(TimeIndex(account, "expires", bucket=timedelta(days=1)), task_table,
-                                edges, requirements, handled, group_table, graph_table)
+                                edges, requirements, group_table, graph_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
         parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
                            timedelta(seconds=settings.repair_delay))
         graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
         workers = Workers(worker_table, claimed, updater, worker_expiry)
-        handler = ResolutionHandler(task_table, dependencies, groups, graphs, handled)
+        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
-            claims=Claims(task_table, pending, updater, queues, issuer, expiry, workers,
+            claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
                           settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
             task_groups=groups,

@@ -1,40 +1,91 @@
-"""The ClaimedRuns table: the runs of a task queue that workers hold right now.
+"""The ClaimedRuns table: the runs workers hold, each claim's watch, and the resolutions of
+claimed runs still to be processed.
 
-PartitionKey = task queue id, RowKey = `<taskId>.<runId>`. Written after a claim and
-removed after the run resolves; it feeds the claimed count of a queue and is a hint only.
+PartitionKey = task queue id, RowKey = `<taskId>.<runId>.<workerGroup>.<workerId>`, with
+`takenUntil`. A row is written *before* the claim it watches (one transaction for all the
+runs of a claimWork) and keeps a `takenUntil` no later than the run's, so no claim can
+outlive a crash unwatched. It is removed when its run leaves `running` without resolving
+the task (a retry), and otherwise by the resolution handler once the resolution is
+processed: until then it is the resolution's intent (see `resolution_events`). Rows whose
+`takenUntil` passed are what the claim expiry sweep reads; they are few, as the table only
+holds live claims.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import groupby
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
-from .batches import delete_row
-from .keys import escape_key
+from .batches import delete_row, delete_rows, upsert_in_batches
+from .keys import escape_key, unescape_key
+from .queries import first_rows
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    task_queue_id: str
+    task_id: str
+    run_id: int
+    worker_group: str
+    worker_id: str
+    taken_until: str = ""
+
+    @property
+    def row_key(self) -> str:
+        return f"{self.task_id}.{self.run_id}.{self.worker_group}.{self.worker_id}"
 
 
 class ClaimTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("ClaimedRuns")
 
-    def add(self, task_queue_id: str, task_id: str, run_id: int, taken_until: str,
-            worker_group: str, worker_id: str) -> None:
-        self._table.upsert_entity({
-            "PartitionKey": escape_key(task_queue_id), "RowKey": f"{task_id}.{run_id}",
-            "takenUntil": taken_until, "workerGroup": worker_group, "workerId": worker_id,
-        })
+    def add(self, rows: list[ClaimRow]) -> None:
+        """Write (or move the `takenUntil` of) claim rows, one transaction per queue."""
+        upsert_in_batches(self._table, [{
+            "PartitionKey": escape_key(row.task_queue_id), "RowKey": row.row_key, "takenUntil": row.taken_until,
+            "workerGroup": row.worker_group, "workerId": row.worker_id} for row in rows])
 
-    def remove(self, task_queue_id: str, task_id: str, run_id: int) -> None:
-        delete_row(self._table, escape_key(task_queue_id), f"{task_id}.{run_id}")
+    def move(self, row: ClaimRow, taken_until: str) -> None:
+        """Set a row's `takenUntil`, unless the row is gone (never bringing one back)."""
+        try:
+            self._table.update_entity({"PartitionKey": escape_key(row.task_queue_id), "RowKey": row.row_key,
+                                       "takenUntil": taken_until}, mode=UpdateMode.MERGE)
+        except ResourceNotFoundError:
+            pass
+
+    def remove(self, rows: list[ClaimRow]) -> None:
+        """Delete claim rows (rows already gone are no error)."""
+        if len(rows) == 1:
+            delete_row(self._table, escape_key(rows[0].task_queue_id), rows[0].row_key)
+            return
+        for queue_id, same_queue in groupby(sorted(rows, key=lambda row: row.task_queue_id),
+                                            key=lambda row: row.task_queue_id):
+            delete_rows(self._table, escape_key(queue_id), [row.row_key for row in same_queue])
+
+    def due(self, now: str, limit: int) -> list[ClaimRow]:
+        """Up to `limit` rows whose `takenUntil` is at or before `now`, in every queue."""
+        return [_row(entity) for entity in first_rows(
+            self._table, "takenUntil le @now", {"now": now}, limit, ["PartitionKey", "RowKey", "takenUntil"])]
 
     def held_by(self, task_queue_id: str, worker_group: str, worker_id: str) -> list[tuple[str, int]]:
         """(taskId, runId) of the runs a worker holds (one partition, filtered server-side)."""
         rows = self._table.query_entities(
             "PartitionKey eq @pk and workerGroup eq @group and workerId eq @worker",
             parameters={"pk": escape_key(task_queue_id), "group": worker_group, "worker": worker_id},
-            select=["RowKey"])
-        return [(key.rsplit(".", 1)[0], int(key.rsplit(".", 1)[1])) for key in (row["RowKey"] for row in rows)]
+            select=["PartitionKey", "RowKey"])
+        return [(row.task_id, row.run_id) for row in map(_row, rows)]
 
     def count(self, task_queue_id: str) -> int:
         rows = self._table.query_entities(
             "PartitionKey eq @pk", parameters={"pk": escape_key(task_queue_id)}, select=["RowKey"])
-        return sum(1 for _ in rows)
+        return len({key.rsplit(".", 2)[0] for key in (row["RowKey"] for row in rows)})
+
+
+def _row(entity) -> ClaimRow:
+    task_id, run_id, worker_group, worker_id = entity["RowKey"].split(".", 3)
+    return ClaimRow(unescape_key(entity["PartitionKey"]), task_id, int(run_id), worker_group, worker_id,
+                    entity.get("takenUntil", ""))

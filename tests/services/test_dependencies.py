@@ -6,6 +6,7 @@ import pytest
 
 from shared.domain.errors import InvalidInput
 from shared.domain.ids import new_slugid
+from shared.services.resolution_events import Resolution
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
 from tests.conftest import make_task
@@ -17,7 +18,7 @@ def deliver_events(services: Services) -> int:
     delivered = 0
     while messages := events.receive(32, timedelta(seconds=30)):
         for message in messages:
-            services.resolution_handler.handle(message.body["taskId"], message.body["runId"])
+            services.resolution_handler.handle_message(message.body)
             events.delete(message)
             delivered += 1
     return delivered
@@ -106,9 +107,9 @@ def test_a_duplicated_event_changes_nothing(services, task_queue_id):
     second = create(services, task_queue_id, dependencies=[first])
     run(services, task_queue_id)
     before = services.tasks.status(second)
-    assert services.resolution_handler.handle(first, 0) is False
-    services.tasks.updater.events.announce(first, 0)
-    deliver_events(services)
+    assert services.resolution_handler.handle(first, 0) is True    # handled again, from the task row
+    services.tasks.updater.events.announce(Resolution.of(services.tasks.tasks.load(first), 0))
+    assert deliver_events(services) == 1
     assert services.tasks.status(second) == before
 
 
@@ -191,7 +192,9 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
         services.resolution_handler.handle(root, claim["runId"])
     first_pages = sorted(children)[:20]
     assert services.resolution_handler.handle(root, claim["runId"])
-    assert starts[3] == first_pages[-1]       # resumed after the two pages done
+    # The first page, read again, shows a long fan-out: its progress says where to resume.
+    assert starts[3:5] == ["", first_pages[-1]]
+    assert len(starts) == 6                    # the last page read, none after it
     assert {state(services, child) for child in children} == {"pending"}
 
 

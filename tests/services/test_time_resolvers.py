@@ -7,7 +7,8 @@ import pytest
 
 from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
-from shared.domain.timestamps import to_iso, utcnow
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
+from shared.storage.claim_table import ClaimRow
 from tests.conftest import build_services, make_task
 from tests.services.test_dependencies import deliver_events
 
@@ -73,8 +74,9 @@ def test_deadlines_resolve_unscheduled_pending_and_running_tasks(services, task_
         assert status["state"] == "exception"
         assert status["runs"][-1]["reasonResolved"] == "deadline-exceeded"
     assert services.tasks.status(unscheduled)["runs"][0]["reasonCreated"] == "exception"
+    deliver_events(services)   # a claimed run counts until its resolution is processed
     counts = services.task_queues.counts(task_queue_id)
-    assert (counts["pendingTasks"], counts["claimedTasks"]) == (1, 0)   # only the blocker is left
+    assert (counts["pendingTasks"], counts["claimedTasks"]) == (2, 0)   # the blocker and the dependent
     deliver_events(services)
     assert services.tasks.status(dependent)["state"] == "pending"   # its dependency resolved
     for call in (services.tasks.cancel, services.tasks.rerun, services.tasks.schedule):
@@ -85,14 +87,56 @@ def test_deadlines_resolve_unscheduled_pending_and_running_tasks(services, task_
     assert services.deadlines.sweep() == 0
 
 
-def test_a_claimed_run_row_left_by_a_crash_is_removed_when_the_claim_comes_due(quick, task_queue_id):
+def test_a_resolution_whose_announcement_was_lost_is_announced_when_its_claim_comes_due(quick, task_queue_id):
+    task_id, dependent = new_slugid(), new_slugid()
+    quick.tasks.create(task_id, make_task(task_queue_id))
+    quick.tasks.create(dependent, make_task(task_queue_id, dependencies=[task_id]))
+    claim(quick, task_queue_id)
+    quick.resolutions.completed(task_id, 0)
+    # The process died right after the completing write: the announcement never left.
+    events = quick.tasks.updater.events.resolved
+    for message in events.receive(32, timedelta(seconds=30)):
+        events.delete(message)
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 1   # the claim row stands for it
+    assert sweep_claims_after(quick, 2.2) == 0                     # nothing to expire: it completed in time
+    assert deliver_events(quick) == 1                              # ... but it was announced again
+    assert quick.tasks.status(dependent)["state"] == "pending"
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 0
+    assert quick.claim_expiry.sweep(now=utcnow() + timedelta(minutes=5)) == 0
+    assert deliver_events(quick) == 0                              # handled once: nothing left to announce
+
+
+def test_a_reclaim_whose_claim_row_did_not_follow_is_not_expired(quick, task_queue_id):
     task_id = new_slugid()
     quick.tasks.create(task_id, make_task(task_queue_id))
-    taken = claim(quick, task_queue_id)
-    quick.resolutions.completed(task_id, 0)
-    # A process that died right after the completing write never removed the claimed-run row.
-    quick.claims.updater.claims.add(task_queue_id, task_id, 0, taken["takenUntil"], "wg", "w")
-    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 1
-    assert sweep_claims_after(quick, 2.2) == 0                    # nothing to expire: it completed in time
-    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 0
-    assert quick.tasks.status(task_id)["state"] == "completed"
+    claimed = claim(quick, task_queue_id)
+    time.sleep(1.5)
+    claim_rows = quick.claims.claim_rows
+    real, lost = claim_rows.add, []
+    claim_rows.add = lost.append   # the process dies after the reclaim's write, before the row moves
+    try:
+        reclaimed = quick.claims.reclaim(task_id, 0)
+    finally:
+        claim_rows.add = real
+    assert lost and reclaimed["takenUntil"] > claimed["takenUntil"]
+    # The row comes due at the first takenUntil: the sweep finds the claim good and moves the row.
+    assert sweep_claims_after(quick, 0.8) == 0
+    assert quick.tasks.status(task_id)["state"] == "running"
+    assert claim_rows.due(reclaimed["takenUntil"], 10) == \
+        [ClaimRow(task_queue_id, task_id, 0, "wg", "w", reclaimed["takenUntil"])]
+    # At the reclaimed takenUntil it does expire.
+    assert quick.claim_expiry.sweep(now=parse_iso(reclaimed["takenUntil"]) + timedelta(milliseconds=1)) == 1
+    assert quick.tasks.status(task_id)["runs"][0]["reasonResolved"] == "claim-expired"
+
+
+def test_a_claim_row_of_a_claimer_that_lost_the_race_is_removed(quick, task_queue_id):
+    task_id = new_slugid()
+    quick.tasks.create(task_id, make_task(task_queue_id))
+    claim(quick, task_queue_id)
+    # A second claimer wrote its row, lost the race, and died before removing it.
+    quick.claims.claim_rows.add([ClaimRow(task_queue_id, task_id, 0, "wg", "loser", to_iso(utcnow()))])
+    assert quick.claims.claim_rows.held_by(task_queue_id, "wg", "loser") == [(task_id, 0)]
+    assert quick.claim_expiry.sweep() == 0
+    assert quick.claims.claim_rows.held_by(task_queue_id, "wg", "loser") == []
+    assert quick.claims.claim_rows.held_by(task_queue_id, "wg", "w") == [(task_id, 0)]
+    assert quick.tasks.status(task_id)["state"] == "running"
