@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from contextlib import contextmanager
+
 import pytest
 import requests
 import taskcluster
@@ -156,6 +158,18 @@ def build_services(azurite: Azurite, **overrides) -> Services:
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
         graph_queue=f"{prefix}-graphs")
     return Services.build(Settings(**{**settings, **overrides}))
+
+
+@contextmanager
+def follow_ups_lost(services: Services):
+    """Within the block, the process 'dies' right after each write that resolves a task:
+    the resolution is neither handled in process nor announced."""
+    updater = services.tasks.updater
+    real, updater.on_resolved = updater.on_resolved, lambda resolution: None
+    try:
+        yield
+    finally:
+        updater.on_resolved = real
 
 
 @pytest.fixture

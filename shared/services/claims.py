@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from ..domain import lifecycle
 from ..domain.errors import NotFound
+from ..domain.runs import RunState
 from ..domain.task_status import render_status
 from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
@@ -35,10 +36,13 @@ _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
 
 
 class _Skip(Exception):
-    """The hint does not lead to a claimable run; `stale` says whether to delete it."""
+    """The hint does not lead to a claimable run; `stale` says whether to delete it.
+    `held_until`: the run is running already, claimed by this same worker (in a concurrent
+    or repeated claimWork), whose claim row is the one this call wrote over."""
 
-    def __init__(self, stale: bool) -> None:
+    def __init__(self, stale: bool, held_until: str | None = None) -> None:
         self.stale = stale
+        self.held_until = held_until
 
 
 class Claims:
@@ -118,7 +122,11 @@ class Claims:
                 claimed.append(answer)
                 done.append(hint)
                 continue
-            unused.append(row)
+            if isinstance(error, _Skip) and error.held_until:
+                # The row is the claim's own: keep it, with the claim's `takenUntil`.
+                _best_effort(lambda: self.claim_rows.move(row, error.held_until), None, "restore a claim row")
+            else:
+                unused.append(row)
             if isinstance(error, _Skip):
                 lost = lost or not error.stale
                 if error.stale:
@@ -141,7 +149,8 @@ class Claims:
             if run is None:
                 raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
             if run is not status.pending_run:
-                raise _Skip(stale=True)
+                mine = run.state is RunState.RUNNING and (run.worker_group, run.worker_id) == (worker_group, worker_id)
+                raise _Skip(stale=True, held_until=run.taken_until if mine else None)
             if lifecycle.is_past_deadline(status, now):
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)

@@ -24,13 +24,16 @@ from ..domain.dependencies import resolution_of, satisfies
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
-from ..storage.dependency_table import ALL_DONE, Dependent, DependencyTable
+from ..storage.dependency_table import Dependent, DependencyTable
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_table import TaskRecord, TaskTable
+from ..storage.time_index import TimeIndex
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
 PAGE = 500
+PROGRESS = "progress."   # expiry index items: how far a long fan-out got (no work for the sweep)
+ALL_DONE = "~"           # sorts after every taskId ([A-Za-z0-9_-])
 FIRST_CHECK = 32   # dependencies read before the first verdict on unknown ones
 
 
@@ -47,7 +50,8 @@ _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-rea
 
 class Dependencies:
     def __init__(self, tasks: TaskTable, dependencies: DependencyTable, requirements: RequirementTable,
-                 updater: TaskUpdater) -> None:
+                 updater: TaskUpdater, expiries: TimeIndex) -> None:
+        self.expiries = expiries   # the expiration sweep's index, where a long fan-out notes its progress
         self.tasks = tasks
         self.dependencies = dependencies
         self.requirements = requirements
@@ -119,26 +123,32 @@ class Dependencies:
         after = self.tasks.load(task_id)
         return bool(after and after.status.runs)
 
-    def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str) -> None:
+    def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str,
+                      long_fan_out: bool = True) -> bool:
         """Handle 'the task resolved in `state` with run `run_id`': satisfy and schedule its
         dependents, page by page. A fan-out longer than a page records its progress after
-        each page, and a repeated handling resumes after it (or skips it, once done)."""
+        each page, and a repeated handling resumes after it (or skips it, once done).
+        `long_fan_out=False`: do nothing and answer False if the fan-out is that long."""
         page = self.dependencies.dependents(task_id, "", PAGE)
         long = len(page) == PAGE
+        if long and not long_fan_out:
+            return False
+        progress = f"{PROGRESS}{task_id}.{run_id}"   # kept in the expiry index: it goes with the task
         if long:
-            after = self.dependencies.progress(task_id, run_id)
+            after = self.expiries.get(expires, progress)
             if after == ALL_DONE:
-                return
+                return True
             if after:
                 page = self.dependencies.dependents(task_id, after, PAGE)
         while True:
             list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
             if len(page) < PAGE:
                 break
-            self.dependencies.checkpoint(task_id, run_id, page[-1].task_id, expires)
+            self.expiries.put(expires, progress, page[-1].task_id)
             page = self.dependencies.dependents(task_id, page[-1].task_id, PAGE)
         if long:
-            self.dependencies.checkpoint(task_id, run_id, ALL_DONE, expires)
+            self.expiries.put(expires, progress, ALL_DONE)
+        return True
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):

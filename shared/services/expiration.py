@@ -1,14 +1,14 @@
 """What happens when a task expires: it is deleted, with everything kept about it.
 
 Taskcluster keeps a task until its `expires`; after that the task, its runs (on the task
-row), its dependency and requirement rows (with the progress of its long fan-outs) and its
-group membership are deleted, and a group (with its task graph, which shares its id) once
-the group's own expiry, the latest of its tasks', has passed.
+row), its dependency and requirement rows and its group membership are deleted (the progress
+of a long fan-out is an item of the expiry index itself), and a group (with its task graph,
+which shares its id) once the group's own expiry, the latest of its tasks', has passed.
 
-Items are put in a time index (day buckets) before the rows they point at are written, so
-the sweep reads only what is due and a crash during creation leaves at worst an item that
-points at nothing. Each deletion is repeatable and the task row goes last, so a sweep
-killed midway is finished by the next one.
+A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
+is past its deadline and so resolved for good (`expires` is never before the deadline):
+the sweep reads only what is due. Each deletion is repeatable and the task row goes last,
+so a sweep killed midway is finished by the next one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..storage.dependency_table import DependencyTable
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_group_table import TaskGroupTable
-from ..storage.task_table import TaskTable
+from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import DueItem, TimeIndex
 from .time_resolvers import KEEP, TimeResolver
 
@@ -43,7 +43,7 @@ class Expiration(TimeResolver):
         self.graphs = graphs
 
     def watch(self, definitions: dict[str, dict]) -> None:
-        """Index new tasks (taskId -> definition) and their groups at their expiry."""
+        """Index tasks (taskId -> definition or summary) and their groups at their expiry."""
         group_expiry: dict[str, str] = {}
         for definition in definitions.values():
             group_id = definition["taskGroupId"]
@@ -51,23 +51,35 @@ class Expiration(TimeResolver):
         self.index.add([(definition["expires"], TASK + task_id) for task_id, definition in definitions.items()]
                        + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()])
 
-    def _handle(self, item: DueItem, now: datetime) -> int | None:
-        if item.key.startswith(GROUP):
-            return self._expire_group(item.key[len(GROUP):], now)
-        return self._expire_task(item.key[len(TASK):])
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        outcomes: list[int | None] = [0] * len(items)
+        expiring: dict[int, TaskRecord] = {}
+        for position, item in enumerate(items):
+            if item.key.startswith(GROUP):
+                outcomes[position] = self._expire_group(item.key[len(GROUP):], now)
+            elif item.key.startswith(TASK):
+                record = self.tasks.load(item.key[len(TASK):], with_definition=True)
+                if record is not None and not record.status.state.is_resolved:
+                    outcomes[position] = KEEP   # past its deadline too: the deadline resolver resolves it first
+                elif record is not None:
+                    expiring[position] = record
+            # anything else (a long fan-out's progress) only goes with its item
+        self._expire_tasks(list(expiring.values()))
+        for position in expiring:
+            outcomes[position] = 1
+        return outcomes
 
-    def _expire_task(self, task_id: str) -> int | None:
-        record = self.tasks.load(task_id, with_definition=True)
-        if record is None:
-            return 0  # never created, or deleted by an earlier sweep
-        if not record.status.state.is_resolved:
-            return KEEP  # past its deadline too: the deadline resolver resolves it first
-        self.dependencies.forget(task_id, record.definition["dependencies"])
-        self.requirements.forget(task_id)
-        self.groups.forget_member(record.summary["taskGroupId"], task_id)
-        self.tasks.delete(task_id)  # last: while it exists, the item is handled again
-        log.info("task %s expired and was deleted", task_id, extra={"taskId": task_id, "action": self.action})
-        return 1
+    def _expire_tasks(self, records: list[TaskRecord]) -> None:
+        for record in records:
+            dependencies = record.definition["dependencies"]
+            self.dependencies.forget(record.task_id, dependencies)
+            if dependencies:
+                self.requirements.forget(record.task_id)   # none was ever written for a task without any
+        self.groups.forget_members([(record.summary["taskGroupId"], record.task_id) for record in records])
+        for record in records:
+            self.tasks.delete(record.task_id)  # last: while it exists, its item is handled again
+            log.info("task %s expired and was deleted", record.task_id,
+                     extra={"taskId": record.task_id, "action": self.action})
 
     def _expire_group(self, group_id: str, now: datetime) -> int:
         group = self.groups.load(group_id)

@@ -1,9 +1,10 @@
-"""'Task resolved' events, sent so that no resolution is ever lost.
+"""'Task resolved' events, and what makes sure no resolution is ever lost.
 
-A change that resolves a task announces it after the task row is written: a message on the
-`task-resolved` queue carrying everything the handler needs (a `Resolution`), so handling
-it reads nothing back. What finishes the work if the process dies between the write and the
-announcement depends on how the task resolved:
+The process that resolves a task handles the resolution itself right after the write
+(`resolution_handler.follow_up`); a long fan-out, or a handling that failed, is announced
+instead: a message on the `task-resolved` queue carrying everything the handler needs (a
+`Resolution`), so handling it reads nothing back. What finishes the work if the process
+dies between the write and the follow-up depends on how the task resolved:
 - the run was claimed (a worker reported, a claim ran out, a cancel or deadline hit a
   running run): the run's ClaimedRuns row stays until the handler is done with the
   resolution, and the claim expiry sweep announces it again once the row is due;

@@ -1,8 +1,13 @@
 """What follows a task's resolution: its dependents are unblocked, its task graph reacts
 (rerun, blocked, finished), its group learns that one more member resolved, and the
-claimed run's row, which stood for the resolution until now, is removed. Driven by the
-'task resolved' event, which carries the `Resolution`, and by repairs, which read it from
-the task row.
+claimed run's row, which stood for the resolution until now, is removed.
+
+The process that resolved the task does this at once (`follow_up`), before it answers:
+no message, no wait for a queue poll. A resolution with a long fan-out (a full page of
+dependents) is instead announced as a 'task resolved' event, carrying the `Resolution`, for
+the queue-triggered handler, which scales out; so is one whose handling failed here. A
+process that dies first leaves the claimed run's row or the repair intent, which bring the
+resolution back (see `resolution_events`); repairs read it from the task row.
 
 Events arrive at least once and may be handled twice, concurrently or after a crash
 midway: every step is idempotent (a deleted requirement stays deleted, scheduling and
@@ -17,7 +22,7 @@ import logging
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.task_table import TaskTable
 from .dependencies import Dependencies
-from .resolution_events import Resolution
+from .resolution_events import Resolution, ResolutionEvents
 from .task_graphs import TaskGraphs
 from .task_groups import TaskGroups
 
@@ -26,7 +31,8 @@ log = logging.getLogger("queue.resolutions")
 
 class ResolutionHandler:
     def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
-                 graphs: TaskGraphs, claims: ClaimTable) -> None:
+                 graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents) -> None:
+        self.events = events
         self.tasks = tasks
         self.dependencies = dependencies
         self.groups = groups
@@ -51,9 +57,27 @@ class ResolutionHandler:
         self.handle_resolution(resolution)
         return True
 
-    def handle_resolution(self, resolution: Resolution) -> None:
+    def follow_up(self, resolution: Resolution) -> None:
+        """Right after the write that resolved the task: handle it here, or announce it."""
+        try:
+            if self.handle_resolution(resolution, long_fan_out=False):
+                return
+        except Exception:
+            log.exception("task %s run %s: handling its resolution failed; announcing it instead",
+                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+        try:
+            self.events.announce(resolution)
+        except Exception:  # the write stands: its claim row or repair intent brings it back
+            log.exception("task %s run %s: announcing its resolution failed; it is repaired later",
+                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+
+    def handle_resolution(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
+        """Process a resolution; False (with nothing done) if its fan-out is long and
+        `long_fan_out` is False."""
         task_id, run_id = resolution.task_id, resolution.run_id
-        self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires)
+        if not self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires,
+                                               long_fan_out):
+            return False
         self.graphs.task_resolved(resolution)
         group_id = resolution.task_group_id
         if self.groups.member_resolved(group_id, task_id, resolution.resolved):
@@ -62,3 +86,4 @@ class ResolutionHandler:
             self.claims.remove([ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group,
                                          resolution.worker_id)])
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
+        return True

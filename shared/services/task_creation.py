@@ -3,7 +3,7 @@
 Every check that can refuse a request (sizes, conflicting definitions, dependencies,
 groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
 Then the order of writes, so that a crash at any point loses nothing:
-1. expiry and deadline watches, group membership, dependency and requirement rows, and pending hints
+1. the deadline watch, group membership, dependency and requirement rows, and pending hints
    (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
@@ -30,7 +30,6 @@ from .dependencies import Dependencies
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
-from .expiration import Expiration
 from .time_resolvers import Deadlines
 
 log = logging.getLogger("queue.tasks")
@@ -50,9 +49,8 @@ class Plan:
 
 class TaskCreation:
     def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
-                 dependencies: Dependencies, deadlines: Deadlines, expiration: Expiration) -> None:
+                 dependencies: Dependencies, deadlines: Deadlines) -> None:
         self.deadlines = deadlines
-        self.expiration = expiration
         self.tasks = tasks
         self.updater = updater
         self.groups = groups
@@ -100,7 +98,6 @@ class TaskCreation:
 
     def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
         new = plan.new
-        self.expiration.watch(new)  # before the group's expiry is extended: see expiration.py
         self.groups.join_many(new, plan.groups, accepted=plan.held)
         self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
         registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)

@@ -8,9 +8,9 @@ Crash safety comes from the order of writes:
   stale and drop it; a claimed run's row goes after the write too (the claim expiry sweep
   removes one left behind), except when the run resolved the task: then the resolution
   handler removes it, once it is done;
-- a change that resolves the task announces it after the row write; one that resolves
-  an unclaimed run sends a delayed repair intent before it (see `resolution_events`), so
-  no resolution is lost.
+- a change that resolves the task is followed up after the row write (see
+  `resolution_handler`); one that resolves an unclaimed run sends a delayed repair intent
+  before it (see `resolution_events`), so no resolution is lost.
 Losing the conditional write means someone else changed the task first: read again.
 """
 
@@ -45,6 +45,9 @@ class TaskUpdater:
         self.claims = claims
         self.signal = signal
         self.events = events
+        # What follows a write that resolved a task: announcing it, unless the wiring sets
+        # the resolution handler's follow-up (which needs this updater itself).
+        self.on_resolved: Callable[[Resolution], None] = events.announce
 
     def apply(self, task_id: str, transition: Transition, action: str,
               with_definition: bool = False, remove_hints: bool = True) -> TaskRecord:
@@ -107,7 +110,7 @@ class TaskUpdater:
         if new_pending and new_pending != record.status.pending_run:
             self.signal.notify(queue_id, 1)
         if resolved_run is not None:
-            self.events.announce(Resolution.of(saved, resolved_run))
+            self.on_resolved(Resolution.of(saved, resolved_run))
         return saved
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:

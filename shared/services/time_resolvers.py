@@ -10,6 +10,7 @@ resolved task ignores its deadline). Handling a row twice changes nothing.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 from datetime import datetime, timedelta
 
 from ..domain import lifecycle
@@ -19,6 +20,9 @@ from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.time_index import DueItem, TimeIndex
 from .resolution_events import Resolution
 from .task_updates import TaskUpdater
+
+if TYPE_CHECKING:  # Expiration is itself a TimeResolver, defined in its own module
+    from .expiration import Expiration
 
 log = logging.getLogger("queue.time")
 BATCH = 100
@@ -41,17 +45,18 @@ class TimeResolver:
         while handled < max_items:
             moment = now or utcnow()
             items = self.index.due(moment, min(BATCH, max_items - handled))
-            removed = 0
-            for item in items:
-                outcome = self._handle(item, moment)
-                if outcome is not KEEP:
-                    changed += outcome
-                    self.index.remove(item)
-                    removed += 1
+            outcomes = self._handle_batch(items, moment)
+            done = [item for item, outcome in zip(items, outcomes) if outcome is not KEEP]
+            changed += sum(outcome for outcome in outcomes if outcome is not KEEP)
+            self.index.remove(done)   # after the work: a crash in between only repeats it
             handled += len(items)
-            if len(items) < BATCH or not removed:
+            if len(items) < BATCH or not done:
                 break
         return changed
+
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        """Act on a batch of due items; by default, on each in turn."""
+        return [self._handle(item, now) for item in items]
 
     def _handle(self, item: DueItem, now: datetime) -> int | None:
         """Act on one due item: 1 if a task changed, 0 if nothing was left to do, or KEEP."""
@@ -60,23 +65,33 @@ class TimeResolver:
 
 class Deadlines(TimeResolver):
     """Tasks past their deadline: each resolved `exception`/`deadline-exceeded` (a resolved
-    task ignores its deadline, so the task row decides)."""
+    task ignores its deadline, so the task row decides). A task past its deadline is
+    resolved for good, so this is also where its expiry is indexed, for the expiration
+    sweep: a batch of tasks in a transaction or two, instead of a write per createTask."""
 
     action = "deadline exceeded"
 
-    def __init__(self, index: TimeIndex, updater: TaskUpdater) -> None:
+    def __init__(self, index: TimeIndex, updater: TaskUpdater, expiration: Expiration) -> None:
         super().__init__(index)
         self.updater = updater
+        self.expiration = expiration
 
     def watch(self, deadlines: list[tuple[str, str]]) -> None:
         """(taskId, deadline) pairs of new tasks."""
         self.index.add([(deadline, task_id) for task_id, deadline in deadlines])
 
-    def _handle(self, item: DueItem, now: datetime) -> int:
-        if not self.updater.try_apply(item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action):
-            return 0
-        log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
-        return 1
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int]:
+        outcomes, past = [], {}
+        for item in items:
+            changed, record = self.updater.apply_if_found(
+                item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action)
+            if changed:
+                log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
+            if record is not None:
+                past[item.key] = record.summary
+            outcomes.append(int(changed))
+        self.expiration.watch(past)   # before the deadline rows go: a crash only repeats it
+        return outcomes
 
 
 class ClaimExpiry:

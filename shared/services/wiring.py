@@ -72,19 +72,21 @@ class Services:
         queues = TaskQueues(queue_table, pending, claimed, queue_expiry)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         edges, requirements = DependencyTable(account), RequirementTable(account)
-        dependencies = Dependencies(task_table, edges, requirements, updater)
-        deadlines = Deadlines(TimeIndex(account, "deadline"), updater)
+        expiries = TimeIndex(account, "expires", bucket=timedelta(days=1))
+        dependencies = Dependencies(task_table, edges, requirements, updater, expiries)
         expiry = ClaimExpiry(claimed, updater)
         group_table, graph_table = TaskGroupTable(account), TaskGraphTable(account)
         groups = TaskGroups(group_table, task_table)
-        expiration = Expiration(TimeIndex(account, "expires", bucket=timedelta(days=1)), task_table,
+        expiration = Expiration(expiries, task_table,
                                 edges, requirements, group_table, graph_table)
-        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines, expiration)
+        deadlines = Deadlines(TimeIndex(account, "deadline"), updater, expiration)
+        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
         parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
                            timedelta(seconds=settings.repair_delay))
         graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
         workers = Workers(worker_table, claimed, updater, worker_expiry)
-        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed)
+        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events)
+        updater.on_resolved = handler.follow_up
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,

@@ -10,6 +10,7 @@ written together in one transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
@@ -71,8 +72,12 @@ class TaskGroupTable:
     def member_resolved(self, task_group_id: str, task_id: str) -> None:
         delete_row(self._table, task_group_id, UNRESOLVED_PREFIX + task_id)  # resolved before
 
-    def forget_member(self, task_group_id: str, task_id: str) -> None:
-        delete_rows(self._table, task_group_id, [MEMBER_PREFIX + task_id, UNRESOLVED_PREFIX + task_id])
+    def forget_members(self, members: list[tuple[str, str]]) -> None:
+        """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
+        transaction per group; their unresolved rows went when they resolved (one a crash
+        left behind goes with the group)."""
+        for group_id, same_group in groupby(sorted(members), key=lambda member: member[0]):
+            delete_rows(self._table, group_id, [MEMBER_PREFIX + task_id for _, task_id in same_group])
 
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows are left, then the group's row (so a crash midway

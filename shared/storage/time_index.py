@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import groupby
 
 from azure.core.exceptions import ResourceNotFoundError
 
 from ..domain.timestamps import parse_iso, to_iso
 from .account import StorageAccount
-from .batches import delete_row, upsert_in_batches
+from .batches import delete_rows, upsert_in_batches
 from .queries import first_rows
 
 CURSOR_PARTITION = "cursors"
@@ -54,6 +55,20 @@ class TimeIndex:
             "RowKey": f"{due}.{key}", "due": due, "key": key,
         } for due, key in items])
 
+    def put(self, due: str, key: str, value: str) -> None:
+        """Index one item with a value of its own, which `get` reads back."""
+        self._table.upsert_entity({"PartitionKey": self._partition(self._bucket_of(parse_iso(due))),
+                                   "RowKey": f"{due}.{key}", "due": due, "key": key, "value": value})
+
+    def get(self, due: str, key: str) -> str | None:
+        """The value `put` for an item, or None."""
+        try:
+            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due))), f"{due}.{key}",
+                                            select=["value"])
+        except ResourceNotFoundError:
+            return None
+        return entity.get("value")
+
     def due(self, now: datetime, limit: int) -> list[DueItem]:
         """Up to `limit` items due at `now`, oldest buckets first; advances the cursor past
         buckets that are behind it and empty."""
@@ -71,8 +86,10 @@ class TimeIndex:
             bucket += self.bucket
         return found
 
-    def remove(self, item: DueItem) -> None:
-        delete_row(self._table, item.bucket, item.row_key)  # another sweeper got there first
+    def remove(self, items: list[DueItem]) -> None:
+        """Delete handled items, one transaction per bucket (items already gone are no error)."""
+        for bucket, same_bucket in groupby(sorted(items, key=lambda item: item.bucket), key=lambda item: item.bucket):
+            delete_rows(self._table, bucket, [item.row_key for item in same_bucket])
 
     def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
         partition = self._partition(bucket)

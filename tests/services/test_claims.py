@@ -87,3 +87,18 @@ def test_r8_an_error_before_any_claim_is_still_an_error(services, task_queue_id,
     monkeypatch.setattr(services.claims.updater, "apply", apply)
     with pytest.raises(ConnectionError):
         services.claims.claim_work(task_queue_id, "wg", "w", 3)
+
+
+def test_a_claimwork_repeated_by_the_same_worker_keeps_the_claim_watched(services, task_queue_id):
+    """A worker's claimWork sent twice (a retry after a lost answer, or two threads) reads the
+    same hint twice; the second call writes over the claim row of the first and then finds
+    the run claimed already, by this worker: the row must stay, at the claim's takenUntil."""
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    [hint] = services.claims.pending.peek(task_queue_id, 10)
+    [claimed] = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"]
+    again: list = []
+    services.claims._claim_hints([hint], "wg", "w", again, [])      # the repeated call, late
+    assert again == []
+    [row] = services.claims.claim_rows.due("9999-12-31T00:00:00.000Z", 100)
+    assert (row.task_id, row.worker_id, row.taken_until) == (task_id, "w", claimed["takenUntil"])

@@ -9,7 +9,7 @@ from shared.domain.ids import new_slugid
 from shared.services.resolution_events import Resolution
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
-from tests.conftest import make_task
+from tests.conftest import follow_ups_lost, make_task
 
 
 def deliver_events(services: Services) -> int:
@@ -113,14 +113,24 @@ def test_a_duplicated_event_changes_nothing(services, task_queue_id):
     assert services.tasks.status(second) == before
 
 
-def test_a_lost_event_is_repaired_by_the_sweep(services, task_queue_id):
+def test_a_claimed_run_whose_resolution_was_lost_is_repaired_by_the_claim_expiry_sweep(services, task_queue_id):
     first = create(services, task_queue_id)
     second = create(services, task_queue_id, dependencies=[first])
     claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
-    services.resolutions.completed(first, claim["runId"])
-    events = services.tasks.updater.events.resolved
-    for message in events.receive(32, timedelta(seconds=30)):  # the process 'dies': event dropped
-        events.delete(message)
+    with follow_ups_lost(services):
+        services.resolutions.completed(first, claim["runId"])
+    assert state(services, second) == "unscheduled"
+    # Once the claim row is due, the sweep finds the run resolved and announces it again.
+    assert services.claim_expiry.sweep(now=utcnow() + timedelta(hours=1)) == 0
+    assert deliver_events(services) == 1
+    assert state(services, second) == "pending"
+
+
+def test_an_unclaimed_resolution_that_was_lost_is_repaired_by_the_repair_sweep(services, task_queue_id):
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first], requires="all-resolved")
+    with follow_ups_lost(services):
+        services.tasks.cancel(first)
     assert state(services, second) == "unscheduled"
     import time
     time.sleep(1.5)  # the repair intent comes due (repair_delay=1 in this fixture)

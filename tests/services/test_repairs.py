@@ -4,6 +4,7 @@ import time
 from datetime import timedelta
 
 from shared.services.repairs import MAX_ATTEMPTS
+from tests.conftest import follow_ups_lost
 from tests.services.test_dependencies import create, state
 
 HOLD = timedelta(seconds=1)
@@ -17,12 +18,9 @@ def test_r6_an_intent_that_fails_neither_stops_the_others_nor_loops_forever(serv
     repairs.intents._client.send_message("not JSON at all")
     repairs.intents.send({"kind": "task-resolved"})           # no taskId: raises every time
     root = create(services, task_queue_id)
-    child = create(services, task_queue_id, dependencies=[root])
-    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
-    services.resolutions.completed(root, claim["runId"])      # its 'task resolved' event is lost:
-    events = services.tasks.updater.events.resolved
-    for message in events.receive(32, timedelta(seconds=30)):
-        events.delete(message)
+    child = create(services, task_queue_id, dependencies=[root], requires="all-resolved")
+    with follow_ups_lost(services):                           # cancelled before any claim, and
+        services.tasks.cancel(root)                           # the process dies right after
     time.sleep(1.2)                                           # the repair intent comes due
 
     assert repairs.sweep(hold=HOLD) >= 1                       # (the child's readiness check may count too)

@@ -1,14 +1,19 @@
 """Crashes inside the resolution handler: whatever point the process dies at, the redelivered
-event or the repair sweep finishes the work, every task runs exactly once (or exactly its
-reruns), and further deliveries of the same events change nothing.
+event or the claim expiry sweep finishes the work, every task runs exactly once (or exactly
+its reruns), and further deliveries of the same events change nothing.
 
 The services run in this process on a real Azurite. A fault wraps one REAL method of this
 services instance (pytest's monkeypatch): armed only while the handler runs, it fires once
 per handler call, either before the wrapped write (the write never happens) or after it
-(the write happened and the process 'died' before the next one). The storage queues are the
-real ones: a crashed message is left undeleted and the queue itself delivers it again, or it
-is dropped and only the claimed run's row (which the handler removes last) is left, for the
-claim expiry sweep to announce again once it is due.
+(the write happened and the process 'died' before the next one). Three ways to recover:
+- "in process": the handler runs in the process that resolved the task, right after the
+  write (as in production for all but long fan-outs), and the process dies there;
+- "redeliver": the resolution is announced instead (as a long fan-out is) and the
+  queue-triggered handler dies: the message is left undeleted and the real storage queue
+  delivers it again;
+- "sweep": the same, but the message is lost too.
+After "in process" and "sweep" only the claimed run's row (which the handler removes last)
+is left, for the claim expiry sweep to announce again once it is due.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from tests.services.test_task_graphs import graph
 HOLD = timedelta(seconds=1)   # a crashed message becomes visible again this soon
 
 
-class Crash(Exception):
-    """The process died here."""
+class Crash(BaseException):
+    """The process died here (not an Exception: nothing in the process may carry on)."""
 
 
 @dataclass
@@ -119,7 +124,8 @@ def deliver_with_crashes(services: Services, fault: Fault, recovery: str) -> lis
 
     recovery="redeliver": a crashed message is not deleted, so the storage queue delivers it
     again once its hold ends, and the handler runs again (unarmed) as the trigger would.
-    recovery="sweep": a crashed message is lost; only the repair sweep can finish the work.
+    recovery="sweep" (or "in process"): a crashed message is lost; only the claim expiry sweep
+    can finish the work.
     """
     events = services.tasks.updater.events.resolved
     handler = services.resolution_handler
@@ -173,12 +179,19 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
         if all(tasks.status(task_id)["state"] == "completed" for task_id in work.all_tasks):
             return claims, crashed
         claimed = services.claims.claim_work(work.task_queue_id, "wg", "w", 32)["tasks"]
+        new_crashes = []
         for claim in claimed:
             key = (claim["status"]["taskId"], claim["runId"])
             claims.append(key)
-            getattr(services.resolutions, work.outcome(*key))(*key)
-        new_crashes = deliver_with_crashes(services, fault, recovery)
-        if recovery == "sweep":
+            fault.armed = recovery == "in process"
+            try:
+                getattr(services.resolutions, work.outcome(*key))(*key)
+            except Crash:
+                new_crashes.append(key)
+            finally:
+                fault.armed = False
+        new_crashes += deliver_with_crashes(services, fault, recovery)
+        if recovery != "redeliver":
             sweep_until_handled(services, work, new_crashes)
         crashed += new_crashes
     raise AssertionError(f"the workload did not finish: {[tasks.status(t)['state'] for t in work.all_tasks]}")
@@ -199,11 +212,13 @@ def snapshot(services: Services, work: Workload) -> dict:
     }
 
 
-@pytest.mark.parametrize("recovery", ["redeliver", "sweep"])
+@pytest.mark.parametrize("recovery", ["in process", "redeliver", "sweep"])
 @pytest.mark.parametrize("point", list(FAULT_POINTS))
 def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, monkeypatch, task_queue_id,
                                                                       point, recovery):
     services = build_services(azurite, repair_delay=1)
+    if recovery != "in process":   # every resolution announced, as a long fan-out's is
+        services.tasks.updater.on_resolved = services.tasks.updater.events.announce
     work = Workload.create(services, task_queue_id)
     owner, name, when = FAULT_POINTS[point]
     fault = Fault(owner(services), name, when)

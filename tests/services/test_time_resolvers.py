@@ -9,7 +9,7 @@ from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.claim_table import ClaimRow
-from tests.conftest import build_services, make_task
+from tests.conftest import follow_ups_lost, build_services, make_task
 from tests.services.test_dependencies import deliver_events
 
 
@@ -92,11 +92,8 @@ def test_a_resolution_whose_announcement_was_lost_is_announced_when_its_claim_co
     quick.tasks.create(task_id, make_task(task_queue_id))
     quick.tasks.create(dependent, make_task(task_queue_id, dependencies=[task_id]))
     claim(quick, task_queue_id)
-    quick.resolutions.completed(task_id, 0)
-    # The process died right after the completing write: the announcement never left.
-    events = quick.tasks.updater.events.resolved
-    for message in events.receive(32, timedelta(seconds=30)):
-        events.delete(message)
+    with follow_ups_lost(quick):   # the process dies right after the completing write
+        quick.resolutions.completed(task_id, 0)
     assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 1   # the claim row stands for it
     assert sweep_claims_after(quick, 2.2) == 0                     # nothing to expire: it completed in time
     assert deliver_events(quick) == 1                              # ... but it was announced again

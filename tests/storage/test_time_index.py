@@ -33,6 +33,6 @@ def test_removed_items_are_not_returned_again(azurite):
     times = index(azurite, timedelta(minutes=1))
     times.add([(to_iso(NOON), "once")])
     [item] = times.due(NOON, 10)
-    times.remove(item)
-    times.remove(item)                                             # a second sweeper's remove is harmless
+    times.remove([item])
+    times.remove([item])                                             # a second sweeper's remove is harmless
     assert times.due(NOON + timedelta(hours=1), 10) == []
