@@ -15,9 +15,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
-
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import requests
@@ -28,6 +27,7 @@ from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
+from tests.memory_storage import MemoryAccount
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -149,15 +149,25 @@ def queue(server) -> taskcluster.Queue:
 
 
 def build_services(azurite: Azurite, **overrides) -> Services:
-    """The Queue's services in this process, on tables and queues of their own."""
+    """The Queue's services in this process, on Azurite tables and queues of their own."""
     prefix = unique_prefix()
+    return Services.build(_settings(azurite.connection_string, prefix, overrides))
+
+
+def memory_services(**overrides) -> Services:
+    """The Queue's services in this process, on a storage account in memory."""
+    prefix = unique_prefix()
+    return Services.build(_settings("memory", prefix, overrides), account=MemoryAccount(prefix))
+
+
+def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
     settings = dict(
-        storage_connection=azurite.connection_string, table_prefix=prefix,
+        storage_connection=connection, table_prefix=prefix,
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
         graph_queue=f"{prefix}-graphs")
-    return Services.build(Settings(**{**settings, **overrides}))
+    return Settings(**{**settings, **overrides})
 
 
 @contextmanager
@@ -173,8 +183,9 @@ def follow_ups_lost(services: Services):
 
 
 @pytest.fixture
-def services(azurite) -> Services:
-    return build_services(azurite)
+def services() -> Services:
+    """The services on an in-memory storage account (see `tests/memory_storage.py`)."""
+    return memory_services()
 
 
 @pytest.fixture

@@ -58,8 +58,10 @@ class Services:
     workers: Workers
 
     @classmethod
-    def build(cls, settings: Settings) -> Services:
-        account = StorageAccount(settings.storage_connection, settings.table_prefix)
+    def build(cls, settings: Settings, account: StorageAccount | None = None) -> Services:
+        """The services on `settings`' storage account, or on `account` (one of the same
+        shape: the tests' in-memory one)."""
+        account = account or StorageAccount(settings.storage_connection, settings.table_prefix)
         task_table, pending, claimed = TaskTable(account), PendingTable(account), ClaimTable(account)
         repair_queue = account.queue(settings.repair_queue)
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,

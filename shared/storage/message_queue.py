@@ -45,11 +45,15 @@ class MessageQueue:
         self._client.send_message(json.dumps(body, separators=(",", ":")),
                                   visibility_timeout=seconds or None, time_to_live=-1)
 
+    def send_raw(self, content: str) -> None:
+        """A message of any text: what another sender (or damage) may leave on the queue."""
+        self._client.send_message(content, time_to_live=-1)
+
     def receive(self, count: int, hold: timedelta) -> list[ReceivedMessage]:
         """Up to `count` visible messages, hidden from others for `hold` while handled."""
         pages = self._client.receive_messages(
             messages_per_page=count, max_messages=count, visibility_timeout=int(hold.total_seconds()))
-        return [ReceivedMessage(_decoded(message.content), message.id, message.pop_receipt,
+        return [ReceivedMessage(decoded_body(message.content), message.id, message.pop_receipt,
                                 message.dequeue_count) for message in pages]
 
     def delete(self, message: ReceivedMessage) -> None:
@@ -59,7 +63,7 @@ class MessageQueue:
             pass  # its hold ran out and another handler took it; the work is idempotent
 
 
-def _decoded(content: str) -> dict | None:
+def decoded_body(content: str) -> dict | None:
     try:
         body = json.loads(content)
     except (TypeError, ValueError):

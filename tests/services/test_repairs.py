@@ -15,7 +15,7 @@ def test_r6_an_intent_that_fails_neither_stops_the_others_nor_loops_forever(serv
     repair is done in the first sweep; the failing intent is tried again later and, after
     MAX_ATTEMPTS, moved to the poison queue with the damaged one."""
     repairs = services.repairs
-    repairs.intents._client.send_message("not JSON at all")
+    repairs.intents.send_raw("not JSON at all")
     repairs.intents.send({"kind": "task-resolved"})           # no taskId: raises every time
     root = create(services, task_queue_id)
     child = create(services, task_queue_id, dependencies=[root], requires="all-resolved")

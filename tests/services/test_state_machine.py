@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from shared.domain.errors import Conflict, NotFound, QueueError
 from shared.domain.ids import new_slugid
 from shared.domain.lifecycle import MAX_RUNS
-from tests.conftest import build_services, make_task
+from tests.conftest import make_task, memory_services
 from tests.domain.test_state_machine import (
     RESOLVED_STATES, RETRY_REASON_FOR, expected_report, WORKER_EXCEPTION_REASONS, check_status_json, check_step_json, iso,
     task_state, ts,
@@ -359,8 +359,8 @@ class QueueThroughServices(RuleBasedStateMachine):
         assert counts["claimedTasks"] == (1 if state == "running" else 0), (counts, state)
 
 
-def test_task_lifecycle_through_services(azurite):
-    QueueThroughServices.services = build_services(azurite, claim_timeout=CLAIM_TIMEOUT, claim_work_wait=0)
+def test_task_lifecycle_through_services():
+    QueueThroughServices.services = memory_services(claim_timeout=CLAIM_TIMEOUT, claim_work_wait=0)
     try:
         run_state_machine_as_test(QueueThroughServices, settings=settings(
             max_examples=15, stateful_step_count=12, deadline=None, derandomize=False,
@@ -369,11 +369,11 @@ def test_task_lifecycle_through_services(azurite):
         QueueThroughServices.services = None
 
 
-def test_a_claim_expiring_after_the_deadline_is_not_retried(azurite):
+def test_a_claim_expiring_after_the_deadline_is_not_retried():
     """The domain finding, through the services: the claim resolver fires after the deadline
     (before the deadline resolver). The retry run it adds is pending past the deadline:
     counted in pendingTasks, unclaimable, and later resolved as deadline-exceeded."""
-    services = build_services(azurite, claim_timeout=CLAIM_TIMEOUT, claim_work_wait=0)
+    services = memory_services(claim_timeout=CLAIM_TIMEOUT, claim_work_wait=0)
     queue_id, task_id = f"sm-{uuid.uuid4().hex[:8]}/late-expiry", new_slugid()
     deadline = utcnow() + timedelta(seconds=FAR_DEADLINE)
     services.tasks.create(task_id, make_task(queue_id, retries=1, deadline=iso(deadline)))

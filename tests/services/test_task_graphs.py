@@ -138,7 +138,7 @@ def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id
     assert len(services.tasks.definition(entries["join"]["taskId"])["dependencies"]) == 300
 
 
-def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(azurite, task_queue_id, monkeypatch):
+def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_queue_id, monkeypatch):
     """R1: after every task row written, the quickest possible worker claims and completes
     whatever it can and its 'task resolved' events are handled, while the rest of the graph
     (then of an extension whose first task can run at once) is still being written. No
@@ -147,9 +147,9 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(azurit
     from concurrent.futures import ThreadPoolExecutor
 
     from shared.services import task_creation
-    from tests.conftest import build_services
+    from tests.conftest import memory_services
 
-    services = build_services(azurite, claim_work_wait=0)
+    services = memory_services(claim_work_wait=0)
     tasks, ran = services.task_graphs.creation.tasks, []
     real_insert = tasks.insert
 

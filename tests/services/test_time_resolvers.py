@@ -9,14 +9,14 @@ from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.claim_table import ClaimRow
-from tests.conftest import follow_ups_lost, build_services, make_task
+from tests.conftest import follow_ups_lost, make_task, memory_services
 from tests.services.test_dependencies import deliver_events
 
 
 @pytest.fixture
-def quick(azurite):
+def quick():
     """Services whose claims last 2 seconds."""
-    return build_services(azurite, claim_timeout=2)
+    return memory_services(claim_timeout=2)
 
 
 def claim(services, task_queue_id):

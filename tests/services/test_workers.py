@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from tests.conftest import build_services, make_task
+from tests.conftest import make_task, memory_services
 
 
-def test_a_claim_that_raced_the_quarantine_is_released(azurite, task_queue_id):
-    services = build_services(azurite, claim_work_wait=10)
+def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
+    services = memory_services(claim_work_wait=10)
     services.workers.arrive(task_queue_id, "wg", "racer", utcnow())      # a worker known from earlier claims
     answers = []
     polling = threading.Thread(target=lambda: answers.append(

@@ -1,0 +1,162 @@
+"""The storage port's contract: what the services rely on from a storage account, checked
+side by side on Azurite (the real Table and Queue services' emulator) and on the in-memory
+account the service tests use (`tests/memory_storage.py`). A behaviour the fake gets wrong
+fails here, next to the real one's answer."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import TableTransactionError, UpdateMode
+
+from shared.storage.account import OPERATIONS, StorageAccount
+from shared.storage.claim_table import ClaimRow, ClaimTable
+from shared.storage.pending_table import PendingTable
+from shared.storage.queries import first_rows
+from tests.conftest import unique_prefix
+from tests.memory_storage import MemoryAccount
+
+
+@pytest.fixture(params=["azurite", "memory"])
+def account(request):
+    if request.param == "memory":
+        return MemoryAccount(unique_prefix())
+    return StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
+
+
+@pytest.fixture
+def table(account):
+    return account.table("Contract")
+
+
+def row(partition: str, key: str, **properties) -> dict:
+    return {"PartitionKey": partition, "RowKey": key, **properties}
+
+
+def test_every_write_moves_the_etag_and_reads_return_it(table):
+    first = table.upsert_entity(row("p", "a", n=1))["etag"]
+    assert table.get_entity("p", "a").metadata["etag"] == first
+    second = table.upsert_entity(row("p", "a", n=2))["etag"]
+    assert second != first and table.get_entity("p", "a")["n"] == 2
+
+
+def test_inserting_an_existing_row_is_refused(table):
+    table.create_entity(row("p", "a"))
+    with pytest.raises(ResourceExistsError):
+        table.create_entity(row("p", "a"))
+
+
+def test_conditional_writes_and_deletes_are_refused_once_the_row_changed(table):
+    etag = table.upsert_entity(row("p", "a", n=1))["etag"]
+    table.upsert_entity(row("p", "a", n=2))
+    with pytest.raises(ResourceModifiedError):
+        table.update_entity(row("p", "a", n=3), mode=UpdateMode.MERGE, etag=etag,
+                            match_condition=MatchConditions.IfNotModified)
+    with pytest.raises(ResourceModifiedError):
+        table.delete_entity("p", "a", etag=etag, match_condition=MatchConditions.IfNotModified)
+    assert table.get_entity("p", "a")["n"] == 2
+    current = table.get_entity("p", "a").metadata["etag"]
+    table.update_entity(row("p", "a", n=3), mode=UpdateMode.MERGE, etag=current,
+                        match_condition=MatchConditions.IfNotModified)
+    assert table.get_entity("p", "a")["n"] == 3
+
+
+def test_updates_of_a_missing_row_are_refused_and_its_delete_is_no_error(table):
+    with pytest.raises(ResourceNotFoundError):
+        table.update_entity(row("p", "gone", n=1), mode=UpdateMode.MERGE)
+    with pytest.raises(ResourceNotFoundError):
+        table.get_entity("p", "gone")
+    table.delete_entity("p", "gone")                  # the SDK takes the 404 as done
+
+
+def test_merge_keeps_other_properties_and_replace_drops_them(table):
+    table.upsert_entity(row("p", "a", kept=1, changed=1))
+    table.upsert_entity(row("p", "a", changed=2), mode=UpdateMode.MERGE)
+    assert (table.get_entity("p", "a")["kept"], table.get_entity("p", "a")["changed"]) == (1, 2)
+    table.upsert_entity(row("p", "a", changed=3), mode=UpdateMode.REPLACE)
+    assert "kept" not in table.get_entity("p", "a")
+
+
+def test_a_transaction_is_all_or_nothing(table):
+    table.create_entity(row("p", "taken"))
+    with pytest.raises(TableTransactionError):
+        table.submit_transaction([("upsert", row("p", "x")), ("create", row("p", "taken")),
+                                  ("upsert", row("p", "y"))])
+    assert [entity["RowKey"] for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})] \
+        == ["taken"]
+    with pytest.raises(TableTransactionError):
+        table.submit_transaction([("upsert", row("p", "x")), ("delete", row("p", "missing"))])
+    table.submit_transaction([("upsert", row("p", "x")), ("delete", row("p", "taken"))])
+    assert [entity["RowKey"] for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})] \
+        == ["x"]
+
+
+def test_a_transaction_names_each_row_once(table):
+    with pytest.raises(TableTransactionError):
+        table.submit_transaction([("upsert", row("p", "x", n=1)), ("upsert", row("p", "x", n=2))])
+
+
+def test_queries_see_rows_in_key_order_across_pages_with_the_filters_the_adapters_use(table):
+    keys = [f"k{number:03d}" for number in range(30)]
+    for start in range(0, 30, 10):
+        table.submit_transaction([("upsert", row("p", key, due=key)) for key in reversed(keys[start:start + 10])])
+    table.upsert_entity(row("q", "other", due="k005"))
+    found = first_rows(table, "PartitionKey eq @pk and RowKey gt @after", {"pk": "p", "after": "k004"}, 100)
+    assert [entity["RowKey"] for entity in found] == keys[5:]
+    page_by_page = list(table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"}, results_per_page=7))
+    assert [entity["RowKey"] for entity in page_by_page] == keys
+    across = first_rows(table, "due le @due", {"due": "k005"}, 100, ["PartitionKey", "RowKey"])
+    assert [(entity["PartitionKey"], entity["RowKey"]) for entity in across] == \
+        [("p", key) for key in keys[:6]] + [("q", "other")]
+    assert set(across[0]) == {"PartitionKey", "RowKey"}          # select
+    assert [entity["RowKey"] for entity in first_rows(
+        table, "PartitionKey eq @pk and RowKey gt 'k027' and RowKey ne @last", {"pk": "p", "last": "k029"}, 10)] \
+        == ["k028"]
+
+
+def test_each_query_page_and_each_request_is_one_counted_round_trip(table):
+    table.submit_transaction([("upsert", row("p", f"k{number:02d}")) for number in range(10)])
+    before = OPERATIONS.value
+    assert len(list(table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"}, results_per_page=4))) == 10
+    table.get_entity("p", "k00")
+    assert OPERATIONS.value - before == 4                        # three pages and a read
+
+
+def test_the_adapters_behave_alike(account):
+    claims = ClaimTable(account)
+    claims.add([ClaimRow("prov/type", "task", 0, "wg", "w", "2030-01-01T00:00:00.000Z"),
+                ClaimRow("prov/type", "later", 0, "wg", "w", "2031-01-01T00:00:00.000Z")])
+    claims.move(ClaimRow("prov/type", "gone", 0, "wg", "w"), "2030-01-01T00:00:00.000Z")   # never brought back
+    assert [row.task_id for row in claims.due("2030-06-01T00:00:00.000Z", 10)] == ["task"]
+    assert claims.held_by("prov/type", "wg", "w") == [("later", 0), ("task", 0)]
+    claims.remove([ClaimRow("prov/type", "task", 0, "wg", "w"), ClaimRow("prov/type", "gone", 0, "wg", "w")])
+    assert claims.count("prov/type") == 1
+    pending = PendingTable(account)
+    pending.add_many([("prov/type", 2, "2030-01-01T00:00:00.000Z", "b", 0),
+                      ("prov/type", 1, "2030-01-02T00:00:00.000Z", "a", 0)])
+    hints = pending.peek("prov/type", 10)
+    assert [hint.task_id for hint in hints] == ["a", "b"]       # priority rank first
+    pending.remove_many(hints + hints[:1])
+    assert pending.count("prov/type") == 0
+
+
+def test_queues_hold_received_messages_count_deliveries_and_delay_sends(account):
+    queue = account.queue(f"{unique_prefix()}-contract")
+    queue.send({"n": 1})
+    queue.send({"n": 2}, timedelta(seconds=2))
+    queue.send_raw("not JSON")
+    received = queue.receive(32, timedelta(seconds=1))
+    assert [message.body for message in received] == [{"n": 1}, None]
+    assert queue.receive(32, timedelta(seconds=1)) == []          # held
+    time.sleep(1.2)
+    again = queue.receive(32, timedelta(seconds=30))
+    assert sorted(message.dequeue_count for message in again) == [2, 2]
+    for message in again:
+        queue.delete(message)
+    queue.delete(again[0])                                        # twice: no error
+    time.sleep(1.0)
+    assert [message.body for message in queue.receive(32, timedelta(seconds=30))] == [{"n": 2}]
