@@ -54,9 +54,12 @@ class Expiration(TimeResolver):
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
         outcomes: list[int | None] = [0] * len(items)
         expiring: dict[int, TaskRecord] = {}
+        gone: set[str] = set()   # groups deleted whole in this batch (an item sorts before its tasks')
         for position, item in enumerate(items):
             if item.key.startswith(GROUP):
-                outcomes[position] = self._expire_group(item.key[len(GROUP):], now)
+                group_id = item.key[len(GROUP):]
+                if self._expire_group(group_id, now):
+                    gone.add(group_id)
             elif item.key.startswith(TASK):
                 record = self.tasks.load(item.key[len(TASK):], with_definition=True)
                 if record is not None and not record.status.state.is_resolved:
@@ -64,29 +67,31 @@ class Expiration(TimeResolver):
                 elif record is not None:
                     expiring[position] = record
             # anything else (a long fan-out's progress) only goes with its item
-        self._expire_tasks(list(expiring.values()))
+        self._expire_tasks(list(expiring.values()), gone)
         for position in expiring:
             outcomes[position] = 1
         return outcomes
 
-    def _expire_tasks(self, records: list[TaskRecord]) -> None:
+    def _expire_tasks(self, records: list[TaskRecord], gone_groups: set[str]) -> None:
         for record in records:
             dependencies = record.definition["dependencies"]
             self.dependencies.forget(record.task_id, dependencies)
             if dependencies:
                 self.requirements.forget(record.task_id)   # none was ever written for a task without any
-        self.groups.forget_members([(record.summary["taskGroupId"], record.task_id) for record in records])
+        self.groups.forget_members([(record.summary["taskGroupId"], record.task_id) for record in records
+                                    if record.summary["taskGroupId"] not in gone_groups])
         for record in records:
             self.tasks.delete(record.task_id)  # last: while it exists, its item is handled again
             log.info("task %s expired and was deleted", record.task_id,
                      extra={"taskId": record.task_id, "action": self.action})
 
-    def _expire_group(self, group_id: str, now: datetime) -> int:
+    def _expire_group(self, group_id: str, now: datetime) -> bool:
+        """Delete a group (and its graph) whose expiry passed; True if it was deleted."""
         group = self.groups.load(group_id)
         if group is None or parse_iso(group.expires) > now:
-            return 0  # gone already, or extended by a later task (indexed at its own expiry)
+            return False  # gone already, or extended by a later task (indexed at its own expiry)
         self.graphs.forget(group_id)
         self.groups.forget(group_id)  # last: the group row goes with its partition
         log.info("task group %s expired and was deleted", group_id,
                  extra={"taskGroupId": group_id, "action": self.action})
-        return 0
+        return True
