@@ -18,6 +18,7 @@ run's row goes last, so a crash before it leaves the resolution to be announced 
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.task_table import TaskTable
@@ -27,6 +28,9 @@ from .task_graphs import TaskGraphs
 from .task_groups import TaskGroups
 
 log = logging.getLogger("queue.resolutions")
+# A resolution's graph and group, alongside its dependents. Nothing run here submits work
+# to this pool, so it cannot wait on itself.
+_ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-group")
 
 
 class ResolutionHandler:
@@ -72,18 +76,26 @@ class ResolutionHandler:
                           resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
 
     def handle_resolution(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
-        """Process a resolution; False (with nothing done) if its fan-out is long and
-        `long_fan_out` is False."""
+        """Process a resolution; False (with its claim row kept) if its fan-out is long and
+        `long_fan_out` is False. The dependents, and the graph and group, are independent
+        of each other: they are processed at once, the claim row removed after both."""
         task_id, run_id = resolution.task_id, resolution.run_id
-        if not self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires,
-                                               long_fan_out):
+        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        try:
+            handled = self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires,
+                                                      long_fan_out)
+        finally:
+            group_and_graph.result()   # its errors too; done twice, it changes nothing
+        if not handled:
             return False
-        self.graphs.task_resolved(resolution)
-        group_id = resolution.task_group_id
-        if self.groups.member_resolved(group_id, task_id, resolution.resolved):
-            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
         if resolution.worker_group:
             self.claims.remove([ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group,
                                          resolution.worker_id)])
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
         return True
+
+    def _group_and_graph(self, resolution: Resolution) -> None:
+        self.graphs.task_resolved(resolution)
+        group_id = resolution.task_group_id
+        if self.groups.member_resolved(group_id, resolution.task_id, resolution.resolved):
+            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})

@@ -26,7 +26,7 @@ from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
 from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
-from .dependencies import Dependencies
+from .dependencies import Dependencies, Registration
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater
@@ -34,6 +34,9 @@ from .time_resolvers import Deadlines
 
 log = logging.getLogger("queue.tasks")
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
+# The independent steps of one creation. A step may use the other pools, never this one,
+# so no step waits for a thread that waits for it.
+_STEPS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="task-create-step")
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,21 @@ class TaskCreation:
         """
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
-        existing = {} if unused_ids else self._existing(definitions)
+        # The three reads are independent: made at once, they cost one round trip of waiting.
+        existing, outside, groups = _at_once(
+            lambda: {} if unused_ids else self._existing(definitions),
+            lambda: {} if held else self.dependencies.check(definitions),
+            lambda: self.groups.check(definitions, accepted=held), settle=True)
+        if isinstance(existing, Exception):
+            raise existing
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
-        outside = {} if held else self.dependencies.check(new)
-        return Plan(list(definitions), existing, new, outside, self.groups.check(new, accepted=held), held)
+        if existing:  # tasks that exist are answered as they are: check only the others
+            outside = {} if held else self.dependencies.check(new)
+            groups = self.groups.check(new, accepted=held)
+        for checked in (outside, groups):
+            if isinstance(checked, Exception):
+                raise checked
+        return Plan(list(definitions), existing, new, outside, groups, held)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -98,16 +112,21 @@ class TaskCreation:
 
     def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
         new = plan.new
-        self.groups.join_many(new, plan.groups, accepted=plan.held)
-        self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()])
-        registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)
         statuses = {}
-        for task_id, definition in new.items():
-            status = TaskStatus.new(task_id, definition)
-            ready = registration.ready[task_id] and not plan.held
-            statuses[task_id] = lifecycle.schedule(status, now) if ready else status
-        self.updater.add_hints([(new[task_id], task_id, status.latest)
-                                for task_id, status in statuses.items() if status.runs])
+
+        def register_and_hint() -> Registration:   # the hints depend on what the registration finds
+            registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)
+            for task_id, definition in new.items():
+                status = TaskStatus.new(task_id, definition)
+                ready = registration.ready[task_id] and not plan.held
+                statuses[task_id] = lifecycle.schedule(status, now) if ready else status
+            self.updater.add_hints([(new[task_id], task_id, status.latest)
+                                    for task_id, status in statuses.items() if status.runs])
+            return registration
+        _, _, registration = _at_once(
+            lambda: self.groups.join_many(new, plan.groups, accepted=plan.held),
+            lambda: self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()]),
+            register_and_hint)
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]),
@@ -134,6 +153,22 @@ class TaskCreation:
             if not task_definition.same_definition(record.definition, definition):
                 raise Conflict(f"Task {status.task_id} already exists with a different definition") from None
             return record
+
+
+def _at_once(*steps, settle: bool = False) -> list:
+    """Run independent steps concurrently; their results in order. An error is raised once
+    all are done, or, with `settle`, returned in place of its step's result."""
+    futures = [_STEPS.submit(step) for step in steps]
+    outcomes = []
+    for future in futures:
+        try:
+            outcomes.append(future.result())
+        except Exception as error:
+            outcomes.append(error)
+    errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+    if errors and not settle:
+        raise errors[0]
+    return outcomes
 
 
 def _check_size(task_id: str, definition: dict) -> None:
