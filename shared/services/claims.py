@@ -30,6 +30,7 @@ log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
+WINDOW = 100   # hints read per attempt: the oldest of the best priority are picked from at random
 # The runs of one claimWork are claimed concurrently: each is a read and a conditional write
 # of its own task row, independent of the others.
 _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
@@ -84,19 +85,13 @@ class Claims:
         return {"tasks": claimed}
 
     def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
-        hints, twins = _one_per_run(self.pending.peek(task_queue_id, min(count * 2 + 8, 100)))
+        hints, twins = _one_per_run(self.pending.peek(task_queue_id, WINDOW))
         claimed: list[dict] = []
         done: list[PendingHint] = []   # hints to delete: claimed, or found stale
-        contended = False
         try:
             while hints and len(claimed) < count:
-                # In key order while uncontended (priority, then age); once another worker
-                # beats us to a hint, spread out so concurrent claimers stop colliding.
-                batch = [hints.pop(random.randrange(len(hints)) if contended else 0)
-                         for _ in range(min(count - len(claimed), len(hints)))]
-                lost, stopped = self._claim_hints(batch, worker_group, worker_id, claimed, done)
-                contended = contended or lost
-                if stopped:
+                batch = _pick(hints, count - len(claimed))
+                if self._claim_hints(batch, worker_group, worker_id, claimed, done):
                     break
         finally:
             settled = {(hint.task_id, hint.run_id) for hint in done}
@@ -106,9 +101,9 @@ class Claims:
         return claimed
 
     def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
-                     done: list[PendingHint]) -> tuple[bool, bool]:
+                     done: list[PendingHint]) -> bool:
         """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
-        `done`; returns (whether another worker won any, whether an error ended the claiming)."""
+        `done`; returns whether an error ended the claiming."""
         now = utcnow()
         taken_until = now + self.claim_timeout
         rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
@@ -116,7 +111,7 @@ class Claims:
         self.claim_rows.add(rows)  # watched before the claims exist, so none outlives a crash unwatched
         outcomes = list(_CLAIMERS.map(lambda hint: _outcome(
             lambda: self._claim_hint(hint, worker_group, worker_id, now, taken_until)), hints))
-        unused, lost, errors = [], False, []
+        unused, errors = [], []
         for hint, row, (answer, error) in zip(hints, rows, outcomes):
             if answer is not None:
                 claimed.append(answer)
@@ -128,7 +123,6 @@ class Claims:
             else:
                 unused.append(row)
             if isinstance(error, _Skip):
-                lost = lost or not error.stale
                 if error.stale:
                     done.append(hint)
             else:
@@ -140,7 +134,7 @@ class Claims:
         for error in errors:
             log.error("claimWork on %s: answering with the %d runs claimed despite an error", hints[0].task_queue_id,
                       len(claimed), exc_info=error)
-        return lost, bool(errors)
+        return bool(errors)
 
     def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str, now: datetime,
                     taken_until: datetime) -> dict:
@@ -189,6 +183,16 @@ class Claims:
             out["task"] = definition
         return out
 
+
+
+def _pick(hints: list[PendingHint], count: int) -> list[PendingHint]:
+    """Take up to `count` hints out of `hints` (in claim order): at random among those of the
+    best priority present. Concurrent claimers read the same first hints; each taking the
+    first ones, all but one would lose every race, and try again, and lose again."""
+    best = hints[0].row_key.split(".", 1)[0]
+    same = [position for position, hint in enumerate(hints) if hint.row_key.split(".", 1)[0] == best]
+    chosen = sorted(random.sample(same, min(count, len(same))), reverse=True)
+    return [hints.pop(position) for position in chosen]
 
 
 def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[PendingHint]]:
