@@ -30,7 +30,8 @@ log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
-WINDOW = 100   # hints read per attempt: the oldest of the best priority are picked from at random
+WINDOW = 100   # hints read per attempt: while contended, the oldest of the best priority are picked from at random
+CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork on that queue pick at random
 # The runs of one claimWork are claimed concurrently: each is a read and a conditional write
 # of its own task row, independent of the others.
 _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
@@ -39,11 +40,13 @@ _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
 class _Skip(Exception):
     """The hint does not lead to a claimable run; `stale` says whether to delete it.
     `held_until`: the run is running already, claimed by this same worker (in a concurrent
-    or repeated claimWork), whose claim row is the one this call wrote over."""
+    or repeated claimWork), whose claim row is the one this call wrote over; `lost`: claimed
+    by another worker."""
 
-    def __init__(self, stale: bool, held_until: str | None = None) -> None:
+    def __init__(self, stale: bool, held_until: str | None = None, lost: bool = False) -> None:
         self.stale = stale
         self.held_until = held_until
+        self.lost = lost   # another worker claimed the run: a sign of contention
 
 
 class Claims:
@@ -59,6 +62,7 @@ class Claims:
         self.issuer = issuer
         self.claim_timeout = timedelta(seconds=claim_timeout)
         self.wait_seconds = wait_seconds
+        self._lost_race: dict[str, float] = {}   # task queue -> when a claim here last lost a race
 
     def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
         """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
@@ -90,8 +94,13 @@ class Claims:
         done: list[PendingHint] = []   # hints to delete: claimed, or found stale
         try:
             while hints and len(claimed) < count:
-                batch = _pick(hints, count - len(claimed))
-                if self._claim_hints(batch, worker_group, worker_id, claimed, done):
+                contended = time.monotonic() - self._lost_race.get(task_queue_id, -CONTENTION_MEMORY) \
+                    < CONTENTION_MEMORY
+                batch = _pick(hints, count - len(claimed), at_random=contended)
+                stopped, lost = self._claim_hints(batch, worker_group, worker_id, claimed, done)
+                if lost:
+                    self._lost_race[task_queue_id] = time.monotonic()
+                if stopped:
                     break
         finally:
             settled = {(hint.task_id, hint.run_id) for hint in done}
@@ -101,9 +110,9 @@ class Claims:
         return claimed
 
     def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
-                     done: list[PendingHint]) -> bool:
+                     done: list[PendingHint]) -> tuple[bool, bool]:
         """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
-        `done`; returns whether an error ended the claiming."""
+        `done`; returns (whether an error ended the claiming, whether another claimer won any)."""
         now = utcnow()
         taken_until = now + self.claim_timeout
         rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
@@ -111,7 +120,7 @@ class Claims:
         self.claim_rows.add(rows)  # watched before the claims exist, so none outlives a crash unwatched
         outcomes = list(_CLAIMERS.map(lambda hint: _outcome(
             lambda: self._claim_hint(hint, worker_group, worker_id, now, taken_until)), hints))
-        unused, errors = [], []
+        unused, errors, lost = [], [], False
         for hint, row, (answer, error) in zip(hints, rows, outcomes):
             if answer is not None:
                 claimed.append(answer)
@@ -123,6 +132,7 @@ class Claims:
             else:
                 unused.append(row)
             if isinstance(error, _Skip):
+                lost = lost or error.lost
                 if error.stale:
                     done.append(hint)
             else:
@@ -134,7 +144,7 @@ class Claims:
         for error in errors:
             log.error("claimWork on %s: answering with the %d runs claimed despite an error", hints[0].task_queue_id,
                       len(claimed), exc_info=error)
-        return bool(errors)
+        return bool(errors), lost
 
     def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str, now: datetime,
                     taken_until: datetime) -> dict:
@@ -143,8 +153,9 @@ class Claims:
             if run is None:
                 raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
             if run is not status.pending_run:
-                mine = run.state is RunState.RUNNING and (run.worker_group, run.worker_id) == (worker_group, worker_id)
-                raise _Skip(stale=True, held_until=run.taken_until if mine else None)
+                running = run.state is RunState.RUNNING
+                mine = running and (run.worker_group, run.worker_id) == (worker_group, worker_id)
+                raise _Skip(stale=True, held_until=run.taken_until if mine else None, lost=running and not mine)
             if lifecycle.is_past_deadline(status, now):
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
@@ -185,10 +196,14 @@ class Claims:
 
 
 
-def _pick(hints: list[PendingHint], count: int) -> list[PendingHint]:
-    """Take up to `count` hints out of `hints` (in claim order): at random among those of the
-    best priority present. Concurrent claimers read the same first hints; each taking the
-    first ones, all but one would lose every race, and try again, and lose again."""
+def _pick(hints: list[PendingHint], count: int, at_random: bool) -> list[PendingHint]:
+    """Take up to `count` hints out of `hints` (in claim order): the first ones, or, while
+    claimers contend for the queue, ones at random among those of the best priority present.
+    Concurrent claimers read the same first hints; each taking the first ones, all but one
+    would lose every race, and try again, and lose again."""
+    if not at_random:
+        taken, hints[:count] = hints[:count], []
+        return taken
     best = hints[0].row_key.split(".", 1)[0]
     same = [position for position, hint in enumerate(hints) if hint.row_key.split(".", 1)[0] == best]
     chosen = sorted(random.sample(same, min(count, len(same))), reverse=True)

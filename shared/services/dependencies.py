@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
-from ..domain.errors import Conflict, InvalidInput, NotFound
+from ..domain.errors import Conflict, InvalidInput
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
 from ..storage.dependency_table import Dependent, DependencyTable
@@ -98,30 +98,28 @@ class Dependencies:
         self.requirements.add(waiting_rows)
         return registration
 
-    def recheck(self, task_id: str, requires: str, page: int = PAGE) -> None:
+    def recheck(self, task_id: str, requires: str, page: int = PAGE) -> bool:
         """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
-        schedule the task once none is left."""
+        schedule the task once none is left; True if this call scheduled it."""
         while True:
             waiting = self.requirements.remaining(task_id, page)
             if not waiting:
-                self.schedule(task_id)
-                return
+                return self.schedule(task_id)
             records = _READERS.map(self.tasks.load, waiting)
             done = [required_id for required_id, record in zip(waiting, records)
                     if _satisfied_now(requires, record)]
             if not done:
-                return
+                return False
             for required_id in done:
                 self.requirements.satisfy(task_id, required_id)
 
     def schedule_if_ready(self, task_id: str) -> bool:
-        """Re-check an unscheduled task; True if that scheduled it."""
+        """Re-check an unscheduled task; True if that scheduled it (not a concurrent handler
+        of its last dependency's resolution)."""
         record = self.tasks.load(task_id, with_definition=True)
         if record is None or record.status.runs:
             return False
-        self.recheck(task_id, record.definition["requires"])
-        after = self.tasks.load(task_id)
-        return bool(after and after.status.runs)
+        return self.recheck(task_id, record.definition["requires"])
 
     def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str,
                       long_fan_out: bool = True) -> bool:
@@ -160,16 +158,16 @@ class Dependencies:
         # dependent really waits, and lets the last resolver clear any stale row.
         self.recheck(dependent.task_id, dependent.requires, page=1)
 
-    def schedule(self, task_id: str, why: str = "dependencies done") -> None:
-        """Give a task whose wait is over its first run. One past its deadline is left to the
-        deadline resolver (logged); one not written yet, to its creator's re-check."""
+    def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
+        """Give a task whose wait is over its first run; True if this call did. One past its
+        deadline is left to the deadline resolver (logged); one not written yet, to its
+        creator's re-check."""
         now = utcnow()
         try:
-            self.updater.apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
-        except NotFound:
-            pass
+            return self.updater.try_apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
+            return False
 
 
 def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:

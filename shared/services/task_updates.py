@@ -59,11 +59,13 @@ class TaskUpdater:
             if status is record.status:
                 return record
             try:
-                saved = self.write(record, status, remove_hints)
+                saved, resolution = self.write(record, status, remove_hints)
             except ChangedSinceRead:
                 continue
             log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
                      extra={"taskId": task_id, "action": action})
+            if resolution is not None:
+                self.on_resolved(resolution)
             return saved
         raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
 
@@ -88,8 +90,10 @@ class TaskUpdater:
             return False, None
         return changed[0], record
 
-    def write(self, record: TaskRecord, status: TaskStatus, remove_hints: bool = True) -> TaskRecord:
-        """Write `status` over `record` with its index rows; raises ChangedSinceRead.
+    def write(self, record: TaskRecord, status: TaskStatus,
+              remove_hints: bool = True) -> tuple[TaskRecord, Resolution | None]:
+        """Write `status` over `record` with its index rows; raises ChangedSinceRead. Returns
+        the task as saved, and the resolution to follow up if the write resolved the task.
         `remove_hints=False`: the caller removes the hints of runs that left pending (claimWork
         removes those of all its claims in one transaction)."""
         queue_id = record.summary["taskQueueId"]
@@ -109,9 +113,7 @@ class TaskUpdater:
                 self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
         if new_pending and new_pending != record.status.pending_run:
             self.signal.notify(queue_id, 1)
-        if resolved_run is not None:
-            self.on_resolved(Resolution.of(saved, resolved_run))
-        return saved
+        return saved, Resolution.of(saved, resolved_run) if resolved_run is not None else None
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
         self.add_hints([(summary, task_id, run)])
