@@ -88,7 +88,9 @@ class Deadlines(TimeResolver):
             if changed:
                 log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
             if record is not None:
-                past[item.key] = record.summary
+                # Filed no earlier than now: the expiration sweep's cursor may have passed an
+                # `expires` that came before this (late) sweep, but never passes now.
+                past[item.key] = {**record.summary, "expires": max(record.summary["expires"], to_iso(now))}
             outcomes.append(int(changed))
         self.expiration.watch(past)   # before the deadline rows go: a crash only repeats it
         return outcomes

@@ -38,8 +38,9 @@ def records_of(services, task_id: str, group_id: str) -> dict:
 
 def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task_queue_id):
     graph_id = new_slugid()
-    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": short_lived()},
-                                                test={"requires": ["build"], "task": short_lived()}))
+    lifetime = short_lived()   # one for both: a dependency may not expire before its dependent's deadline
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime},
+                                                test={"requires": ["build"], "task": lifetime}))
     ids = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
     run(services, task_queue_id)
     run(services, task_queue_id)
@@ -84,3 +85,17 @@ def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
     assert expire_at(services, utcnow() + timedelta(seconds=62)) == 1
     with pytest.raises(NotFound):
         services.task_groups.get(group_id)
+
+
+def test_a_task_whose_deadline_sweep_came_late_still_expires(services, task_queue_id):
+    """`expires` may equal the deadline. If the deadline sweep runs late (a host down for a
+    day), the expiration sweep's cursor has moved past the day of `expires` meanwhile: the
+    expiry must be filed where the cursor still looks."""
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    two_days_later = utcnow() + timedelta(days=2)
+    assert services.expiration.sweep(now=two_days_later) == 0     # nothing indexed yet; the cursor moves on
+    assert services.deadlines.sweep(now=two_days_later) == 1      # late: resolves it, files its expiry
+    assert services.expiration.sweep(now=two_days_later + timedelta(seconds=1)) == 1
+    with pytest.raises(NotFound):
+        services.tasks.status(task_id)
