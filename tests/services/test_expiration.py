@@ -88,14 +88,18 @@ def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
 
 
 def test_a_task_whose_deadline_sweep_came_late_still_expires(services, task_queue_id):
-    """`expires` may equal the deadline. If the deadline sweep runs late (a host down for a
-    day), the expiration sweep's cursor has moved past the day of `expires` meanwhile: the
-    expiry must be filed where the cursor still looks."""
-    task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
-    two_days_later = utcnow() + timedelta(days=2)
-    assert services.expiration.sweep(now=two_days_later) == 0     # nothing indexed yet; the cursor moves on
-    assert services.deadlines.sweep(now=two_days_later) == 1      # late: resolves it, files its expiry
-    assert services.expiration.sweep(now=two_days_later + timedelta(seconds=1)) == 1
+    """`expires` may equal the deadline, and the deadline sweep, which files the expiry, may
+    reach a task a day late (a host down), after other tasks expired: it still expires."""
+    now = utcnow()
+    first, late = new_slugid(), new_slugid()
+    services.tasks.create(first, make_task(task_queue_id, deadline=to_iso(now + timedelta(seconds=2)),
+                                           expires=to_iso(now + timedelta(days=1))))
+    services.tasks.create(late, make_task(task_queue_id, **short_lived(3)))
+    next_day = now + timedelta(days=1, hours=1)
+    assert services.deadlines.sweep(now=next_day, max_items=1) == 1     # only the first task's deadline
+    assert services.expiration.sweep(now=next_day) == 1                  # the first expires; the cursor moves on
+    assert services.expiration.sweep(now=next_day) == 0
+    assert services.deadlines.sweep(now=next_day) == 1                   # the late one, a day late
+    assert services.expiration.sweep(now=next_day + timedelta(seconds=1)) == 1
     with pytest.raises(NotFound):
-        services.tasks.status(task_id)
+        services.tasks.status(late)
