@@ -13,7 +13,9 @@ so a sweep killed midway is finished by the next one.
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..domain.timestamps import parse_iso
@@ -27,6 +29,14 @@ from .time_resolvers import KEEP, TimeResolver
 
 log = logging.getLogger("queue.expiration")
 TASK, GROUP = "task.", "group."
+NOTED_DEPENDENCIES = 100   # dependencies an expiry item notes; a task with more is read when it expires
+
+
+@dataclass(frozen=True)
+class _Expiring:
+    task_id: str
+    group_id: str
+    dependencies: list[str]
 
 
 class Expiration(TimeResolver):
@@ -42,18 +52,25 @@ class Expiration(TimeResolver):
         self.groups = groups
         self.graphs = graphs
 
-    def watch(self, definitions: dict[str, dict]) -> None:
-        """Index tasks (taskId -> definition or summary) and their groups at their expiry."""
+    def watch(self, records: list[TaskRecord], not_before: str) -> None:
+        """Index tasks past their deadline (so resolved for good) and their groups at their
+        expiry, or at `not_before` if that is later (a late sweep's `now`, which the sweep's
+        cursor has not passed). Each task's item notes its group and dependencies, so the
+        expiration reads no task row (unless there are too many to note)."""
         group_expiry: dict[str, str] = {}
-        for definition in definitions.values():
-            group_id = definition["taskGroupId"]
-            group_expiry[group_id] = max(group_expiry.get(group_id, ""), definition["expires"])
-        self.index.add([(definition["expires"], TASK + task_id) for task_id, definition in definitions.items()]
-                       + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()])
+        items, values = [], {}
+        for record in records:
+            group_id, expires = record.summary["taskGroupId"], max(record.summary["expires"], not_before)
+            group_expiry[group_id] = max(group_expiry.get(group_id, ""), expires)
+            items.append((expires, TASK + record.task_id))
+            dependencies = record.definition["dependencies"]
+            if len(dependencies) <= NOTED_DEPENDENCIES:
+                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": dependencies})
+        self.index.add(items + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()], values)
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
         outcomes: list[int | None] = [0] * len(items)
-        expiring: dict[int, TaskRecord] = {}
+        expiring: dict[int, _Expiring] = {}
         gone: set[str] = set()   # groups deleted whole in this batch (an item sorts before its tasks')
         for position, item in enumerate(items):
             if item.key.startswith(GROUP):
@@ -61,29 +78,42 @@ class Expiration(TimeResolver):
                 if self._expire_group(group_id, now):
                     gone.add(group_id)
             elif item.key.startswith(TASK):
-                record = self.tasks.load(item.key[len(TASK):], with_definition=True)
-                if record is not None and not record.status.state.is_resolved:
+                task, unresolved = self._expiring(item)
+                if unresolved:
                     outcomes[position] = KEEP   # past its deadline too: the deadline resolver resolves it first
-                elif record is not None:
-                    expiring[position] = record
+                elif task is not None:
+                    expiring[position] = task
             # anything else (a long fan-out's progress) only goes with its item
         self._expire_tasks(list(expiring.values()), gone)
         for position in expiring:
             outcomes[position] = 1
         return outcomes
 
-    def _expire_tasks(self, records: list[TaskRecord], gone_groups: set[str]) -> None:
-        for record in records:
-            dependencies = record.definition["dependencies"]
-            self.dependencies.forget(record.task_id, dependencies)
-            if dependencies:
-                self.requirements.forget(record.task_id)   # none was ever written for a task without any
-        self.groups.forget_members([(record.summary["taskGroupId"], record.task_id) for record in records
-                                    if record.summary["taskGroupId"] not in gone_groups])
-        for record in records:
-            self.tasks.delete(record.task_id)  # last: while it exists, its item is handled again
-            log.info("task %s expired and was deleted", record.task_id,
-                     extra={"taskId": record.task_id, "action": self.action})
+    def _expiring(self, item: DueItem) -> tuple[_Expiring | None, bool]:
+        """What an item's task needs deleted, from its note or else from its row (None: the
+        task is gone), and whether it is unresolved still (then it waits)."""
+        task_id = item.key[len(TASK):]
+        if item.value:
+            noted = json.loads(item.value)
+            return _Expiring(task_id, noted["group"], noted["dependencies"]), False
+        record = self.tasks.load(task_id, with_definition=True)
+        if record is None:
+            return None, False
+        if not record.status.state.is_resolved:
+            return None, True
+        return _Expiring(task_id, record.summary["taskGroupId"], record.definition["dependencies"]), False
+
+    def _expire_tasks(self, tasks: list[_Expiring], gone_groups: set[str]) -> None:
+        for task in tasks:
+            self.dependencies.forget(task.task_id, task.dependencies)
+            if task.dependencies:
+                self.requirements.forget(task.task_id)   # none was ever written for a task without any
+        self.groups.forget_members([(task.group_id, task.task_id) for task in tasks
+                                    if task.group_id not in gone_groups])
+        for task in tasks:
+            self.tasks.delete(task.task_id)  # last: while it exists, its item is handled again
+            log.info("task %s expired and was deleted", task.task_id,
+                     extra={"taskId": task.task_id, "action": self.action})
 
     def _expire_group(self, group_id: str, now: datetime) -> bool:
         """Delete a group (and its graph) whose expiry passed; True if it was deleted."""

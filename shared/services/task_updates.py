@@ -74,8 +74,8 @@ class TaskUpdater:
         is gone or the transition had nothing to do)."""
         return self.apply_if_found(task_id, transition, action)[0]
 
-    def apply_if_found(self, task_id: str, transition: Transition,
-                       action: str) -> tuple[bool, TaskRecord | None]:
+    def apply_if_found(self, task_id: str, transition: Transition, action: str,
+                       with_definition: bool = False) -> tuple[bool, TaskRecord | None]:
         """Like `apply`: whether this call changed the task, and the task as it is now
         (None if it does not exist)."""
         changed = [False]  # decided by the attempt whose write went through
@@ -85,7 +85,7 @@ class TaskUpdater:
             changed[0] = after is not status
             return after
         try:
-            record = self.apply(task_id, tracked, action)
+            record = self.apply(task_id, tracked, action, with_definition=with_definition)
         except NotFound:
             return False, None
         return changed[0], record

@@ -81,18 +81,16 @@ class Deadlines(TimeResolver):
         self.index.add([(deadline, task_id) for task_id, deadline in deadlines])
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int]:
-        outcomes, past = [], {}
+        outcomes, past = [], []
         for item in items:
             changed, record = self.updater.apply_if_found(
-                item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action)
+                item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action, with_definition=True)
             if changed:
                 log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
             if record is not None:
-                # Filed no earlier than now: the expiration sweep's cursor may have passed an
-                # `expires` that came before this (late) sweep, but never passes now.
-                past[item.key] = {**record.summary, "expires": max(record.summary["expires"], to_iso(now))}
+                past.append(record)
             outcomes.append(int(changed))
-        self.expiration.watch(past)   # before the deadline rows go: a crash only repeats it
+        self.expiration.watch(past, to_iso(now))   # before the deadline rows go: a crash only repeats it
         return outcomes
 
 

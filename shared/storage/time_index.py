@@ -33,6 +33,7 @@ class DueItem:
     row_key: str
     due: str
     key: str        # what the item is about, e.g. "<taskId>" or "<taskId>.<runId>"
+    value: str = "" # what its writer noted for its reader, if anything
 
 
 class TimeIndex:
@@ -48,17 +49,17 @@ class TimeIndex:
     def _partition(self, bucket: datetime) -> str:
         return f"{self.name}.{bucket.strftime('%Y%m%dT%H%M')}"
 
-    def add(self, items: list[tuple[str, str]]) -> None:
-        """Index (due time ISO, item key) pairs."""
+    def add(self, items: list[tuple[str, str]], values: dict[str, str] | None = None) -> None:
+        """Index (due time ISO, item key) pairs, with `values` by key for those that have one."""
+        values = values or {}
         upsert_in_batches(self._table, [{
             "PartitionKey": self._partition(self._bucket_of(parse_iso(due))),
-            "RowKey": f"{due}.{key}", "due": due, "key": key,
+            "RowKey": f"{due}.{key}", "due": due, "key": key, **({"value": values[key]} if key in values else {}),
         } for due, key in items])
 
     def put(self, due: str, key: str, value: str) -> None:
         """Index one item with a value of its own, which `get` reads back."""
-        self._table.upsert_entity({"PartitionKey": self._partition(self._bucket_of(parse_iso(due))),
-                                   "RowKey": f"{due}.{key}", "due": due, "key": key, "value": value})
+        self.add([(due, key)], {key: value})
 
     def get(self, due: str, key: str) -> str | None:
         """The value `put` for an item, or None."""
@@ -93,9 +94,10 @@ class TimeIndex:
 
     def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
         partition = self._partition(bucket)
-        rows = [DueItem(partition, row["RowKey"], row["due"], row["key"]) for row in first_rows(
-            self._table, "PartitionKey eq @pk and RowKey le @now", {"pk": partition, "now": to_iso(now) + "~"},
-            limit, ["RowKey", "due", "key"])]
+        rows = [DueItem(partition, row["RowKey"], row["due"], row["key"], row.get("value") or "")
+                for row in first_rows(self._table, "PartitionKey eq @pk and RowKey le @now",
+                                      {"pk": partition, "now": to_iso(now) + "~"}, limit,
+                                      ["RowKey", "due", "key", "value"])]
         return [row for row in rows if parse_iso(row.due) <= now][:limit]
 
     def _cursor(self, now: datetime) -> datetime:

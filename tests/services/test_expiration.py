@@ -103,3 +103,20 @@ def test_a_task_whose_deadline_sweep_came_late_still_expires(services, task_queu
     assert services.expiration.sweep(now=next_day + timedelta(seconds=1)) == 1
     with pytest.raises(NotFound):
         services.tasks.status(late)
+
+
+def test_a_task_with_more_dependencies_than_its_expiry_notes_is_read_and_deleted(services, task_queue_id):
+    from shared.services.expiration import NOTED_DEPENDENCIES
+
+    lifetime = short_lived(2)
+    required = [new_slugid() for _ in range(NOTED_DEPENDENCIES + 1)]
+    for task_id in required:
+        services.tasks.create(task_id, make_task(task_queue_id, **lifetime))
+    many = new_slugid()
+    services.tasks.create(many, make_task(task_queue_id, dependencies=required, **lifetime))
+    assert expire_at(services, utcnow() + timedelta(seconds=4)) == len(required) + 1
+    edges = services.dependencies.dependencies
+    assert [edges.dependents(task_id, "", 10) for task_id in required[:3]] == [[], [], []]
+    assert services.dependencies.requirements.remaining(many) == []
+    with pytest.raises(NotFound):
+        services.tasks.status(many)
