@@ -81,7 +81,7 @@ class Services:
         groups = TaskGroups(group_table, task_table)
         expiration = Expiration(expiries, task_table,
                                 edges, requirements, group_table, graph_table)
-        deadlines = Deadlines(TimeIndex(account, "deadline"), updater, expiration)
+        deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
         parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
                            timedelta(seconds=settings.repair_delay))

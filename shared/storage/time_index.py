@@ -1,6 +1,6 @@
 """Time-ordered index rows: "at time T, look at item X", read only when they come due.
 
-PartitionKey = `<index name>.<bucket>` where a bucket is a minute (or a day) of the due
+PartitionKey = `<index name>.<bucket>` where a bucket is some minutes (or a day) of the due
 time, RowKey = `<due time ISO>.<item key>`. A sweep walks the buckets from its cursor up
 to now and reads only rows whose due time has passed, so its cost follows what is due,
 never how much is stored. Rows written together in one bucket go in 100-row
