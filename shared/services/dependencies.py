@@ -85,7 +85,8 @@ class Dependencies:
         for task_id, definition in definitions.items():
             waiting = []
             for required in definition["dependencies"]:
-                edges.append((required, Dependent(task_id, definition["requires"]), definition["expires"]))
+                dependent = Dependent(task_id, definition["requires"], len(set(definition["dependencies"])))
+                edges.append((required, dependent, definition["expires"]))
                 if unresolved or required in definitions \
                         or not _satisfied_now(definition["requires"], records[required]):
                     waiting.append(required)
@@ -152,6 +153,9 @@ class Dependencies:
         if not satisfies(dependent.requires, state):
             return
         self.requirements.satisfy(dependent.task_id, required_id)
+        if dependent.waits_on == 1:
+            self.schedule(dependent.task_id)   # its only dependency: nothing else to look at
+            return
         # What is left may be stale: a concurrent creator of the dependent (a graph PUT sent
         # again while the first still ran) can write a requirement again after it was
         # satisfied. Checking the first one left against its task costs one read while the

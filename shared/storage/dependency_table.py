@@ -18,6 +18,7 @@ from .queries import first_rows
 class Dependent:
     task_id: str
     requires: str
+    waits_on: int = 0   # how many tasks the dependent depends on (0: not recorded)
 
 
 class DependencyTable:
@@ -28,13 +29,13 @@ class DependencyTable:
         """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
         upsert_in_batches(self._table, [
             {"PartitionKey": required_id, "RowKey": dependent.task_id, "requires": dependent.requires,
-             "expires": expires} for required_id, dependent, expires in edges])
+             "waitsOn": dependent.waits_on, "expires": expires} for required_id, dependent, expires in edges])
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
-                          {"pk": required_id, "after": after}, limit, ["RowKey", "requires"])
-        return [Dependent(row["RowKey"], row["requires"]) for row in rows]
+                          {"pk": required_id, "after": after}, limit, ["RowKey", "requires", "waitsOn"])
+        return [Dependent(row["RowKey"], row["requires"], row.get("waitsOn") or 0) for row in rows]
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
         """Delete an expired task's edges from each of its dependencies (one row in each of
