@@ -204,8 +204,9 @@ def count_operations(connection: str, n: int) -> dict:
 
 
 def _run_counted(harness: InProcess, n: int, steps: dict[str, Step]) -> int:
-    """Create the graph, then rounds of: claim all that is pending, complete it, deliver the
-    'task resolved' events (which schedule the dependents); the repair sweep at the end."""
+    """Create the graph, then rounds of: claim all that is pending, complete it (which handles
+    its resolution), deliver the 'task resolved' events of long fan-outs; the repair sweep at
+    the end."""
     services = harness.services
     graph_id = new_slugid()
     task_queue_id = f"bench-{harness.prefix}/graph"
@@ -229,7 +230,9 @@ def _run_counted(harness: InProcess, n: int, steps: dict[str, Step]) -> int:
             events.calls += harness.deliver()[RESOLVED]
         resolved += len(claimed)
     expect(resolved == n, f"{resolved} of {n} tasks were claimed before nothing was pending")
-    expect(events.calls == n, f"{events.calls} 'task resolved' events for {n} resolutions")
+    # A resolution is handled by the call that resolved it (counted in reportCompleted), but
+    # for a fan-out of a page of dependents or more, which is announced as an event.
+    expect(events.calls <= n, f"{events.calls} 'task resolved' events for {n} resolutions")
     with harness.step(steps["getTaskGraphStatus"]):
         state = services.task_graphs.status(graph_id)["status"]["state"]
         steps["getTaskGraphStatus"].calls += 1
