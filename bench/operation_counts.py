@@ -8,11 +8,11 @@ step's delta is its own cost with no contention: the floor that the HTTP runs, w
 concurrent workers, can only exceed.
 
 A lifecycle is what the host does for one task, through the same service calls as the
-functions in `shared/functions/`: createTask; claimWork asking for 4 tasks; reportCompleted;
-the 'task resolved' event (received and deleted as the queue trigger does, then handled);
+functions in `shared/functions/`: createTask; claimWork asking for 4 tasks; reportCompleted
+(which handles the resolution it makes); the 'task resolved' events, if any were announced
+(received and deleted as the queue trigger does, then handled);
 the repair sweep once its intents are due; then every time-driven sweep, each run at a
-`now` just past what it watches: claim expiry (past `takenUntil`: a claim resolved in time
-still has its index row read and deleted), deadlines (past the deadline), expiration
+`now` just past what it watches: claim expiry (past `takenUntil`), deadlines (past the deadline), expiration
 (past `expires`: the task, its rows and its group are deleted) and the expiry of the worker
 and the task queue (past their `expires`).
 
