@@ -1,5 +1,7 @@
 """Task groups: sealing, cancelling, and knowing when every member has resolved."""
 
+import time
+
 import pytest
 
 from shared.domain.errors import Conflict
@@ -14,6 +16,7 @@ def test_seal_then_cancel(services, task_queue_id):
     running, done, pending, unscheduled = (new_slugid() for _ in range(4))
     for task_id in (running, done, pending):
         services.tasks.create(task_id, make_task(task_queue_id, taskGroupId=group))
+        time.sleep(0.002)   # "oldest" is by the millisecond of scheduling: make each one older
     services.tasks.create(unscheduled, make_task(task_queue_id, taskGroupId=group, dependencies=[running]))
     claims = services.claims.claim_work(task_queue_id, "wg", "w", 2)["tasks"]
     assert [claim["status"]["taskId"] for claim in claims] == [running, done]  # oldest first
