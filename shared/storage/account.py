@@ -43,10 +43,11 @@ class OperationCounter(SansIOHTTPPolicy):
 OPERATIONS = OperationCounter()
 
 
-# Connections kept open per account. Many threads share its clients (claimWork long-polls,
+# Connections kept open per account. Many threads share its clients (claimWork long-polls and
+# claims its runs concurrently, a creation runs its steps at once, a resolution its parts,
 # creation pools of 16); with requests' default of 10 per client, busy threads opened and
 # discarded connections by the hundred, each a new handshake and a new chance of a reset.
-POOL_SIZE = 64
+POOL_SIZE = 128
 
 
 def shared_transport() -> RequestsTransport:
