@@ -11,6 +11,7 @@ import logging
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from datetime import datetime, timedelta
 
 from ..domain import lifecycle
@@ -21,6 +22,7 @@ from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
+from .concurrent_steps import at_once
 from .credentials import CredentialIssuer
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater, claim_row
@@ -118,25 +120,25 @@ class Claims:
         rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
                 for hint in hints]
         self.claim_rows.add(rows)  # watched before the claims exist, so none outlives a crash unwatched
-        outcomes = list(_CLAIMERS.map(lambda hint: _outcome(
-            lambda: self._claim_hint(hint, worker_group, worker_id, now, taken_until)), hints))
+        outcomes = at_once(_CLAIMERS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
+                                       for hint in hints], settle=True)
         unused, errors, lost = [], [], False
-        for hint, row, (answer, error) in zip(hints, rows, outcomes):
-            if answer is not None:
-                claimed.append(answer)
+        for hint, row, outcome in zip(hints, rows, outcomes):
+            if not isinstance(outcome, Exception):   # the claim's answer
+                claimed.append(outcome)
                 done.append(hint)
                 continue
-            if isinstance(error, _Skip) and error.held_until:
+            if isinstance(outcome, _Skip) and outcome.held_until:
                 # The row is the claim's own: keep it, with the claim's `takenUntil`.
-                _best_effort(lambda: self.claim_rows.move(row, error.held_until), None, "restore a claim row")
+                _best_effort(lambda: self.claim_rows.move(row, outcome.held_until), None, "restore a claim row")
             else:
                 unused.append(row)
-            if isinstance(error, _Skip):
-                lost = lost or error.lost
-                if error.stale:
+            if isinstance(outcome, _Skip):
+                lost = lost or outcome.lost
+                if outcome.stale:
                     done.append(hint)
             else:
-                errors.append(error)
+                errors.append(outcome)
         if unused:
             _best_effort(lambda: self.claim_rows.remove(unused), None, "remove the watches of runs not claimed")
         if errors and not claimed:
@@ -220,13 +222,6 @@ def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[Pend
         else:
             first[hint.task_id, hint.run_id] = hint
     return list(first.values()), twins
-
-
-def _outcome(action) -> tuple[dict | None, Exception | None]:
-    try:
-        return action(), None
-    except Exception as error:  # sorted out by the caller: a lost race, a stale hint, or a failure
-        return None, error
 
 
 def _best_effort(action, fallback, what: str):

@@ -45,10 +45,7 @@ class ResolutionHandler:
 
     def handle_message(self, body: dict) -> None:
         """A 'task resolved' event as the queue carries it."""
-        if "state" in body:
-            self.handle_resolution(Resolution.from_message(body))
-        else:  # an event of an earlier version, naming only the run
-            self.handle(body["taskId"], int(body["runId"]))
+        self.handle_resolution(Resolution.from_message(body))
 
     def handle(self, task_id: str, run_id: int) -> bool:
         """Process the resolution of `task_id` by run `run_id`, read from the task row; False

@@ -26,6 +26,7 @@ from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
 from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
+from .concurrent_steps import at_once
 from .dependencies import Dependencies, Registration
 from .task_groups import TaskGroups
 from .task_queues import TaskQueues
@@ -79,10 +80,10 @@ class TaskCreation:
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
         # The three reads are independent: made at once, they cost one round trip of waiting.
-        existing, outside, groups = _at_once(
+        existing, outside, groups = at_once(_STEPS, [
             lambda: {} if unused_ids else self._existing(definitions),
             lambda: {} if held else self.dependencies.check(definitions),
-            lambda: self.groups.check(definitions, accepted=held), settle=True)
+            lambda: self.groups.check(definitions, accepted=held)], settle=True)
         if isinstance(existing, Exception):
             raise existing
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
@@ -123,10 +124,10 @@ class TaskCreation:
             self.updater.add_hints([(new[task_id], task_id, status.latest)
                                     for task_id, status in statuses.items() if status.runs])
             return registration
-        _, _, registration = _at_once(
+        _, _, registration = at_once(_STEPS, [
             lambda: self.groups.join_many(new, plan.groups, accepted=plan.held),
             lambda: self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()]),
-            register_and_hint)
+            register_and_hint])
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]),
@@ -153,22 +154,6 @@ class TaskCreation:
             if not task_definition.same_definition(record.definition, definition):
                 raise Conflict(f"Task {status.task_id} already exists with a different definition") from None
             return record
-
-
-def _at_once(*steps, settle: bool = False) -> list:
-    """Run independent steps concurrently; their results in order. An error is raised once
-    all are done, or, with `settle`, returned in place of its step's result."""
-    futures = [_STEPS.submit(step) for step in steps]
-    outcomes = []
-    for future in futures:
-        try:
-            outcomes.append(future.result())
-        except Exception as error:
-            outcomes.append(error)
-    errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
-    if errors and not settle:
-        raise errors[0]
-    return outcomes
 
 
 def _check_size(task_id: str, definition: dict) -> None:

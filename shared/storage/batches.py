@@ -50,9 +50,19 @@ def _upsert(table: TableClient, chunk: list[dict]) -> None:
         table.submit_transaction([("upsert", row) for row in chunk])
 
 
+def delete_in_batches(table: TableClient, keys: list[tuple[str, str]]) -> None:
+    """Delete rows given as (PartitionKey, RowKey), grouped by partition as `delete_rows` does."""
+    for partition, same in groupby(sorted(keys), key=lambda key: key[0]):
+        delete_rows(table, partition, [row_key for _, row_key in same])
+
+
 def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None:
-    """Delete rows of one partition, 100 to a transaction. A row already gone fails its whole
-    transaction, so that chunk is deleted row by row instead (deleting twice is not an error)."""
+    """Delete rows of one partition, 100 to a transaction (a single row alone). A row already
+    gone fails its whole transaction, so that chunk is deleted row by row instead (deleting
+    twice is not an error)."""
+    if len(row_keys) == 1:
+        delete_row(table, partition, row_keys[0])
+        return
     for start in range(0, len(row_keys), MAX_BATCH):
         chunk = row_keys[start:start + MAX_BATCH]
         try:

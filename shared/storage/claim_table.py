@@ -14,13 +14,12 @@ holds live claims.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import groupby
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
-from .batches import delete_row, delete_rows, upsert_in_batches
+from .batches import delete_in_batches, upsert_in_batches
 from .keys import escape_key, unescape_key
 from .queries import first_rows
 
@@ -59,12 +58,7 @@ class ClaimTable:
 
     def remove(self, rows: list[ClaimRow]) -> None:
         """Delete claim rows (rows already gone are no error)."""
-        if len(rows) == 1:
-            delete_row(self._table, escape_key(rows[0].task_queue_id), rows[0].row_key)
-            return
-        for queue_id, same_queue in groupby(sorted(rows, key=lambda row: row.task_queue_id),
-                                            key=lambda row: row.task_queue_id):
-            delete_rows(self._table, escape_key(queue_id), [row.row_key for row in same_queue])
+        delete_in_batches(self._table, [(escape_key(row.task_queue_id), row.row_key) for row in rows])
 
     def due(self, now: str, limit: int) -> list[ClaimRow]:
         """Up to `limit` rows whose `takenUntil` is at or before `now`, in every queue."""

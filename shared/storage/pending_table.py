@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 
 from .account import StorageAccount
-from .batches import delete_row, delete_rows, upsert_in_batches
+from .batches import delete_in_batches, delete_row, upsert_in_batches
 from .keys import escape_key
 from .queries import first_rows
 
@@ -62,11 +62,8 @@ class PendingTable:
         self._delete(hint.task_queue_id, hint.row_key)
 
     def remove_many(self, hints: list[PendingHint]) -> None:
-        """Delete hints of one queue, 100 to a transaction (hints already gone are no error)."""
-        if len(hints) == 1:
-            self.remove(hints[0])
-        elif hints:
-            delete_rows(self._table, escape_key(hints[0].task_queue_id), [hint.row_key for hint in hints])
+        """Delete hints, 100 to a transaction (hints already gone are no error)."""
+        delete_in_batches(self._table, [(escape_key(hint.task_queue_id), hint.row_key) for hint in hints])
 
     def _delete(self, task_queue_id: str, row_key: str) -> None:
         delete_row(self._table, escape_key(task_queue_id), row_key)  # another claimer cleaned it up first

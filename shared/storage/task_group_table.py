@@ -10,13 +10,12 @@ written together in one transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from . import lost_responses
 from .account import StorageAccount
-from .batches import delete_partition, delete_row, delete_rows, upsert_in_batches
+from .batches import delete_in_batches, delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import first_rows
 
@@ -76,8 +75,7 @@ class TaskGroupTable:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
         transaction per group; their unresolved rows went when they resolved (one a crash
         left behind goes with the group)."""
-        for group_id, same_group in groupby(sorted(members), key=lambda member: member[0]):
-            delete_rows(self._table, group_id, [MEMBER_PREFIX + task_id for _, task_id in same_group])
+        delete_in_batches(self._table, [(group_id, MEMBER_PREFIX + task_id) for group_id, task_id in members])
 
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows are left, then the group's row (so a crash midway

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import groupby
 
 from azure.core.exceptions import ResourceNotFoundError
 
 from ..domain.timestamps import parse_iso, to_iso
 from .account import StorageAccount
-from .batches import delete_rows, upsert_in_batches
+from .batches import delete_in_batches, upsert_in_batches
 from .queries import first_rows
 
 CURSOR_PARTITION = "cursors"
@@ -89,8 +88,7 @@ class TimeIndex:
 
     def remove(self, items: list[DueItem]) -> None:
         """Delete handled items, one transaction per bucket (items already gone are no error)."""
-        for bucket, same_bucket in groupby(sorted(items, key=lambda item: item.bucket), key=lambda item: item.bucket):
-            delete_rows(self._table, bucket, [item.row_key for item in same_bucket])
+        delete_in_batches(self._table, [(item.bucket, item.row_key) for item in items])
 
     def _rows(self, bucket: datetime, now: datetime, limit: int) -> list[DueItem]:
         partition = self._partition(bucket)
