@@ -1,0 +1,126 @@
+"""The events a change announces, as Taskcluster's queue publishes them (seed 004).
+
+A task's events follow from its status before and after a change, so they are derived
+here, in one place, from the transition itself: no code path can change a task without
+its event. Each event carries a stable id (the same change always gets the same id), so
+a consumer, or Service Bus duplicate detection, drops an event delivered twice.
+
+Taskcluster's rules, kept here:
+- createTask announces task-defined, then task-pending if the task is ready;
+- a new pending run (scheduled, retried, rerun) is task-pending; a claim is task-running
+  (a reclaim announces nothing); a resolved run is task-completed, task-failed or
+  task-exception, except a run that ended in exception *and was retried*: the new run's
+  task-pending is the only announcement then, as in Taskcluster;
+- a group is announced resolved when its last unresolved member resolves, and sealed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .runs import Run, RunState
+from .task_status import TaskStatus, render_status
+
+EXCHANGE_PREFIX = "exchange/taskcluster-queue/v1/"
+TASK_EXCHANGES = ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",
+                  "task-failed", "task-exception")
+GROUP_EXCHANGES = ("task-group-resolved", "task-group-sealed")
+EXCHANGES = TASK_EXCHANGES + GROUP_EXCHANGES
+_RESOLVED = {RunState.COMPLETED: "task-completed", RunState.FAILED: "task-failed",
+             RunState.EXCEPTION: "task-exception"}
+
+
+@dataclass(frozen=True)
+class Event:
+    exchange: str              # the short name: 'task-pending' (see EXCHANGE_PREFIX)
+    routing_key: str           # the primary routing key
+    body: dict
+    id: str                    # stable: the same change always has the same id
+    at: str                    # when the change was recorded (ISO 8601)
+    routes: tuple[str, ...] = ()   # the task's routes: copies go to `route.<r>`
+
+    @property
+    def exchange_name(self) -> str:
+        return EXCHANGE_PREFIX + self.exchange
+
+    @property
+    def cc(self) -> list[str]:
+        """The extra routing keys (AMQP's `CC` header), as Pulse sends them."""
+        return [f"route.{route}" for route in self.routes]
+
+    def to_json(self) -> dict:
+        return {"exchange": self.exchange, "routingKey": self.routing_key, "body": self.body, "id": self.id,
+                "at": self.at, "routes": list(self.routes)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Event:
+        return cls(data["exchange"], data["routingKey"], data["body"], data["id"], data["at"],
+                   tuple(data.get("routes", ())))
+
+
+def encode(events: tuple[Event, ...] | list[Event]) -> str:
+    return json.dumps([event.to_json() for event in events], separators=(",", ":"))
+
+
+def decode(text: str) -> tuple[Event, ...]:
+    return tuple(Event.from_json(item) for item in json.loads(text)) if text else ()
+
+
+def task_changed(summary: dict, notice: dict, before: TaskStatus | None, after: TaskStatus,
+                 at: str) -> list[Event]:
+    """The events of a task's change from `before` (None: created now) to `after`.
+    `summary` holds the status fields of the definition, `notice` its `routes` and `tags`."""
+    events = []
+    if before is None:
+        events.append(_task_event("task-defined", summary, notice, after, None, at))
+    for run in after.runs:
+        old = before.run(run.run_id) if before else None
+        if old is not None and old.state is run.state:
+            continue
+        exchange = _announced_as(run, after)
+        if exchange:
+            events.append(_task_event(exchange, summary, notice, after, run, at))
+    return events
+
+
+def _announced_as(run: Run, status: TaskStatus) -> str | None:
+    if run.state is RunState.PENDING:
+        return "task-pending"
+    if run.state is RunState.RUNNING:
+        return "task-running"
+    retried = status.run(run.run_id + 1) is not None and run.state is RunState.EXCEPTION
+    return None if retried else _RESOLVED[run.state]
+
+
+def _task_event(exchange: str, summary: dict, notice: dict, status: TaskStatus, run: Run | None,
+                at: str) -> Event:
+    claimed = run is not None and run.worker_group is not None and exchange != "task-pending"
+    body = {"version": 1, "status": render_status(summary, status), "task": {"tags": notice.get("tags", {})}}
+    if run is not None:
+        body["runId"] = run.run_id
+    if claimed:
+        body["workerGroup"], body["workerId"] = run.worker_group, run.worker_id
+    if exchange == "task-running":
+        body["takenUntil"] = run.taken_until
+    words = ["primary", status.task_id, str(run.run_id) if run else "_",
+             body.get("workerGroup", "_"), body.get("workerId", "_"),
+             summary["provisionerId"], summary["workerType"], summary["schedulerId"], summary["taskGroupId"], "_"]
+    event_id = f"{status.task_id}/{exchange}" + (f"/{run.run_id}" if run else "")
+    return Event(exchange, ".".join(words), body, event_id, at, tuple(notice.get("routes", ())))
+
+
+def group_resolved(task_group_id: str, scheduler_id: str, expires: str, resolved: str, at: str) -> Event:
+    """A group's members have all resolved (again, if tasks joined it since the last time)."""
+    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "expires": expires}
+    return _group_event("task-group-resolved", body, f"{task_group_id}/task-group-resolved/{resolved}", at)
+
+
+def group_sealed(task_group_id: str, scheduler_id: str, expires: str, sealed: str, at: str) -> Event:
+    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "expires": expires,
+            "sealed": sealed}
+    return _group_event("task-group-sealed", body, f"{task_group_id}/task-group-sealed", at)
+
+
+def _group_event(exchange: str, body: dict, event_id: str, at: str) -> Event:
+    return Event(exchange, f"primary.{body['taskGroupId']}.{body['schedulerId']}._", body, event_id, at)
