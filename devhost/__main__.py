@@ -1,4 +1,5 @@
-"""`python -m devhost`: the Function App on http://127.0.0.1:7071, with Azurite if needed."""
+"""`python -m devhost`: the Function App on http://127.0.0.1:7071, with Azurite and a
+RabbitMQ broker for its events if needed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--azurite", choices=("auto", "none"), default="auto",
                         help="auto: start Azurite when AzureWebJobsStorage is unset or development storage")
     parser.add_argument("--azurite-data", default=".azurite", type=Path)
+    parser.add_argument("--broker", choices=("auto", "none"), default="auto",
+                        help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL names a broker")
+    parser.add_argument("--broker-data", default=".rabbitmq", type=Path)
     return parser.parse_args()
 
 
@@ -53,7 +57,12 @@ def main() -> int:
                   "AzureWebJobsStorage to the connection string of the storage to use.", file=sys.stderr)
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
+    broker = None
     try:
+        if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
+            broker = _start_broker(args.app_dir / args.broker_data)
+            if broker is None:
+                return 1
         from .host import LocalHost
         try:
             host = LocalHost(args.app_dir, args.host, args.port).start()
@@ -69,9 +78,27 @@ def main() -> int:
         print("==> stopping", flush=True)
         host.stop()
     finally:
+        if broker:
+            broker.stop()
         if azurite:
             azurite.stop()
     return 0
+
+
+def _start_broker(location: Path):
+    """RabbitMQ for events on 127.0.0.1:5672 (EVENTS_AMQP_URL set to it), or None if it cannot start."""
+    from .rabbitmq import BrokerUnavailable, RabbitMQ
+    broker = RabbitMQ(location, 5672)
+    print("==> starting RabbitMQ for events (AMQP 5672), data in", broker.location, flush=True)
+    try:
+        broker.start()
+    except (BrokerUnavailable, OSError) as error:
+        print(f"error: {error}.\nIs another `make run` or broker still running? Stop it, or set EVENTS_AMQP_URL "
+              "to the broker to use.", file=sys.stderr)
+        return None
+    os.environ["EVENTS_AMQP_URL"] = broker.url
+    print(f"events on {broker.url} (listen: python -m shared.events listen task-completed '#')", flush=True)
+    return broker
 
 
 def _exit(code: int) -> None:

@@ -29,6 +29,9 @@ class Settings:
     repair_queue: str = "queue-repairs"     # storage queue of delayed repair intents
     repair_delay: int = 60                  # seconds before a repair intent comes due
     graph_queue: str = "task-graph-parts"   # storage queue of parts of new task graphs to create
+    events_amqp_url: str = ""               # AMQP broker for events (RabbitMQ, Pulse); secret
+    service_bus_connection: str = ""        # or Azure Service Bus by connection string (secret)
+    service_bus_namespace: str = ""         # or by namespace, with the app's managed identity
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -43,4 +46,7 @@ class Settings:
             repair_queue=os.environ.get("QUEUE_REPAIR_QUEUE", "queue-repairs"),
             repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
             graph_queue=os.environ.get("QUEUE_GRAPH_QUEUE", "task-graph-parts"),
+            events_amqp_url=os.environ.get("EVENTS_AMQP_URL", ""),
+            service_bus_connection=os.environ.get("EVENTS_SERVICE_BUS_CONNECTION", ""),
+            service_bus_namespace=os.environ.get("EVENTS_SERVICE_BUS_NAMESPACE", ""),
         )

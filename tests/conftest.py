@@ -23,10 +23,12 @@ import requests
 import taskcluster
 
 from devhost.azurite import Azurite
+from devhost.rabbitmq import RabbitMQ
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
+from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +63,27 @@ def azurite(tmp_path_factory):
     instance.start()
     yield instance
     instance.stop()
+
+
+_broker: RabbitMQ | None = None
+
+
+def shared_broker() -> RabbitMQ:
+    """The test run's RabbitMQ (started on first use, on free ports), where servers publish."""
+    global _broker
+    if _broker is None:
+        _broker = RabbitMQ().start()
+    return _broker
+
+
+@pytest.fixture(scope="session")
+def broker() -> RabbitMQ:
+    return shared_broker()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _broker is not None:
+        _broker.stop()
 
 
 @dataclass
@@ -100,6 +123,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
+        "EVENTS_AMQP_URL": shared_broker().url,
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,
@@ -117,7 +141,8 @@ def restart_server(server: Server) -> None:
 def launch_host(port: int, env: dict, log_path: Path, app_dir: Path = ROOT) -> subprocess.Popen:
     """`python -m devhost` serving `app_dir` on storage that `env` names, without waiting."""
     return subprocess.Popen(
-        [sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port), "--azurite", "none"],
+        [sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port), "--azurite", "none",
+         "--broker", "none"],
         cwd=ROOT, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -148,16 +173,19 @@ def queue(server) -> taskcluster.Queue:
     return server.client()
 
 
-def build_services(azurite: Azurite, **overrides) -> Services:
-    """The Queue's services in this process, on Azurite tables and queues of their own."""
+def build_services(azurite: Azurite, bus=None, **overrides) -> Services:
+    """The Queue's services in this process, on Azurite tables and queues of their own,
+    publishing events on `bus` (by default one in memory: `services.bus`)."""
     prefix = unique_prefix()
-    return Services.build(_settings(azurite.connection_string, prefix, overrides))
+    return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus())
 
 
-def memory_services(**overrides) -> Services:
-    """The Queue's services in this process, on a storage account in memory."""
+def memory_services(bus=None, **overrides) -> Services:
+    """The Queue's services in this process, on a storage account in memory, publishing
+    events on `bus` (by default one in memory: `services.bus`)."""
     prefix = unique_prefix()
-    return Services.build(_settings("memory", prefix, overrides), account=MemoryAccount(prefix))
+    return Services.build(_settings("memory", prefix, overrides), account=MemoryAccount(prefix),
+                          bus=bus or MemoryBus())
 
 
 def _settings(connection: str, prefix: str, overrides: dict) -> Settings:

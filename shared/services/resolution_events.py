@@ -41,6 +41,7 @@ class Resolution:
     expires: str
     worker_group: str = ""     # empty when the run was never claimed
     worker_id: str = ""
+    published: bool = False    # its events are out (known only to the process that wrote it)
 
     @classmethod
     def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:

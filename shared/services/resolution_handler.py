@@ -13,19 +13,26 @@ Events arrive at least once and may be handled twice, concurrently or after a cr
 midway: every step is idempotent (a deleted requirement stays deleted, scheduling and
 reruns are keyed by run, the group's resolved time only moves forward), and the claimed
 run's row goes last, so a crash before it leaves the resolution to be announced again.
+The row goes only once the task's events are out, too (published by the writer, or found
+in the task's outbox and published here): until then it is looked at again later.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.task_table import TaskTable
+from ..domain.timestamps import to_iso, utcnow
 from .dependencies import Dependencies
+from .event_publisher import EventPublisher
 from .resolution_events import Resolution, ResolutionEvents
 from .task_graphs import TaskGraphs
 from .task_groups import TaskGroups
+from .time_resolvers import RECHECK
 
 log = logging.getLogger("queue.resolutions")
 # A resolution's graph and group, alongside its dependents. Nothing run here submits work
@@ -35,7 +42,8 @@ _ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-g
 
 class ResolutionHandler:
     def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
-                 graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents) -> None:
+                 graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents, publisher: EventPublisher) -> None:
+        self.publisher = publisher
         self.events = events
         self.tasks = tasks
         self.dependencies = dependencies
@@ -55,7 +63,8 @@ class ResolutionHandler:
         resolution = Resolution.of(record, run_id) if record else None
         if resolution is None:
             return False
-        self.handle_resolution(resolution)
+        published = self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
+        self.handle_resolution(replace(resolution, published=published))
         return True
 
     def follow_up(self, resolution: Resolution) -> None:
@@ -86,8 +95,11 @@ class ResolutionHandler:
         if not handled:
             return False
         if resolution.worker_group:
-            self.claims.remove([ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group,
-                                         resolution.worker_id)])
+            row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
+            if resolution.published or self.publisher.settle(self.tasks, task_id):
+                self.claims.remove([row])
+            else:   # its events are not out: the claim expiry sweep brings the resolution back
+                self.claims.move(row, to_iso(utcnow() + RECHECK))
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
         return True
 

@@ -10,7 +10,10 @@ Then the order of writes, so that a crash at any point loses nothing:
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
    delayed repair intent, sent in step 1, redoes it if this process dies first).
 A retried create repeats steps 1-3 harmlessly: every write is an upsert or a conditional
-insert, and an existing task with the same definition is the success answer.
+insert, and an existing task with the same definition is the success answer. Each task row
+is inserted with the events of its creation in its outbox, published right after; a retry
+publishes again whatever an existing task's outbox still holds (the first attempt may have
+died before publishing).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from ..domain.dependencies import insertion_waves
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
-from ..storage.task_table import MAX_DEFINITION_CHARS, TaskRecord, TaskTable, encode_definition
+from ..storage.task_table import (MAX_DEFINITION_CHARS, MAX_NOTICE_CHARS, TaskRecord, TaskTable, encode_definition,
+                                  encode_notice)
 from .concurrent_steps import at_once
 from .dependencies import Dependencies, Registration
 from .task_groups import TaskGroups
@@ -99,6 +103,9 @@ class TaskCreation:
         """Write a prepared creation; statuses by taskId."""
         statuses = {task_id: render_status(record.summary, record.status)
                     for task_id, record in plan.existing.items()}
+        for record in plan.existing.values():
+            if record.outbox:
+                self.updater.publisher.everything(self.tasks, record)
         if plan.new:
             statuses.update(self._create_new(plan, now))
         return {task_id: statuses[task_id] for task_id in plan.order}
@@ -148,12 +155,15 @@ class TaskCreation:
 
     def _insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
         try:
-            return self.tasks.insert(definition, status)
+            record = self.tasks.insert(definition, status)
         except AlreadyExists:  # a concurrent create of the same task won the race
             record = self.tasks.load(status.task_id, with_definition=True)
             if not task_definition.same_definition(record.definition, definition):
                 raise Conflict(f"Task {status.task_id} already exists with a different definition") from None
+            self.updater.publisher.settle(self.tasks, record.task_id, record.outbox, record.etag)
             return record
+        self.updater.publisher.written(self.tasks, record)
+        return record
 
 
 def _check_size(task_id: str, definition: dict) -> None:
@@ -161,3 +171,7 @@ def _check_size(task_id: str, definition: dict) -> None:
     if size > MAX_DEFINITION_CHARS:
         raise InvalidInput(f"task {task_id}: the definition is {size} characters of JSON; at most "
                            f"{MAX_DEFINITION_CHARS} are allowed (move large data to artifacts)")
+    notice = len(encode_notice(definition))
+    if notice > MAX_NOTICE_CHARS:
+        raise InvalidInput(f"task {task_id}: routes and tags are {notice} characters of JSON together; at most "
+                           f"{MAX_NOTICE_CHARS} are allowed (every event carries them)")

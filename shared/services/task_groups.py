@@ -1,11 +1,17 @@
-"""Task groups: membership, the group's schedulerId and expiry, and listing."""
+"""Task groups: membership, the group's schedulerId and expiry, sealing, resolution, and listing.
+
+A group's events (task-group-resolved, task-group-sealed) are written with the change they
+announce, in the group row's outbox, and published right after it (see `event_publisher`).
+"""
 
 from __future__ import annotations
 
 import base64
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Callable
 
+from ..domain import task_events
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.task_status import render_status
 from ..domain.timestamps import parse_iso
@@ -13,6 +19,7 @@ from ..storage.errors import AlreadyExists
 from ..storage.task_group_table import TaskGroupRecord, TaskGroupTable
 from ..storage.task_table import TaskTable
 from .conditional import change_until_saved
+from .event_publisher import EventPublisher
 
 DEFAULT_PAGE = 1000
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
@@ -32,9 +39,10 @@ def decode_token(token: str | None) -> str:
 
 
 class TaskGroups:
-    def __init__(self, groups: TaskGroupTable, tasks: TaskTable) -> None:
+    def __init__(self, groups: TaskGroupTable, tasks: TaskTable, publisher: EventPublisher) -> None:
         self.groups = groups
         self.tasks = tasks
+        self.publisher = publisher
 
     def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
         """Refuse, before anything is written, new tasks their groups would refuse; the
@@ -81,13 +89,34 @@ class TaskGroups:
         self.groups.member_resolved(task_group_id, task_id)
         if self.groups.unresolved(task_group_id):
             return False
-        moved = [False]   # decided by the attempt whose write went through
 
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
-            moved[0] = group.resolved < resolved
-            return replace(group, resolved=resolved) if moved[0] else group
-        return change_until_saved(lambda: self.groups.load(task_group_id), mark, self.groups.save) is not None \
-            and moved[0]
+            if group.resolved >= resolved:
+                return group
+            return self._announced(replace(group, resolved=resolved), task_events.group_resolved(
+                task_group_id, group.scheduler_id, group.expires, resolved, resolved))
+        return self._change(lambda: self.groups.load(task_group_id), mark)
+
+    def _change(self, load: Callable[[], TaskGroupRecord | None],
+                change: Callable[[TaskGroupRecord], TaskGroupRecord]) -> bool:
+        """Change the group's row and publish the events the change added; whether it changed."""
+        changed = [False]   # decided by the attempt whose write went through
+
+        def tracked(group: TaskGroupRecord) -> TaskGroupRecord:
+            after = change(group)
+            changed[0] = after is not group
+            return after
+        saved = change_until_saved(load, tracked, self.groups.save)
+        if saved is None:
+            return False
+        if changed[0]:
+            self.publisher.written(self.groups, saved, saved.outbox[:-1])
+        elif saved.outbox:   # left by a writer that may have died
+            self.publisher.settle(self.groups, saved.task_group_id, saved.outbox, saved.etag)
+        return changed[0]
+
+    def _announced(self, group: TaskGroupRecord, event: task_events.Event) -> TaskGroupRecord:
+        return replace(group, outbox=group.outbox + (event,)) if self.publisher.bus else group
 
     def get(self, task_group_id: str) -> dict:
         group = self._existing(task_group_id)
@@ -98,8 +127,12 @@ class TaskGroups:
 
     def seal(self, task_group_id: str, now: str) -> dict:
         """No task can join a sealed group; sealing twice keeps the first time."""
-        change_until_saved(lambda: self._existing(task_group_id),
-                           lambda group: group if group.sealed else replace(group, sealed=now), self.groups.save)
+        def sealed(group: TaskGroupRecord) -> TaskGroupRecord:
+            if group.sealed:
+                return group
+            return self._announced(replace(group, sealed=now), task_events.group_sealed(
+                task_group_id, group.scheduler_id, group.expires, now, now))
+        self._change(lambda: self._existing(task_group_id), sealed)
         return self.get(task_group_id)
 
     def cancel(self, task_group_id: str, cancel_task) -> dict:

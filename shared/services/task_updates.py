@@ -10,13 +10,16 @@ Crash safety comes from the order of writes:
   handler removes it, once it is done;
 - a change that resolves the task is followed up after the row write (see
   `resolution_handler`); one that resolves an unclaimed run sends a delayed repair intent
-  before it (see `resolution_events`), so no resolution is lost.
+  before it (see `resolution_events`), so no resolution is lost;
+- the events of the change are written with it, in the row's outbox, and published right
+  after it (see `event_publisher`), before anything that follows from the change.
 Losing the conditional write means someone else changed the task first: read again.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Callable
 
 from ..domain.dependencies import became_resolved
@@ -28,6 +31,7 @@ from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.errors import ChangedSinceRead
 from ..storage.pending_table import PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
+from .event_publisher import EventPublisher
 from .resolution_events import Resolution, ResolutionEvents
 from .work_signal import WorkSignal
 
@@ -39,7 +43,8 @@ Transition = Callable[[TaskStatus], TaskStatus]
 
 class TaskUpdater:
     def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal,
-                 events: ResolutionEvents) -> None:
+                 events: ResolutionEvents, publisher: EventPublisher) -> None:
+        self.publisher = publisher
         self.tasks = tasks
         self.pending = pending
         self.claims = claims
@@ -57,6 +62,8 @@ class TaskUpdater:
                 raise NotFound(f"Task {task_id} not found")
             status = transition(record.status)
             if status is record.status:
+                if record.outbox:   # left by a writer that may have died: see event_publisher
+                    self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
                 return record
             try:
                 saved, resolution = self.write(record, status, remove_hints)
@@ -111,9 +118,12 @@ class TaskUpdater:
             if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
                     and after.run_id != resolved_run:
                 self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
+        published = self.publisher.written(self.tasks, saved, record.outbox)
         if new_pending and new_pending != record.status.pending_run:
             self.signal.notify(queue_id, 1)
-        return saved, Resolution.of(saved, resolved_run) if resolved_run is not None else None
+        if resolved_run is None:
+            return saved, None
+        return saved, replace(Resolution.of(saved, resolved_run), published=published)
 
     def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
         self.add_hints([(summary, task_id, run)])

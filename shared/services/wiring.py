@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from ..config import Settings
+from ..events.bus import EventBus
+from ..events.connect import event_bus
 from ..storage.account import StorageAccount
 from ..storage.claim_table import ClaimTable
 from ..storage.pending_table import PendingTable
@@ -20,6 +22,7 @@ from ..storage.dependency_table import DependencyTable
 from ..storage.requirement_table import RequirementTable
 from .claims import Claims
 from .credentials import CredentialIssuer
+from .event_publisher import EventPublisher
 from .dependencies import Dependencies
 from .activity_expiry import TaskQueueExpiry, WorkerExpiry
 from .expiration import Expiration
@@ -56,18 +59,27 @@ class Services:
     worker_expiry: WorkerExpiry
     task_queue_expiry: TaskQueueExpiry
     workers: Workers
+    publisher: EventPublisher
+
+    @property
+    def bus(self) -> EventBus | None:
+        return self.publisher.bus
 
     @classmethod
-    def build(cls, settings: Settings, account: StorageAccount | None = None) -> Services:
+    def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None) -> Services:
         """The services on `settings`' storage account, or on `account` (one of the same
-        shape: the tests' in-memory one)."""
+        shape: the tests' in-memory one), publishing events on the bus the settings name, or
+        on `bus`; with no bus, no events are kept or published."""
         account = account or StorageAccount(settings.storage_connection, settings.table_prefix)
-        task_table, pending, claimed = TaskTable(account), PendingTable(account), ClaimTable(account)
+        bus = bus or event_bus(settings)
+        publisher = EventPublisher(bus)
+        task_table, pending, claimed = TaskTable(account, events=bus is not None), PendingTable(account), \
+            ClaimTable(account)
         repair_queue = account.queue(settings.repair_queue)
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
                                   timedelta(seconds=settings.repair_delay))
         signal = WorkSignal(lambda queue_id, limit: len(pending.peek(queue_id, limit)))
-        updater = TaskUpdater(task_table, pending, claimed, signal, events)
+        updater = TaskUpdater(task_table, pending, claimed, signal, events, publisher)
         queue_table, worker_table = TaskQueueTable(account), WorkerTable(account)
         queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=timedelta(days=1)), queue_table)
         worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=timedelta(days=1)), worker_table)
@@ -78,7 +90,7 @@ class Services:
         dependencies = Dependencies(task_table, edges, requirements, updater, expiries)
         expiry = ClaimExpiry(claimed, updater)
         group_table, graph_table = TaskGroupTable(account), TaskGraphTable(account)
-        groups = TaskGroups(group_table, task_table)
+        groups = TaskGroups(group_table, task_table, publisher)
         expiration = Expiration(expiries, task_table,
                                 edges, requirements, group_table, graph_table)
         deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration)
@@ -87,7 +99,7 @@ class Services:
                            timedelta(seconds=settings.repair_delay))
         graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
         workers = Workers(worker_table, claimed, updater, worker_expiry)
-        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events)
+        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events, publisher)
         updater.on_resolved = handler.follow_up
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
@@ -107,6 +119,7 @@ class Services:
             worker_expiry=worker_expiry,
             task_queue_expiry=queue_expiry,
             workers=workers,
+            publisher=publisher,
         )
 
 

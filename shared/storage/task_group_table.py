@@ -4,7 +4,8 @@ PartitionKey = taskGroupId; RowKey "group" holds schedulerId, expires and sealed
 RowKey "member.<taskId>" marks each task of the group, and "unresolved.<taskId>" each
 member that has not resolved yet: the group is resolved when no such row is left, which
 one query of one row tells, however large the group. Member and unresolved rows are
-written together in one transaction.
+written together in one transaction. The group's events (resolved, sealed) are written
+with the change they announce, in the group row's outbox columns (see `outbox`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
-from . import lost_responses
+from ..domain.task_events import Event
+from . import lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_in_batches, delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
@@ -32,6 +34,11 @@ class TaskGroupRecord:
     sealed: str = ""
     resolved: str = ""   # when every member had resolved at least once (last time it happened)
     etag: str | None = None
+    outbox: tuple[Event, ...] = ()   # events not published yet
+
+    @property
+    def key(self) -> str:
+        return self.task_group_id
 
 
 class TaskGroupTable:
@@ -51,7 +58,8 @@ class TaskGroupTable:
         except ResourceNotFoundError:
             return None
         return TaskGroupRecord(task_group_id, entity["schedulerId"], entity["expires"],
-                               entity.get("sealed", ""), entity.get("resolved", ""), entity.metadata.get("etag"))
+                               entity.get("sealed", ""), entity.get("resolved", ""), entity.metadata.get("etag"),
+                               outbox.from_entity(entity))
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
         try:
@@ -59,6 +67,13 @@ class TaskGroupTable:
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))
+
+    def load_outbox(self, task_group_id: str) -> tuple[tuple[Event, ...], str] | None:
+        return outbox.load(self._table, task_group_id, GROUP_ROW)
+
+    def clear_outbox(self, task_group_id: str, published: list[str], etag: str,
+                     kept: tuple[Event, ...] | None = None) -> None:
+        outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
 
     def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
         """Member and unresolved rows, each task's pair in the same transaction."""
@@ -99,4 +114,4 @@ class TaskGroupTable:
     def _entity(group: TaskGroupRecord) -> dict:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
-                "resolved": group.resolved}
+                "resolved": group.resolved, **outbox.to_columns(group.outbox)}

@@ -2,28 +2,38 @@
 
 PartitionKey = taskId, RowKey = "task". The definition is written once, at creation;
 afterwards only the status columns change, always through a conditional merge on the
-row's ETag, so two writers can never both win from the same read.
+row's ETag, so two writers can never both win from the same read. The events each change
+announces are written with it, in the row's outbox columns (see `outbox`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
+from ..domain import task_events
 from ..domain.runs import Run
+from ..domain.task_events import Event
 from ..domain.task_status import TaskStatus
-from . import long_text, lost_responses
+from ..domain.timestamps import to_iso, utcnow
+from . import long_text, lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
 
 ROW = "task"
-MAX_DEFINITION_CHARS = 400_000
+# A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
+# its routes and tags again for events (64 KB), the outbox (128 KB) and the runs fit.
+MAX_DEFINITION_CHARS = 350_000
 SUMMARY_FIELDS = ("provisionerId", "workerType", "taskQueueId", "schedulerId", "projectId",
                   "taskGroupId", "priority", "deadline", "expires")
 _STATUS_COLUMNS = ["retries", "retriesLeft", "runs", "state", "takenUntil"]
+# What events say of a task besides its status: its routes and tags (bounded by createTask).
+NOTICE_CHUNKS = 1
+MAX_NOTICE_CHARS = NOTICE_CHUNKS * long_text.CHUNK
+_NOTICE_COLUMNS = ["noticeChunks", *(f"notice{i}" for i in range(NOTICE_CHUNKS))]
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,12 @@ class TaskRecord:
     status: TaskStatus
     definition: dict | None = None  # None when loaded without it
     etag: str | None = None
+    notice: dict = field(default_factory=dict)      # routes and tags, for events
+    outbox: tuple[Event, ...] = ()                  # events not published yet
+
+    @property
+    def key(self) -> str:
+        return self.task_id
 
     @property
     def task_id(self) -> str:
@@ -40,6 +56,11 @@ class TaskRecord:
 
 def encode_definition(definition: dict) -> str:
     return json.dumps(definition, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+
+
+def encode_notice(definition: dict) -> str:
+    return json.dumps({"routes": definition.get("routes", []), "tags": definition.get("tags", {})},
+                      separators=(",", ":"), ensure_ascii=True)
 
 
 def _status_columns(status: TaskStatus) -> dict:
@@ -54,24 +75,28 @@ def _status_columns(status: TaskStatus) -> dict:
 
 
 class TaskTable:
-    def __init__(self, account: StorageAccount) -> None:
+    def __init__(self, account: StorageAccount, events: bool = True) -> None:
         self._table = account.table("Tasks")
+        self.events = events   # False: no bus to publish on, so no outbox to keep
 
     def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
-        text = encode_definition(definition)
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW}
-        entity.update({name: definition[name] for name in SUMMARY_FIELDS})
-        entity.update(long_text.to_columns("definition", text))
+        """Create the task's row, with the events of its creation in its outbox."""
+        summary = {name: definition[name] for name in SUMMARY_FIELDS}
+        notice = encode_notice(definition)
+        events = self._events(summary, json.loads(notice), None, status, ())
+        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary}
+        entity.update(long_text.to_columns("definition", encode_definition(definition)))
+        entity.update(long_text.to_columns("notice", notice))
         entity.update(_status_columns(status))
+        entity.update(outbox.to_columns(events))
         try:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
             raise AlreadyExists(status.task_id) from exc
-        summary = {name: definition[name] for name in SUMMARY_FIELDS}
-        return TaskRecord(summary, status, definition, meta.get("etag"))
+        return TaskRecord(summary, status, definition, meta.get("etag"), json.loads(notice), events)
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
-        select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS]
+        select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS]
         try:
             entity = self._table.get_entity(task_id, ROW, select=select)
         except ResourceNotFoundError:
@@ -79,13 +104,29 @@ class TaskTable:
         return _record(task_id, entity, with_definition)
 
     def save_status(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
-        """Write `status` if the row is still as `record` read it; else ChangedSinceRead."""
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **_status_columns(status)}
+        """Write `status`, and the events of the change into the outbox, if the row is still
+        as `record` read it; else ChangedSinceRead."""
+        events = self._events(record.summary, record.notice, record.status, status, record.outbox)
+        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **_status_columns(status),
+                  **(outbox.to_columns(events) if events != record.outbox else {})}
         try:
             meta = lost_responses.update(self._table, entity, record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             raise ChangedSinceRead(status.task_id) from exc
-        return replace(record, status=status, etag=meta.get("etag"))
+        return replace(record, status=status, etag=meta.get("etag"), outbox=events)
+
+    def _events(self, summary: dict, notice: dict, before: TaskStatus | None, after: TaskStatus,
+                unpublished: tuple[Event, ...]) -> tuple[Event, ...]:
+        if not self.events:
+            return ()
+        return unpublished + tuple(task_events.task_changed(summary, notice, before, after, to_iso(utcnow())))
+
+    def load_outbox(self, task_id: str) -> tuple[tuple[Event, ...], str] | None:
+        return outbox.load(self._table, task_id, ROW)
+
+    def clear_outbox(self, task_id: str, published: list[str], etag: str,
+                     kept: tuple[Event, ...] | None = None) -> None:
+        outbox.clear(self._table, task_id, ROW, published, etag, kept)
 
     def delete(self, task_id: str) -> None:
         delete_row(self._table, task_id, ROW)
@@ -103,4 +144,5 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
         runs=tuple(Run.from_json(run) for run in json.loads(entity["runs"])),
     )
     summary = {name: entity[name] for name in SUMMARY_FIELDS}
-    return TaskRecord(summary, status, definition, entity.metadata.get("etag"))
+    notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
+    return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity))

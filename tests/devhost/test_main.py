@@ -22,6 +22,7 @@ from .conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_PORTS = (10000, 10001, 10002)  # what `--azurite auto` always uses
+BROKER_PORT = 5672                     # and `--broker auto`
 
 
 def interrupt(process: subprocess.Popen, timeout: float = 20) -> int:
@@ -97,14 +98,14 @@ def test_a_missing_app_setting_is_a_one_line_error(azurite, tmp_path):
 def run_devhost(port: int, env: dict, app_dir: Path = ROOT) -> subprocess.CompletedProcess:
     """`python -m devhost` on `port` with `env`, expected to give up at once."""
     return subprocess.run([sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port),
-                           "--azurite", "none"], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                           "--azurite", "none", "--broker", "none"], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=60)
 
 
-def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
-    taken = [port for port in AZURITE_PORTS if port_open(port)]
+def test_auto_starts_azurite_and_the_broker_and_stops_them_on_sigint(tmp_path):
+    taken = [port for port in AZURITE_PORTS + (BROKER_PORT,) if port_open(port)]
     if taken:
-        pytest.skip(f"ports {taken} are in use (another Azurite?); --azurite auto always uses 10000-10002")
+        pytest.skip(f"ports {taken} are in use (another `make run`?); it always uses 10000-10002 and 5672")
     # The settings a user's local.settings.json starts from (its storage is development storage,
     # which is what makes `auto` start Azurite), on tables and queues of this test's own.
     sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
@@ -118,7 +119,7 @@ def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
     log_path = tmp_path / "devhost.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "auto",
-         "--azurite-data", str(data)],
+         "--azurite-data", str(data), "--broker-data", str(tmp_path / "broker")],
         cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     children: set[int] = set()
     try:
@@ -130,13 +131,15 @@ def test_auto_starts_azurite_and_stops_it_on_sigint(tmp_path):
                 return False
 
         eventually(ping, timeout=60, interval=0.2, message="the host answering /ping")
-        assert all(port_open(p) for p in AZURITE_PORTS)
+        assert all(port_open(p) for p in AZURITE_PORTS + (BROKER_PORT,))
         assert any(data.iterdir())  # Azurite keeps its data where --azurite-data says
+        assert (tmp_path / "broker" / "mnesia").is_dir()   # and the broker where --broker-data says
         children = descendants(process.pid)
         assert children, "Azurite should run as a child of the host"
 
         assert interrupt(process) == 0
-        eventually(lambda: not any(port_open(p) for p in AZURITE_PORTS + (port,)), message="ports closed")
+        eventually(lambda: not any(port_open(p) for p in AZURITE_PORTS + (BROKER_PORT, port)), timeout=30,
+                   message="ports closed")
         eventually(lambda: not any(alive(pid) for pid in children), message="Azurite's processes gone")
     finally:  # after a failure, leave neither the host nor its Azurite running
         if process.poll() is None:

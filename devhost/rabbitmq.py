@@ -1,0 +1,146 @@
+"""A RabbitMQ broker of our own for `make run`, the test suite and the benchmarks: the local
+stand-in for Pulse, where the Queue publishes its events.
+
+It is Debian's `rabbitmq-server`, installed from the system's packages when missing (as
+root; otherwise one line says how), run in a folder of its own (data, logs, config) on its
+own ports, so it never meets the system's broker or another test run's. Started by root,
+Debian's wrapper runs the broker as the `rabbitmq` user: the folder is handed to that user.
+The broker runs in a process group of its own, stopped as a whole.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .azurite import free_port, port_open
+
+SERVER = "rabbitmq-server"
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/lib/rabbitmq/bin"])
+
+
+class BrokerUnavailable(RuntimeError):
+    pass
+
+
+def find_server() -> str | None:
+    return shutil.which(SERVER, path=SEARCH_PATH)
+
+
+def ensure_installed() -> str:
+    server = find_server()
+    if server:
+        return server
+    if os.geteuid() != 0:
+        raise BrokerUnavailable("RabbitMQ is not installed; install it with: sudo apt-get install -y "
+                                "rabbitmq-server (or set EVENTS_AMQP_URL to a broker of yours)")
+    print("==> installing RabbitMQ from the system's packages (apt-get, about a minute)", flush=True)
+    quiet = {"stdout": subprocess.DEVNULL, "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, **quiet)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "rabbitmq-server"], check=True, **quiet)
+    server = find_server()
+    if not server:
+        raise BrokerUnavailable("rabbitmq-server was installed but cannot be found")
+    return server
+
+
+class RabbitMQ:
+    """One broker on 127.0.0.1; `url` is what EVENTS_AMQP_URL takes."""
+
+    def __init__(self, location: Path | None = None, port: int = 0) -> None:
+        self.location = Path(location) if location else Path(tempfile.mkdtemp(prefix="rabbitmq-"))
+        self.port = port or free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    @property
+    def log_path(self) -> Path:
+        return self.location / "broker.log"
+
+    def _environment(self) -> dict:
+        folder = self.location
+        return {
+            **os.environ, "PATH": SEARCH_PATH,
+            "RABBITMQ_NODENAME": f"queue{self.port}@localhost",
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(free_port()),
+            "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"), "RABBITMQ_LOG_BASE": str(folder / "log"),
+            "RABBITMQ_FEATURE_FLAGS_FILE": str(folder / "feature_flags"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(folder / "enabled_plugins"),
+            "RABBITMQ_PLUGINS_EXPAND_DIR": str(folder / "plugins"),
+            "RABBITMQ_GENERATED_CONFIG_DIR": str(folder / "config"),
+            "RABBITMQ_PID_FILE": str(folder / "broker.pid"),
+        }
+
+    def start(self, timeout: float = 60) -> RabbitMQ:
+        server = ensure_installed()
+        if port_open(self.port):
+            raise BrokerUnavailable(f"RabbitMQ cannot start: port {self.port} is in use")
+        self.location.mkdir(parents=True, exist_ok=True)
+        (self.location / "enabled_plugins").write_text("[].\n")
+        if os.geteuid() == 0:   # the wrapper runs the broker as `rabbitmq`: its folder must be its own
+            subprocess.run(["chown", "-R", "rabbitmq:rabbitmq", str(self.location)], check=False)
+        self.process = subprocess.Popen([server], env=self._environment(), cwd=self.location,
+                                        stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_until_ready(timeout)
+        return self
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        give_up = time.monotonic() + timeout
+        while time.monotonic() < give_up:
+            if self.process.poll() is not None:
+                raise BrokerUnavailable(f"RabbitMQ exited: {self.log_tail()}")
+            if port_open(self.port) and self._accepts_amqp():
+                return
+            time.sleep(0.25)
+        self.stop()
+        raise BrokerUnavailable(f"RabbitMQ did not accept AMQP within {timeout} s: {self.log_tail()}")
+
+    def _accepts_amqp(self) -> bool:
+        import pika
+        try:
+            pika.BlockingConnection(pika.URLParameters(self.url)).close()
+            return True
+        except Exception:
+            return False
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.process = None
+        # SIGTERM to the group reaches the wrapper; the broker (run as another user through
+        # su) may outlive it: its own pid file names it.
+        pid_file = self.location / "broker.pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+            except (ValueError, ProcessLookupError, PermissionError):
+                pass
+
+    def __enter__(self) -> RabbitMQ:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,104 @@
+"""Events on an AMQP 0-9-1 broker (RabbitMQ, and so Taskcluster's Pulse), as Taskcluster's
+queue publishes them: durable topic exchanges `exchange/taskcluster-queue/v1/<name>`,
+persistent `application/json` messages under the primary routing key, the task's routes
+in the `CC` header as `route.<r>` (the broker delivers a copy to queues bound on those).
+
+One connection per process, shared by every thread under a lock (pika's connections are
+not thread-safe), with publisher confirms: `publish` returns once the broker has taken
+every message. A broker that is down costs a caller one refused connection, not a wait:
+after a failure, attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Sequence
+
+import pika
+from pika.exceptions import AMQPError
+
+from ..domain.task_events import EXCHANGE_PREFIX, EXCHANGES, Event
+from .bus import BusUnavailable
+
+log = logging.getLogger("queue.events")
+RECONNECT_AFTER = 1.0   # seconds between connection attempts while the broker is down
+CONNECT_TIMEOUT = 3.0
+
+
+def connection_parameters(url: str) -> pika.URLParameters:
+    parameters = pika.URLParameters(url)
+    parameters.connection_attempts = 1
+    parameters.socket_timeout = CONNECT_TIMEOUT
+    parameters.blocked_connection_timeout = 30
+    return parameters
+
+
+def declare_exchanges(channel) -> None:
+    for name in EXCHANGES:
+        channel.exchange_declare(EXCHANGE_PREFIX + name, exchange_type="topic", durable=True)
+
+
+class AmqpBus:
+    def __init__(self, url: str) -> None:
+        self._parameters = connection_parameters(url)
+        self._lock = threading.Lock()
+        self._connection = None
+        self._channel = None
+        self._next_attempt = 0.0
+
+    def publish(self, events: Sequence[Event]) -> None:
+        with self._lock:
+            channel = self._open()
+            try:
+                for event in events:
+                    channel.basic_publish(event.exchange_name, event.routing_key, _encode(event),
+                                          _properties(event), mandatory=False)
+            except (AMQPError, OSError) as error:
+                self._drop(error)
+                raise BusUnavailable(f"the broker did not take the events: {error!r}") from error
+
+    def _open(self):
+        if self._channel is not None and self._channel.is_open:
+            return self._channel
+        if time.monotonic() < self._next_attempt:
+            raise BusUnavailable("the broker was unreachable a moment ago")
+        try:
+            self._connection = pika.BlockingConnection(self._parameters)
+            channel = self._connection.channel()
+            channel.confirm_delivery()
+            declare_exchanges(channel)
+        except (AMQPError, OSError) as error:
+            self._drop(error)
+            raise BusUnavailable(f"cannot reach the broker: {error!r}") from error
+        log.info("connected to the event broker %s:%s", self._parameters.host, self._parameters.port)
+        self._channel = channel
+        return channel
+
+    def _drop(self, error: Exception) -> None:
+        log.warning("event broker connection lost: %r", error)
+        self._next_attempt = time.monotonic() + RECONNECT_AFTER
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None and connection.is_open:
+            try:
+                connection.close()
+            except (AMQPError, OSError):
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None and self._connection.is_open:
+                self._connection.close()
+            self._connection = self._channel = None
+
+
+def _encode(event: Event) -> bytes:
+    return json.dumps(event.body, separators=(",", ":")).encode()
+
+
+def _properties(event: Event) -> pika.BasicProperties:
+    headers = {"CC": event.cc} if event.routes else None
+    return pika.BasicProperties(content_type="application/json", delivery_mode=2, message_id=event.id,
+                                headers=headers)
