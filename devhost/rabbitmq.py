@@ -3,9 +3,10 @@ stand-in for Pulse, where the Queue publishes its events.
 
 It is Debian's `rabbitmq-server`, installed from the system's packages when missing (as
 root; otherwise one line says how), run in a folder of its own (data, logs, config) on its
-own ports, so it never meets the system's broker or another test run's. Started by root,
-Debian's wrapper runs the broker as the `rabbitmq` user: the folder is handed to that user.
-The broker runs in a process group of its own, stopped as a whole.
+own ports, so it never meets the system's broker or another test run's. It is started by
+the package's own start script, not by Debian's wrapper (which, run by root, switches to the
+`rabbitmq` user, who cannot enter a folder of root's such as a test's temporary one): the
+broker runs as whoever starts it, in a process group of its own, stopped as a whole.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from .azurite import free_port, port_open
 
 SERVER = "rabbitmq-server"
-SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/lib/rabbitmq/bin"])
+SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])
 
 
 class BrokerUnavailable(RuntimeError):
@@ -86,8 +87,6 @@ class RabbitMQ:
             raise BrokerUnavailable(f"RabbitMQ cannot start: port {self.port} is in use")
         self.location.mkdir(parents=True, exist_ok=True)
         (self.location / "enabled_plugins").write_text("[].\n")
-        if os.geteuid() == 0:   # the wrapper runs the broker as `rabbitmq`: its folder must be its own
-            subprocess.run(["chown", "-R", "rabbitmq:rabbitmq", str(self.location)], check=False)
         self.process = subprocess.Popen([server], env=self._environment(), cwd=self.location,
                                         stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
@@ -130,14 +129,6 @@ class RabbitMQ:
             except subprocess.TimeoutExpired:
                 continue
         self.process = None
-        # SIGTERM to the group reaches the wrapper; the broker (run as another user through
-        # su) may outlive it: its own pid file names it.
-        pid_file = self.location / "broker.pid"
-        if pid_file.exists():
-            try:
-                os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
-            except (ValueError, ProcessLookupError, PermissionError):
-                pass
 
     def __enter__(self) -> RabbitMQ:
         return self.start()

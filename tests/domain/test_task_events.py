@@ -1,0 +1,100 @@
+"""The events a task's transitions announce: exchanges, routing keys, ids and bodies, the
+bodies checked against Taskcluster's own message schemas."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from shared.domain import lifecycle, task_events
+from shared.domain.ids import new_slugid
+from shared.domain.runs import ReasonResolved
+from shared.domain.task_status import TaskStatus
+from shared.domain.timestamps import to_iso, utcnow
+from tests.reference import schema_errors
+
+NOW = utcnow()
+TASK, GROUP = new_slugid(), new_slugid()
+SUMMARY = {"provisionerId": "prov", "workerType": "linux", "taskQueueId": "prov/linux", "schedulerId": "sched",
+           "projectId": "none", "taskGroupId": GROUP, "priority": "lowest",
+           "deadline": to_iso(NOW + timedelta(hours=1)), "expires": to_iso(NOW + timedelta(days=1))}
+NOTICE = {"routes": ["index.project.build", "notify.email"], "tags": {"kind": "build"}}
+
+
+def changed(before, after):
+    return task_events.task_changed(SUMMARY, NOTICE, before, after, to_iso(NOW))
+
+
+def conforming(event: task_events.Event) -> task_events.Event:
+    schema = "task-group-changed-message" if event.exchange.startswith("task-group") else f"{event.exchange}-message"
+    assert schema_errors(schema, event.body) == []
+    return event
+
+
+def new(retries: int = 1) -> TaskStatus:
+    return TaskStatus.new(TASK, {"retries": retries, "deadline": SUMMARY["deadline"]})
+
+
+def claimed(status: TaskStatus) -> TaskStatus:
+    return lifecycle.claim(status, status.latest.run_id, "wg", "w1", NOW, NOW + timedelta(minutes=20))
+
+
+def test_create_announces_defined_then_pending_with_routes_as_cc():
+    pending = lifecycle.schedule(new(), NOW)
+    defined_event, pending_event = map(conforming, changed(None, pending))
+    assert defined_event.exchange == "task-defined"
+    assert defined_event.routing_key == f"primary.{TASK}._._._.prov.linux.sched.{GROUP}._"
+    assert pending_event.exchange == "task-pending"
+    assert pending_event.routing_key == f"primary.{TASK}.0._._.prov.linux.sched.{GROUP}._"
+    assert pending_event.body["runId"] == 0 and pending_event.body["status"]["state"] == "pending"
+    assert pending_event.body["task"] == {"tags": {"kind": "build"}}
+    assert pending_event.cc == ["route.index.project.build", "route.notify.email"]
+    assert pending_event.exchange_name == "exchange/taskcluster-queue/v1/task-pending"
+
+
+def test_an_unscheduled_task_is_only_defined():
+    assert [event.exchange for event in changed(None, new())] == ["task-defined"]
+
+
+def test_claim_runs_reclaim_is_silent_and_completion_names_the_worker():
+    pending = lifecycle.schedule(new(), NOW)
+    running = claimed(pending)
+    [event] = map(conforming, changed(pending, running))
+    assert event.exchange == "task-running"
+    assert event.routing_key.split(".")[2:5] == ["0", "wg", "w1"]
+    assert event.body["takenUntil"] == running.latest.taken_until
+    assert changed(running, lifecycle.reclaim(running, 0, NOW, NOW + timedelta(minutes=40))) == []
+    for reason, exchange in ((ReasonResolved.COMPLETED, "task-completed"), (ReasonResolved.FAILED, "task-failed"),
+                             (ReasonResolved.MALFORMED_PAYLOAD, "task-exception")):
+        [event] = map(conforming, changed(running, lifecycle.resolve(running, 0, reason, NOW)))
+        assert event.exchange == exchange
+        assert (event.body["workerGroup"], event.body["workerId"]) == ("wg", "w1")
+        assert event.id == f"{TASK}/{exchange}/0"
+
+
+def test_a_retried_exception_is_announced_as_the_new_run_pending_only():
+    running = claimed(lifecycle.schedule(new(retries=1), NOW))
+    retried = lifecycle.resolve(running, 0, ReasonResolved.WORKER_SHUTDOWN, NOW)
+    [event] = map(conforming, changed(running, retried))
+    assert (event.exchange, event.body["runId"]) == ("task-pending", 1)
+    assert event.routing_key.split(".")[2:5] == ["1", "_", "_"]
+
+
+def test_cancel_of_an_unclaimed_task_has_no_worker_words():
+    pending = lifecycle.schedule(new(), NOW)
+    [event] = map(conforming, changed(pending, lifecycle.cancel(pending, NOW)))
+    assert event.exchange == "task-exception"
+    assert event.routing_key.split(".")[2:5] == ["0", "_", "_"]
+    assert "workerGroup" not in event.body and event.body["status"]["runs"][0]["reasonResolved"] == "canceled"
+
+
+@pytest.mark.parametrize("make", [task_events.group_resolved, task_events.group_sealed])
+def test_group_events(make):
+    event = conforming(make(GROUP, "sched", SUMMARY["expires"], to_iso(NOW), to_iso(NOW)))
+    assert event.routing_key == f"primary.{GROUP}.sched._"
+
+
+def test_events_survive_their_stored_form():
+    events = tuple(changed(None, lifecycle.schedule(new(), NOW)))
+    assert task_events.decode(task_events.encode(events)) == events

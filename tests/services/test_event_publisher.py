@@ -1,0 +1,155 @@
+"""The outbox and its publishing, through the services on the in-memory account and bus:
+what each change announces, in what order, and that no event is lost when the bus is down
+or the process dies between the write and the publish (the recoveries of
+`shared/services/event_publisher.py`, each exercised here)."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import parse_iso, utcnow
+from tests.conftest import make_task, memory_services
+from tests.memory_bus import MemoryBus
+from tests.services.test_dependencies import deliver_events
+
+
+class Died(BaseException):
+    """The process died right after the write (not an Exception: nothing may carry on)."""
+
+
+class DyingBus(MemoryBus):
+    """Kills the 'process' at its next publish, once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def publish(self, events) -> None:
+        if self.armed:
+            self.armed = False
+            raise Died()
+        super().publish(events)
+
+
+@pytest.fixture
+def bus() -> DyingBus:
+    return DyingBus()
+
+
+@pytest.fixture
+def services(bus):
+    built = memory_services(bus=bus)
+    built.publisher.grace = timedelta(0)   # a left-over event is stale at once here
+    return built
+
+
+def unpublished(services, task_id: str) -> list[str]:
+    return [event.exchange for event in services.tasks.tasks.load_outbox(task_id)[0]]
+
+
+def claim(services, queue_id: str) -> dict:
+    return services.claims.claim_work(queue_id, "wg", "w1", 1)["tasks"][0]
+
+
+def test_a_lifecycle_is_announced_in_order_and_leaves_an_empty_outbox(services, bus, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    claim(services, task_queue_id)
+    services.resolutions.completed(task_id, 0)
+    assert bus.of(task_id) == ["task-defined", "task-pending", "task-running", "task-completed"]
+    assert unpublished(services, task_id) == []
+
+
+def test_the_dependency_is_announced_resolved_before_its_dependent_pending_and_the_group_once(
+        services, bus, task_queue_id):
+    group, parent, child = new_slugid(), new_slugid(), new_slugid()
+    services.tasks.create(parent, make_task(task_queue_id, taskGroupId=group))
+    services.tasks.create(child, make_task(task_queue_id, taskGroupId=group, dependencies=[parent]))
+    claim(services, task_queue_id)
+    services.resolutions.completed(parent, 0)
+    claim(services, task_queue_id)
+    services.resolutions.completed(child, 0)
+    order = [(event.exchange, event.body.get("status", {}).get("taskId")) for event in bus.published]
+    assert order.index(("task-completed", parent)) < order.index(("task-pending", child))
+    assert [event.exchange for event in bus.published if event.exchange.startswith("task-group")] == \
+        ["task-group-resolved"]
+    services.task_groups.seal(group, "2030-01-01T00:00:00.000Z")
+    services.task_groups.seal(group, "2030-01-02T00:00:00.000Z")   # sealed once
+    assert [event.body["taskGroupId"] for event in bus.published if event.exchange == "task-group-sealed"] == [group]
+
+
+def test_a_bus_that_is_down_delays_events_and_loses_none(services, bus, task_queue_id):
+    bus.down = True
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))        # the API keeps working
+    claim(services, task_queue_id)
+    assert bus.published == []
+    assert unpublished(services, task_id) == ["task-defined", "task-pending", "task-running"]
+    bus.down = False
+    assert services.publisher.retry_refused() == 1
+    assert bus.of(task_id) == ["task-defined", "task-pending", "task-running"]
+    assert unpublished(services, task_id) == []
+
+
+def test_a_retried_create_publishes_what_its_dead_first_attempt_left(services, bus, task_queue_id):
+    task_id, definition = new_slugid(), make_task(task_queue_id)
+    bus.armed = True
+    with pytest.raises(Died):
+        services.tasks.create(task_id, definition)
+    assert bus.published == [] and unpublished(services, task_id) == ["task-defined", "task-pending"]
+    services.tasks.create(task_id, definition)
+    assert bus.of(task_id) == ["task-defined", "task-pending"]
+
+
+def test_the_next_change_publishes_what_a_dead_writer_left_first(services, bus, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    bus.armed = True
+    with pytest.raises(Died):
+        claim(services, task_queue_id)
+    assert unpublished(services, task_id) == ["task-running"]
+    services.resolutions.completed(task_id, 0)
+    assert bus.of(task_id) == ["task-defined", "task-pending", "task-running", "task-completed"]
+
+
+def test_a_claimed_resolution_keeps_its_claim_row_until_its_events_are_out(services, bus, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    taken_until = parse_iso(claim(services, task_queue_id)["takenUntil"])
+    bus.armed = True
+    with pytest.raises(Died):   # after the write: neither the events nor the follow-up happened
+        services.resolutions.completed(task_id, 0)
+    assert unpublished(services, task_id) == ["task-completed"]
+    services.claim_expiry.sweep(taken_until + timedelta(seconds=1))   # announces it again
+    assert deliver_events(services) == 1
+    assert bus.of(task_id)[-1] == "task-completed"
+    assert unpublished(services, task_id) == [] and services.claims.claim_rows.count(task_queue_id) == 0
+
+
+def test_an_unclaimed_resolution_is_published_by_its_repair(services, bus, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    bus.armed = True
+    with pytest.raises(Died):
+        services.tasks.cancel(task_id)
+    assert unpublished(services, task_id) == ["task-exception"]
+    time.sleep(1.1)   # the repair intent comes due (repair_delay is 1 s here)
+    services.repairs.sweep()
+    assert bus.of(task_id)[-1] == "task-exception" and unpublished(services, task_id) == []
+
+
+def test_a_young_left_over_event_is_left_to_its_writer(bus, task_queue_id):
+    services = memory_services(bus=bus)   # the default grace: a writer may still be publishing
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    bus.armed = True
+    with pytest.raises(Died):
+        claim(services, task_queue_id)
+    services.tasks.status(task_id)
+    assert not services.publisher.settle(services.tasks.tasks, task_id)
+    assert unpublished(services, task_id) == ["task-running"]
+    assert utcnow() - parse_iso(services.tasks.tasks.load_outbox(task_id)[0][0].at) < services.publisher.grace
