@@ -8,7 +8,8 @@
 //       --parameters appName=myqueue credentialsAccessToken=<a long random secret>
 //   func azure functionapp publish myqueue
 //
-// Service Bus (events) is added by the events capability; see ../shared/ROADMAP.md.
+// Events (seed 004) go to a Service Bus namespace: one topic per exchange, published to by the
+// app's managed identity (see shared/events/service_bus.py).
 
 @description('Name of the Function App; also the prefix of the other resources.')
 @minLength(3)
@@ -26,6 +27,9 @@ param credentialsClientId string = 'queue'
 @secure()
 @description('Access token of that client (signs the temporary credentials).')
 param credentialsAccessToken string
+
+@description('How long each topic remembers a message id to drop a republished event (ISO 8601, 20 s to 7 days).')
+param eventsDuplicateWindow string = 'PT1H'
 
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
 
@@ -58,10 +62,51 @@ resource plan 'Microsoft.Web/serverfarms@2023-12-01' = {
   properties: { reserved: true }   // Linux
 }
 
+// The exchanges of seed 004 (EXCHANGES in shared/domain/task_events.py), one topic each, named
+// by the exchange's short name (shared/events/service_bus.py: topic_name).
+var eventExchanges = [
+  'task-defined'
+  'task-pending'
+  'task-running'
+  'artifact-created'
+  'task-completed'
+  'task-failed'
+  'task-exception'
+  'task-group-resolved'
+  'task-group-sealed'
+]
+
+resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
+  name: '${appName}-events'
+  location: location
+  sku: { name: 'Standard', tier: 'Standard' }   // Basic has no topics
+  properties: {
+    minimumTlsVersion: '1.2'
+    disableLocalAuth: true   // no SAS keys: the app signs in with its identity, people with theirs
+  }
+}
+
+resource eventTopics 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = [for exchange in eventExchanges: {
+  parent: serviceBus
+  name: exchange
+  properties: {
+    // The outbox publishes an event again when it is not sure it was sent; each copy keeps
+    // its message id, and the topic drops what it has seen within the window.
+    requiresDuplicateDetection: true
+    duplicateDetectionHistoryTimeWindow: eventsDuplicateWindow
+    enableBatchedOperations: true
+  }
+}]
+
+// serviceBusEndpoint is https://<name>.servicebus.windows.net:443/ (or a national cloud's
+// suffix): the SDK wants the host alone.
+var serviceBusHost = split(split(serviceBus.properties.serviceBusEndpoint, '//')[1], ':')[0]
+
 resource app 'Microsoft.Web/sites@2023-12-01' = {
   name: appName
   location: location
   kind: 'functionapp,linux'
+  identity: { type: 'SystemAssigned' }   // signs in to Service Bus
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
@@ -89,9 +134,25 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_CLAIM_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_DEADLINE_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_EXPIRATION_SCHEDULE', value: '0 0 * * * *' }
+        // Managed identity through DefaultAzureCredential; EVENTS_SERVICE_BUS_CONNECTION (a
+        // connection string) is the alternative where a namespace keeps SAS keys.
+        { name: 'EVENTS_SERVICE_BUS_NAMESPACE', value: serviceBusHost }
       ]
     }
   }
 }
 
+var serviceBusDataSender = '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'   // built-in 'Azure Service Bus Data Sender'
+
+resource appSendsEvents 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(serviceBus.id, app.id, serviceBusDataSender)
+  scope: serviceBus
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', serviceBusDataSender)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
 output rootUrl string = 'https://${app.properties.defaultHostName}'
+output eventsNamespace string = serviceBusHost

@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+from shared.domain.task_events import EXCHANGES
+from shared.events.service_bus import ServiceBusBus, topic_name
 from tests.functions.test_function_app import functions_by_name
 
 ROOT = Path(__file__).parents[2]
@@ -38,3 +40,37 @@ def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     assert len(schedules) == 4 and all(len(value.split()) == 6 for value in schedules.values())
     assert settings["QUEUE_CREDENTIALS_ACCESS_TOKEN"] == "credentialsAccessToken"
     assert "@secure()\n@description('Access token" in BICEP
+
+
+def resource(symbol: str) -> str:
+    """The text of the resource declared as `resource <symbol> '...' = ...`, braces balanced."""
+    start = BICEP.index(f"resource {symbol} '")
+    depth, position = 0, BICEP.index("{", start)
+    for position in range(position, len(BICEP)):
+        depth += {"{": 1, "}": -1}.get(BICEP[position], 0)
+        if depth == 0:
+            return BICEP[start:position + 1]
+    raise AssertionError(f"resource {symbol} is not closed")
+
+
+def test_events_have_a_standard_namespace_with_a_topic_per_exchange_and_duplicate_detection():
+    namespace = resource("serviceBus")
+    assert "'Microsoft.ServiceBus/namespaces@" in namespace and "sku: { name: 'Standard'" in namespace
+    declared = re.search(r"var eventExchanges = \[(.*?)\]", BICEP, re.S).group(1)
+    assert re.findall(r"'([a-z-]+)'", declared) == [topic_name(exchange) for exchange in EXCHANGES]
+    topics = resource("eventTopics")
+    assert "[for exchange in eventExchanges:" in topics and "name: exchange" in topics
+    assert "requiresDuplicateDetection: true" in topics and "parent: serviceBus" in topics
+
+
+def test_the_app_sends_events_with_its_managed_identity():
+    assert deployed_settings()["EVENTS_SERVICE_BUS_NAMESPACE"] == "serviceBusHost"
+    assert "var serviceBusHost = split(split(serviceBus.properties.serviceBusEndpoint, '//')[1], ':')[0]" in BICEP
+    assert "identity: { type: 'SystemAssigned' }" in resource("app")
+    sender = resource("appSendsEvents")
+    assert "scope: serviceBus\n" in sender and "principalId: app.identity.principalId" in sender
+    assert "var serviceBusDataSender = '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'" in BICEP   # Azure's id of the role
+    assert "roleDefinitions', serviceBusDataSender)" in sender
+    # The adapter reads exactly these settings (the lead's wiring passes them to from_settings).
+    assert {"EVENTS_SERVICE_BUS_CONNECTION", "EVENTS_SERVICE_BUS_NAMESPACE"} <= set(
+        re.findall(r"EVENTS_SERVICE_BUS_[A-Z]+", ServiceBusBus.from_settings.__doc__))
