@@ -43,6 +43,7 @@ from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.services.wiring import Services
 from shared.storage.account import OPERATIONS
+from tests.conftest import shared_broker
 
 from .tasks import task_definition
 
@@ -124,7 +125,9 @@ def app_settings(connection: str) -> dict[str, str]:
     prefix = "b" + uuid.uuid4().hex[:10]
     settings = {"AzureWebJobsStorage": connection, "QUEUE_TABLE_PREFIX": prefix, "TASK_CLAIM_TIMEOUT": "1200",
                 "CLAIM_WORK_WAIT_SECONDS": "0", "QUEUE_CREDENTIALS_ACCESS_TOKEN": "bench-only",
-                "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_REPAIR_DELAY_SECONDS": str(REPAIR_DELAY)}
+                "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_REPAIR_DELAY_SECONDS": str(REPAIR_DELAY),
+                # Events on, as `make run` has them: clearing a published outbox is a round trip.
+                "EVENTS_AMQP_URL": shared_broker().url}
     for setting in _queue_functions():
         settings[setting] = f"{prefix}-{setting.lower().removeprefix('queue_').replace('_', '-')}"
     return settings

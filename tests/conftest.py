@@ -7,6 +7,7 @@ every server gets its own table prefix, so servers never see each other's rows.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
@@ -73,6 +74,7 @@ def shared_broker() -> RabbitMQ:
     global _broker
     if _broker is None:
         _broker = RabbitMQ().start()
+        atexit.register(_broker.stop)   # benchmarks use it too, without pytest's session end
     return _broker
 
 

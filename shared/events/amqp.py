@@ -7,6 +7,9 @@ One connection per process, shared by every thread under a lock (pika's connecti
 not thread-safe), with publisher confirms: `publish` returns once the broker has taken
 every message. A broker that is down costs a caller one refused connection, not a wait:
 after a failure, attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
+The connection has no heartbeats (a host may publish nothing for hours, and the blocking
+client only answers heartbeats while it is called): a connection that died meanwhile is
+found at the next publish, which then reconnects and publishes once more at once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def connection_parameters(url: str) -> pika.URLParameters:
     parameters.connection_attempts = 1
     parameters.socket_timeout = CONNECT_TIMEOUT
     parameters.blocked_connection_timeout = 30
+    parameters.heartbeat = 0
     return parameters
 
 
@@ -51,19 +55,27 @@ class AmqpBus:
 
     def publish(self, events: Sequence[Event]) -> None:
         with self._lock:
-            channel = self._open()
+            reused = self._channel is not None and self._channel.is_open
             try:
-                for event in events:
-                    channel.basic_publish(event.exchange_name, event.routing_key, _encode(event),
-                                          _properties(event), mandatory=False)
-            except (AMQPError, OSError) as error:
-                self._drop(error)
-                raise BusUnavailable(f"the broker did not take the events: {error!r}") from error
+                self._publish(self._open(), events)
+            except BusUnavailable:
+                if not reused:
+                    raise
+                self._publish(self._open(again=True), events)   # the connection had died idle
 
-    def _open(self):
+    def _publish(self, channel, events: Sequence[Event]) -> None:
+        try:
+            for event in events:
+                channel.basic_publish(event.exchange_name, event.routing_key, _encode(event),
+                                      _properties(event), mandatory=False)
+        except (AMQPError, OSError) as error:
+            self._drop(error)
+            raise BusUnavailable(f"the broker did not take the events: {error!r}") from error
+
+    def _open(self, again: bool = False):
         if self._channel is not None and self._channel.is_open:
             return self._channel
-        if time.monotonic() < self._next_attempt:
+        if time.monotonic() < self._next_attempt and not again:
             raise BusUnavailable("the broker was unreachable a moment ago")
         try:
             self._connection = pika.BlockingConnection(self._parameters)

@@ -31,7 +31,9 @@ class Consumer:
         """`bindings`: what QueueEvents' methods return ({exchange, routingKeyPattern}).
         `durable_name`: a durable queue of that name, which outlives a broker restart."""
         self.url = url
-        self.connection = pika.BlockingConnection(pika.URLParameters(url))
+        parameters = pika.URLParameters(url)
+        parameters.heartbeat = 0   # a test may not drain for minutes: no heartbeats to miss
+        self.connection = pika.BlockingConnection(parameters)
         channel = self.connection.channel()
         for binding in bindings:   # the Queue declares them too; a consumer may come first
             channel.exchange_declare(binding["exchange"], exchange_type="topic", durable=True)

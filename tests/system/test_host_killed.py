@@ -1,6 +1,7 @@
 """The local host is SIGKILLed at random moments while a task graph is created (in parts, by
 the queue trigger), claimed and resolved by concurrent workers that claim from the start; after each kill it is restarted on the same storage. The
-end state must be exactly what the scenario dictates: nothing lost, nothing done twice.
+end state must be exactly what the scenario dictates: nothing lost, nothing done twice, and
+every state change announced on the event bus, none that did not happen.
 
 CI runs a bounded graph (KILL_TEST_TASKS, default 200 tasks, 5 kills). The larger run the
 issue asks for:  KILL_TEST_TASKS=500 KILL_TEST_KILLS=10 make test PYTEST_ARGS=tests/system
@@ -19,7 +20,8 @@ import requests
 import taskcluster
 
 from shared.domain.ids import new_slugid
-from tests.conftest import make_task, restart_server, start_server
+from tests.conftest import eventually, make_task, restart_server, shared_broker, start_server
+from tests.events.amqp_consumer import Consumer
 
 TASKS = int(os.environ.get("KILL_TEST_TASKS", "200"))
 KILLS = int(os.environ.get("KILL_TEST_KILLS", "5"))
@@ -130,6 +132,11 @@ def victim(azurite, tmp_path):
 
 @pytest.mark.timeout(1500)  # 5 to 6 min here; kills and restarts vary a lot with the machine
 def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_id):
+    provisioner, worker_type = task_queue_id.split("/")
+    announced = Consumer(shared_broker().url, [
+        {"exchange": f"exchange/taskcluster-queue/v1/{name}",
+         "routingKeyPattern": f"primary.*.*.*.*.{provisioner}.{worker_type}.#"}
+        for name in ("task-defined", "task-pending", "task-running", "task-completed", "task-failed", "task-exception")])
     rng = random.Random(SEED)
     graph, graph_id = scenario(task_queue_id, rng), new_slugid()
     workers, kills = Workers(victim, task_queue_id), []
@@ -170,6 +177,33 @@ def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_i
     # claimer that meets it drops it, and finds nothing to claim.
     assert queue.claimWork(task_queue_id, {"workerGroup": "kill", "workerId": "last", "tasks": 32})["tasks"] == []
     assert queue.pendingTasks(task_queue_id)["pendingTasks"] == 0
+    # Events a kill left in an outbox come out when their task is next touched, or by the
+    # claim row or repair intent of its resolution (a minute later at most, here).
+    expected = announcements(statuses.values())
+    eventually(lambda: heard(announced) >= expected, timeout=240, interval=1, message="every change announced")
+    assert heard(announced) == expected
+    announced.close()
+
+
+def announcements(statuses) -> set[tuple[str, str, int | None]]:
+    """What Taskcluster announces for tasks that ended as `statuses`: (exchange, taskId, runId)."""
+    out = set()
+    for status in statuses:
+        task_id, runs = status["taskId"], status["runs"]
+        out.add(("task-defined", task_id, None))
+        for run in runs:
+            out.add(("task-pending", task_id, run["runId"]))
+            if "workerId" in run:
+                out.add(("task-running", task_id, run["runId"]))
+            retried = run["runId"] + 1 < len(runs) and runs[run["runId"] + 1]["reasonCreated"] == "retry"
+            if run["state"] != "exception" or not retried:
+                out.add((f"task-{run['state']}", task_id, run["runId"]))
+    return out
+
+
+def heard(consumer: Consumer) -> set[tuple[str, str, int | None]]:
+    return {(message.name, message.body["status"]["taskId"], message.body.get("runId"))
+            for message in consumer.drain()}
 
 
 def check_runs(label: str, status: dict, flaky: bool) -> None:
