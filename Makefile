@@ -7,13 +7,19 @@ AZURITE := .tools/node_modules/.bin/azurite
 AZURITE_VERSION := 3.35.0
 PORT ?= 7071
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean worker
 
 run: $(VENV)/.installed $(AZURITE) local.settings.json
 	$(PY) -m devhost --port $(PORT)
 
 test: $(VENV)/.installed $(AZURITE)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# A worker running generic-worker payloads from one task queue of the local host (or of
+# TASKCLUSTER_ROOT_URL): make worker QUEUE=proj/linux [WORKER_ARGS="--capacity 4"]
+worker: $(VENV)/.installed
+	@test -n "$(QUEUE)" || { echo "usage: make worker QUEUE=<taskQueueId>" >&2; exit 2; }
+	$(PY) -m taskq_worker --queue $(QUEUE) $(WORKER_ARGS)
 
 bench: $(VENV)/.installed $(AZURITE)
 	$(PY) -m bench.lifecycle
