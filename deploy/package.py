@@ -21,6 +21,9 @@ import pathspec
 # What Core Tools leaves out whatever .funcignore says.
 ALWAYS_IGNORED_DIRECTORIES = {".git", ".vscode"}
 ALWAYS_IGNORED_FILES = {".funcignore", ".gitignore", "local.settings.json", "project.lock.json"}
+# What the app cannot start without; the layout library is built, not kept in git (`make ui`).
+REQUIRED = ("function_app.py", "host.json", "requirements.txt")
+BUILT = {"shared/ui/static/vendor/dagre.min.js": "make ui"}
 
 
 def ignore_rules(app_dir: Path) -> pathspec.GitIgnoreSpec:
@@ -50,9 +53,14 @@ def _always_ignored(relative: Path) -> bool:
 def build(app_dir: Path, output: Path) -> list[Path]:
     """Write the zip (paths relative to the app folder, as Core Tools does) and return its files."""
     files = package_files(app_dir)
-    missing = [name for name in ("function_app.py", "host.json", "requirements.txt") if Path(name) not in files]
+    missing = [name for name in REQUIRED if Path(name) not in files]
     if missing:
         raise SystemExit(f"error: the package would lack {', '.join(missing)}; check .funcignore")
+    # A built file is needed where the app has the folder that serves it.
+    unbuilt = [f"{name} (run `{step}`)" for name, step in BUILT.items()
+               if (app_dir / name).parent.parent.is_dir() and Path(name) not in files]
+    if unbuilt:
+        raise SystemExit(f"error: the package would lack {', '.join(unbuilt)}")
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
         for relative in files:

@@ -50,6 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
+        self.send_header("Access-Control-Allow-Origin", "*")  # the browser view reads it from another origin
         self.end_headers()  # no length: the body ends when the connection closes, with the run
         try:
             self._stream(run_log)

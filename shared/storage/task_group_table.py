@@ -89,6 +89,15 @@ class TaskGroupTable:
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
         return self._keys(task_group_id, UNRESOLVED_PREFIX, "", limit)
 
+    def recent(self, limit: int, scan: int = 5000) -> list[tuple[TaskGroupRecord, str]]:
+        """Up to `limit` groups with the time their row last changed, newest first. Reads up to
+        `scan` group rows across partitions: for a person's list of groups, not a hot path."""
+        rows = first_rows(self._table, "RowKey eq @row", {"row": GROUP_ROW}, scan)
+        groups = [(TaskGroupRecord(entity["PartitionKey"], entity["schedulerId"], entity["expires"],
+                                   entity.get("sealed", ""), entity.get("resolved", "")),
+                   _changed(entity)) for entity in rows]
+        return sorted(groups, key=lambda pair: pair[1], reverse=True)[:limit]
+
     def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
         # '/' sorts right after '.', so [prefix, prefix-with-'/') is exactly the prefix's range.
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
@@ -100,3 +109,9 @@ class TaskGroupTable:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
                 "resolved": group.resolved}
+
+
+def _changed(entity) -> str:
+    """When storage last wrote the row, as ISO text ('' where the account does not say)."""
+    stamp = entity.metadata.get("timestamp")
+    return stamp.isoformat() if hasattr(stamp, "isoformat") else str(stamp or "")

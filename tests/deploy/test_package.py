@@ -42,7 +42,7 @@ def _listing(python: str, app_dir) -> list[dict]:
 @pytest.mark.timeout(600)
 def test_the_package_alone_installs_and_lists_every_function_with_its_bindings(tmp_path):
     files = {path.as_posix() for path in build(ROOT, tmp_path / "app.zip")}
-    assert {"function_app.py", "host.json", "requirements.txt"} <= files
+    assert {"function_app.py", "host.json", "requirements.txt", "shared/ui/static/vendor/dagre.min.js"} <= files
     assert not {path for path in files if path.split("/")[0] in {"tests", "devhost", ".venv", ".tools", "bench"}}
     assert "local.settings.json" not in files and ".funcignore" not in files
     package = tmp_path / "package"
@@ -68,5 +68,6 @@ def test_the_package_alone_installs_and_lists_every_function_with_its_bindings(t
         "direction": "IN", "type": "queueTrigger", "name": "message",
         "queueName": "%QUEUE_RESOLVED_QUEUE%", "connection": "AzureWebJobsStorage"}
     assert by_name["claim_resolver"]["bindings"][0]["schedule"] == "%QUEUE_CLAIM_RESOLVER_SCHEDULE%"
+    assert by_name["ui_pages"]["bindings"][0]["route"] == "ui/{*path}"
     for function in listed:
         print(function["name"], function["trigger"], json.dumps(function["bindings"]))
