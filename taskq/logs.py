@@ -15,6 +15,7 @@ import requests
 import taskcluster
 from taskcluster.download import downloadArtifactToBuf
 
+from .output import PEOPLE
 from .states import RESOLVED
 
 LOG_NAME = "public/logs/live.log"
@@ -66,7 +67,10 @@ def follow(queue, task_id: str, run_id: int | None = None, write=None, poll: flo
     except taskcluster.exceptions.TaskclusterRestFailure as failure:
         if failure.status_code != 404 or shown:
             raise
-        return run  # a run that never started a command (cancelled while pending) has no log
+        # A run that never started a command (cancelled while pending) has no log.
+        PEOPLE.print(f"(run {run['runId']} of {task_id} has no log: {run['state']}, {run.get('reasonResolved')})",
+                     markup=False)
+        return run
     if len(whole) > shown:
         write(whole[shown:])
     return run

@@ -8,7 +8,7 @@ import sys
 from rich.console import Console
 
 # Progress and notes go to stderr so that stdout stays what a script reads.
-PEOPLE = Console(stderr=True, highlight=False)
+PEOPLE = Console(stderr=True, highlight=False, soft_wrap=True)  # a long line stays one line in a log
 
 
 def emit_json(value) -> None:

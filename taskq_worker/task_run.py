@@ -152,7 +152,7 @@ class TaskRun:
         except taskcluster.exceptions.TaskclusterFailure as failure:
             self.log.line(f"artifact upload failed: {failure}".splitlines()[0])
             log.warning("artifact upload failed task=%s run=%s error=%s", self.task_id, self.run_id,
-                        type(failure).__name__)
+                        _failure(failure))
             return False
         return True
 
@@ -176,7 +176,7 @@ class TaskRun:
         try:
             artifacts.reference(self.client.queue, self.task_id, self.run_id, LOG_NAME, url, self._expires())
         except taskcluster.exceptions.TaskclusterFailure as failure:
-            log.warning("no live log task=%s run=%s error=%s", self.task_id, self.run_id, type(failure).__name__)
+            log.warning("no live log task=%s run=%s error=%s", self.task_id, self.run_id, _failure(failure))
             self.live_logs.retire(self.log)
             return False
         return True
@@ -208,15 +208,23 @@ class TaskRun:
             self._publish_log(live)
         except taskcluster.exceptions.TaskclusterFailure as failure:
             log.warning("log not uploaded task=%s run=%s error=%s", self.task_id, self.run_id,
-                     type(failure).__name__)
+                     _failure(failure))
 
     def _resolve_exception(self, reason: str) -> str:
         try:
             self.client.queue.reportException(self.task_id, str(self.run_id), {"reason": reason})
         except taskcluster.exceptions.TaskclusterFailure as failure:
             log.warning("reportException failed task=%s run=%s reason=%s error=%s", self.task_id, self.run_id,
-                        reason, type(failure).__name__)
+                        reason, _failure(failure))
         return reason
+
+
+def _failure(failure: Exception) -> str:
+    """A failed call in a log line: its type, HTTP status and Taskcluster code (never its
+    request, which may carry credentials)."""
+    body = getattr(failure, "body", None)
+    code = body.get("code", "") if isinstance(body, dict) else ""
+    return " ".join(str(part) for part in (type(failure).__name__, getattr(failure, "status_code", ""), code) if part)
 
 
 def _stop_group(process: subprocess.Popen) -> None:
