@@ -28,6 +28,16 @@ def _sleep_marker() -> str:
     return f"600.{uuid.uuid4().int % 10**9:09d}"
 
 
+def _sleeping(queue, new_task, task_id: str, script: str, max_run_time: int) -> str:
+    """Create a task whose shell `script` (with {sleep} for a unique sleep) runs, and return
+    the sleep's command line once it is running."""
+    sleep = f"sleep {_sleep_marker()}"
+    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", script.format(sleep=sleep)]],
+                                                "maxRunTime": max_run_time}))
+    eventually(lambda: processes_running(sleep), timeout=30, message="the sleep running")
+    return sleep
+
+
 def test_exit_code_zero_completes_and_anything_else_fails(start_worker, queue, new_task, task_id):
     start_worker(new_task()["taskQueueId"])
     queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", "echo one; echo two > out.txt"],
@@ -56,13 +66,10 @@ def test_env_reaches_the_command_and_the_workers_credentials_do_not(start_worker
 
 def test_cancel_stops_a_long_sleep_within_5_seconds(start_worker, queue, new_task, task_id):
     start_worker(new_task()["taskQueueId"])
-    marker = _sleep_marker()
-    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", f"sleep {marker}; echo never"]],
-                                                "maxRunTime": 600}))
-    eventually(lambda: processes_running(f"sleep {marker}"), timeout=30, message="the sleep running")
+    sleep = _sleeping(queue, new_task, task_id, "{sleep}; echo never", max_run_time=600)
     cancelled_at = time.monotonic()
     queue.cancelTask(task_id)
-    eventually(lambda: not processes_running(f"sleep {marker}"), timeout=5, interval=0.1,
+    eventually(lambda: not processes_running(sleep), timeout=5, interval=0.1,
                message="the command stopped")
     assert time.monotonic() - cancelled_at < 5
     status = queue.status(task_id)["status"]
@@ -71,15 +78,12 @@ def test_cancel_stops_a_long_sleep_within_5_seconds(start_worker, queue, new_tas
 
 def test_max_run_time_fails_an_endless_command_and_kills_its_process_group(start_worker, queue, new_task, task_id):
     start_worker(new_task()["taskQueueId"])
-    marker = _sleep_marker()
     # The shell starts a child; killing the group must take the child too.
-    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", f"sleep {marker} & wait"]],
-                                                "maxRunTime": 2}))
-    eventually(lambda: processes_running(f"sleep {marker}"), timeout=30, message="the sleep running")
+    sleep = _sleeping(queue, new_task, task_id, "{sleep} & wait", max_run_time=2)
     started = time.monotonic()
     status = _resolved(queue, task_id, timeout=15)
     assert status["state"] == "failed" and time.monotonic() - started < 8
-    eventually(lambda: not processes_running(f"sleep {marker}"), timeout=5, message="the process group killed")
+    eventually(lambda: not processes_running(sleep), timeout=5, message="the process group killed")
 
 
 def test_a_malformed_payload_is_never_run(start_worker, queue, new_task, task_id):
