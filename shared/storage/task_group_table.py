@@ -50,8 +50,7 @@ class TaskGroupTable:
             entity = self._table.get_entity(task_group_id, GROUP_ROW)
         except ResourceNotFoundError:
             return None
-        return TaskGroupRecord(task_group_id, entity["schedulerId"], entity["expires"],
-                               entity.get("sealed", ""), entity.get("resolved", ""), entity.metadata.get("etag"))
+        return _record(entity)
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
         try:
@@ -93,9 +92,7 @@ class TaskGroupTable:
         """Up to `limit` groups with the time their row last changed, newest first. Reads up to
         `scan` group rows across partitions: for a person's list of groups, not a hot path."""
         rows = first_rows(self._table, "RowKey eq @row", {"row": GROUP_ROW}, scan)
-        groups = [(TaskGroupRecord(entity["PartitionKey"], entity["schedulerId"], entity["expires"],
-                                   entity.get("sealed", ""), entity.get("resolved", "")),
-                   _changed(entity)) for entity in rows]
+        groups = [(_record(entity), _changed(entity)) for entity in rows]
         return sorted(groups, key=lambda pair: pair[1], reverse=True)[:limit]
 
     def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
@@ -109,6 +106,11 @@ class TaskGroupTable:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
                 "resolved": group.resolved}
+
+
+def _record(entity) -> TaskGroupRecord:
+    return TaskGroupRecord(entity["PartitionKey"], entity["schedulerId"], entity["expires"], entity.get("sealed", ""),
+                           entity.get("resolved", ""), entity.metadata.get("etag"))
 
 
 def _changed(entity) -> str:
