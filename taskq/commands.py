@@ -13,10 +13,9 @@ from pathlib import Path
 import taskcluster
 
 from . import downloads, events, groups, logs
-from .connection import client_options, events_url
+from .connection import events_url, scheduler
 from .output import PEOPLE, emit_json, emit_line
 from .progress import GroupProgress, describe
-from .scheduler import Scheduler
 from .states import RESOLVED
 from .task_files import load_graph, load_task
 
@@ -108,7 +107,7 @@ def download(args, queue) -> int:
 def submit_graph(args, queue) -> int:
     graph = load_graph(args.file, args.queue)
     graph_id = args.graph_id or taskcluster.slugId()
-    answer = Scheduler(client_options(maxRetries=queue.options.get("maxRetries", 5))).createTaskGraph(graph_id, graph)
+    answer = scheduler().createTaskGraph(graph_id, graph)
     if args.json and not args.watch:
         emit_json({"taskGraphId": graph_id, **answer})
     elif not args.json:
@@ -122,7 +121,7 @@ def submit_graph(args, queue) -> int:
 
 
 def group(args, queue) -> int:
-    snapshot = groups.snapshot(queue, Scheduler(client_options()), args.task_group_id)
+    snapshot = groups.snapshot(queue, scheduler(), args.task_group_id)
     if args.json:
         emit_json({**snapshot.as_json(), "tasks": snapshot.tasks})
         return 0
@@ -134,7 +133,6 @@ def group(args, queue) -> int:
 
 
 def watch(args, queue) -> int:
-    scheduler = Scheduler(client_options())
     last_json = None
     with GroupProgress(args.task_group_id) as bar:
         def on_change(snapshot):
@@ -143,7 +141,7 @@ def watch(args, queue) -> int:
             if args.json and snapshot.as_json() != last_json:
                 last_json = snapshot.as_json()
                 emit_json(last_json)
-        final = groups.watch(queue, scheduler, args.task_group_id, on_change, timeout=args.timeout)
+        final = groups.watch(queue, scheduler(), args.task_group_id, on_change, timeout=args.timeout)
     ended_well = final.all_completed and final.graph_state in (None, "finished")
     if not args.json:
         PEOPLE.print(f"{args.task_group_id}: {'done' if ended_well else 'ended'}: "

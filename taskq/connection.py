@@ -11,6 +11,8 @@ import os
 
 import taskcluster
 
+from .scheduler import Scheduler
+
 LOCAL_ROOT_URL = "http://127.0.0.1:7071"
 # The local host's root client (`make run`); never used once TASKCLUSTER_ROOT_URL names a deployment.
 LOCAL_CLIENT_ID = "static/taskcluster/root"
@@ -27,6 +29,11 @@ def client_options(**extra) -> dict:
 
 def queue(**extra) -> taskcluster.Queue:
     return taskcluster.Queue(client_options(**extra))
+
+
+def scheduler(**extra):
+    """The task-graph scheduler beside the Queue, on the same root URL and credentials."""
+    return Scheduler(client_options(**extra))
 
 
 def events_url() -> str | None:
