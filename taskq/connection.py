@@ -36,6 +36,12 @@ def scheduler(**extra):
     return Scheduler(client_options(**extra))
 
 
+LOCAL_BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"  # the RabbitMQ of `make run`
+
+
 def events_url() -> str | None:
-    """The AMQP broker of the Queue's events (RabbitMQ, or Pulse), if there is one."""
-    return os.environ.get("EVENTS_AMQP_URL") or None
+    """The AMQP broker of the Queue's events (RabbitMQ, or Pulse): EVENTS_AMQP_URL, else the
+    local broker when the Queue is the local host, else none."""
+    if os.environ.get("EVENTS_AMQP_URL"):
+        return os.environ["EVENTS_AMQP_URL"]
+    return LOCAL_BROKER if client_options()["rootUrl"] == LOCAL_ROOT_URL else None

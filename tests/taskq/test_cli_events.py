@@ -1,6 +1,6 @@
 """WAITS ON THE EVENTS ISSUE: `taskq listen` and the worker's cancellation listener against a
-Queue that publishes on RabbitMQ. Needs the events issue's `amqp_url` fixture (the URL of
-the test broker); the server here publishes to it through EVENTS_AMQP_URL."""
+Queue that publishes on RabbitMQ: the events issue's session `broker` fixture (tests/conftest.py),
+to which every test server publishes (EVENTS_AMQP_URL in its environment)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,19 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, eventually, start_server
+from tests.conftest import ROOT, eventually
 from tests.taskq_worker.conftest import processes_running, start_worker  # noqa: F401  (the fixture)
 
 
 @pytest.fixture
-def events_server(azurite, amqp_url, tmp_path):
-    instance = start_server(azurite, tmp_path, EVENTS_AMQP_URL=amqp_url)
-    yield instance
-    instance.stop()
+def amqp_url(broker) -> str:
+    return broker.url
+
+
+@pytest.fixture
+def events_server(server, amqp_url):
+    assert server.env.get("EVENTS_AMQP_URL") == amqp_url, "the test server must publish to the test broker"
+    return server
 
 
 def _listen(server, amqp_url: str, *args: str) -> subprocess.Popen:
