@@ -130,10 +130,7 @@ class TaskGroups:
 
     def recent(self, limit: int) -> dict:
         """The groups written to last, for people looking for theirs (not a Taskcluster call)."""
-        return {"taskGroups": [{"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id,
-                                "changed": changed, "expires": group.expires, "sealed": group.sealed or None,
-                                "resolved": group.resolved or None}
-                               for group, changed in self.groups.recent(limit)]}
+        return {"taskGroups": self.groups.recent(limit)}
 
     def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
         """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given

@@ -111,6 +111,8 @@ def test_the_list_of_groups_links_to_each(browser, server, queue, group):
     browser.get(f"{server.root_url}/api/ui/")
     link = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'a[href="/api/ui/task-group/{group_id}"]'),
                       timeout=10, message="the group in the list")
+    changed = link[0].find_element(By.XPATH, "../../td[2]").text
+    assert changed.startswith("20"), changed  # when the group last changed, as storage wrote it
     link[0].click()
     eventually(lambda: _rendered(browser), timeout=20, message="the group's page")
     assert len(_nodes(browser)) == 5
