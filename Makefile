@@ -6,14 +6,23 @@ PY := $(VENV)/bin/python
 AZURITE := .tools/node_modules/.bin/azurite
 AZURITE_VERSION := 3.35.0
 PORT ?= 7071
+# The browser view's graph layout library, bundled from npm at build time (no CDN at run time).
+DAGRE_VERSION := 3.1.3
+UI_ASSET := shared/ui/static/vendor/dagre.min.js
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean worker ui
 
-run: $(VENV)/.installed $(AZURITE) local.settings.json
+run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json
 	$(PY) -m devhost --port $(PORT)
 
-test: $(VENV)/.installed $(AZURITE)
+test: $(VENV)/.installed $(AZURITE) $(UI_ASSET)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# A worker running generic-worker payloads from one task queue of the local host (or of
+# TASKCLUSTER_ROOT_URL): make worker QUEUE=proj/linux [WORKER_ARGS="--capacity 4"]
+worker: $(VENV)/.installed
+	@test -n "$(QUEUE)" || { echo "usage: make worker QUEUE=<taskQueueId>" >&2; exit 2; }
+	$(PY) -m taskq_worker --queue $(QUEUE) $(WORKER_ARGS)
 
 bench: $(VENV)/.installed $(AZURITE)
 	$(PY) -m bench.lifecycle
@@ -29,8 +38,17 @@ $(AZURITE):
 	@echo "==> installing Azurite $(AZURITE_VERSION) into .tools/"
 	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 
+ui: $(UI_ASSET)
+
+$(UI_ASSET):
+	@echo "==> bundling @dagrejs/dagre $(DAGRE_VERSION) into shared/ui/static/vendor/"
+	npm install --prefix .tools --no-audit --no-fund --loglevel=error @dagrejs/dagre@$(DAGRE_VERSION)
+	mkdir -p $(dir $@)
+	cp .tools/node_modules/@dagrejs/dagre/dist/dagre.min.js $@
+	cp .tools/node_modules/@dagrejs/dagre/LICENSE $(dir $@)dagre.LICENSE.txt
+
 local.settings.json:
 	cp local.settings.sample.json local.settings.json
 
 clean:
-	rm -rf $(VENV) .tools .azurite .pytest_cache
+	rm -rf $(VENV) .tools .azurite .pytest_cache shared/ui/static/vendor dist

@@ -161,6 +161,10 @@ class TaskGroups:
         out.update(self.page_of_tasks(members, limit))
         return out
 
+    def recent(self, limit: int) -> dict:
+        """The groups written to last, for people looking for theirs (not a Taskcluster call)."""
+        return {"taskGroups": self.groups.recent(limit)}
+
     def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
         """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given
         when there may be more), reading the tasks in parallel."""

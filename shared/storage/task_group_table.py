@@ -104,6 +104,23 @@ class TaskGroupTable:
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
         return self._keys(task_group_id, UNRESOLVED_PREFIX, "", limit)
 
+    def recent(self, limit: int, scan: int = 5000) -> list[dict]:
+        """Up to `limit` groups' rows (taskGroupId, schedulerId, expires, sealed, resolved, and
+        `changed`: when storage last wrote the row), newest first. Reads up to `scan` group rows
+        across partitions: for a person's list of groups, not a hot path."""
+        rows = first_rows(self._table, "RowKey eq @row", {"row": GROUP_ROW}, scan,
+                          ["PartitionKey", "Timestamp", "schedulerId", "expires", "sealed", "resolved"])
+        groups = [{"taskGroupId": entity["PartitionKey"], "schedulerId": entity["schedulerId"],
+                   "expires": entity["expires"], "sealed": entity.get("sealed") or None,
+                   "resolved": entity.get("resolved") or None, "changed": self._changed(entity)} for entity in rows]
+        return sorted(groups, key=lambda group: group["changed"], reverse=True)[:limit]
+
+    @staticmethod
+    def _changed(entity) -> str:
+        """When storage last wrote the row, as ISO text ('' where the account does not say)."""
+        stamp = entity.metadata.get("timestamp")
+        return stamp.isoformat() if hasattr(stamp, "isoformat") else str(stamp or "")
+
     def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
         # '/' sorts right after '.', so [prefix, prefix-with-'/') is exactly the prefix's range.
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",

@@ -1,0 +1,21 @@
+"""The browser view's HTTP triggers: its pages (`/api/ui/...`) and its data (`/api/ui/data/...`)."""
+
+import azure.functions as func
+
+from ..api.ui_api import ENDPOINTS, SERVICE_ROOT
+from ..ui.pages import page
+from .http_bindings import serve
+
+bp = func.Blueprint()
+
+
+@bp.route(route="ui/data/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def ui_data(req: func.HttpRequest) -> func.HttpResponse:
+    return serve(req, ENDPOINTS, SERVICE_ROOT)
+
+
+@bp.route(route="ui/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def ui_pages(req: func.HttpRequest) -> func.HttpResponse:
+    answer = page(req.route_params.get("path") or "")
+    return func.HttpResponse(body=answer.body, status_code=answer.status, mimetype=answer.content_type,
+                             charset="utf-8", headers={"Cache-Control": answer.cache})

@@ -1,0 +1,1 @@
+"""The browser view: static pages under `/api/ui/` that draw a task group as its graph."""

@@ -1,0 +1,320 @@
+// The task-group page: draws the group as its graph (laid out by dagre), keeps it current,
+// and shows a task's definition, runs, log and artifacts when it is clicked.
+(function () {
+  "use strict";
+
+  const QUEUE = "/api/queue/v1";
+  const MAX_NODES = 300;         // past this, what does not fit is folded (GroupModel.displayGraph)
+  const NODE_WIDTH = 170, NODE_HEIGHT = 40;
+  const groupId = decodeURIComponent(location.pathname.replace(/\/+$/, "").split("/").pop());
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+
+  // ---- where updates come from ------------------------------------------------------------
+  // The one source of updates: every snapshot of the group reaches `onSnapshot` from here.
+  // It polls the Queue API (all pages of listTaskGroup), more slowly for large groups; an
+  // event stream can take its place without the rest of the page changing.
+  function watchGroup(onSnapshot, onError) {
+    let stopped = false;
+    async function poll() {
+      if (stopped) return;
+      const started = performance.now();
+      try {
+        onSnapshot({ tasks: await listTaskGroup(groupId), at: new Date() });
+      } catch (error) {
+        onError(error);
+      }
+      const took = performance.now() - started;
+      setTimeout(poll, Math.max(1000, 3 * took));
+    }
+    poll();
+    return () => { stopped = true; };
+  }
+
+  async function getJson(url) {
+    const response = await fetch(url, { cache: "no-store" });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw Object.assign(new Error(body.message || response.statusText), { status: response.status, code: body.code });
+    return body;
+  }
+
+  async function listTaskGroup(id) {
+    const tasks = [];
+    let token = null;
+    do {
+      const query = new URLSearchParams({ limit: "1000", ...(token ? { continuationToken: token } : {}) });
+      const page = await getJson(`${QUEUE}/task-group/${encodeURIComponent(id)}/list?${query}`);
+      tasks.push(...page.tasks);
+      token = page.continuationToken;
+    } while (token);
+    return tasks;
+  }
+
+  // ---- drawing ----------------------------------------------------------------------------
+  const view = { model: null, graph: null, key: null, transform: { x: 0, y: 0, k: 1 }, selected: null };
+
+  function render(snapshot) {
+    const model = GroupModel.buildModel(snapshot.tasks);
+    const graph = GroupModel.displayGraph(model, MAX_NODES);
+    const key = GroupModel.structureKey(graph);
+    view.model = model;
+    if (key !== view.key) {       // a new shape: lay it out again
+      view.key = key;
+      view.graph = graph;
+      layOut(graph);
+      draw(graph);
+      if (!view.fitted) { fit(); view.fitted = true; }
+    } else {                      // same shape: only states change, nothing moves
+      view.graph = graph;
+      restyle(graph);
+    }
+    summarize(model, graph, snapshot);
+    document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
+  }
+
+  function layOut(graph) {
+    const layout = new dagre.graphlib.Graph();
+    layout.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 50, marginx: 20, marginy: 20 });
+    layout.setDefaultEdgeLabel(() => ({}));
+    for (const node of graph.nodes.values()) layout.setNode(node.id, { width: NODE_WIDTH, height: NODE_HEIGHT });
+    for (const [from, to] of graph.edges) layout.setEdge(from, to);
+    dagre.layout(layout);
+    for (const node of graph.nodes.values()) Object.assign(node, { x: layout.node(node.id).x, y: layout.node(node.id).y });
+    graph.paths = graph.edges.map(([from, to]) => ({ from, to, points: layout.edge(from, to).points }));
+    graph.size = { width: layout.graph().width, height: layout.graph().height };
+  }
+
+  function element(name, attributes, parent) {
+    const made = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) made.setAttribute(key, value);
+    if (parent) parent.appendChild(made);
+    return made;
+  }
+
+  function draw(graph) {
+    const edges = $("edges"), nodes = $("nodes");
+    edges.replaceChildren();
+    nodes.replaceChildren();
+    for (const path of graph.paths) {
+      const d = path.points.map((point, index) => `${index ? "L" : "M"}${point.x.toFixed(1)},${point.y.toFixed(1)}`).join(" ");
+      element("path", { class: "edge", d, "data-from": path.from, "data-to": path.to, "marker-end": "url(#arrow)" }, edges);
+    }
+    for (const node of graph.nodes.values()) {
+      const g = element("g", { transform: `translate(${node.x - NODE_WIDTH / 2},${node.y - NODE_HEIGHT / 2})`, "data-id": node.id }, nodes);
+      if (node.kind === "task") g.dataset.taskId = node.id;
+      element("rect", { class: "body", width: NODE_WIDTH, height: NODE_HEIGHT }, g);
+      if (node.kind !== "task") element("g", { class: "segments" }, g);
+      element("text", { class: "label", x: 8, y: 16 }, g).textContent = clip(node.label, 24);
+      element("text", { class: "sub", x: 8, y: 31 }, g);
+      element("title", {}, g);
+      g.addEventListener("click", (event) => { event.stopPropagation(); select(node.id); });
+    }
+    restyle(graph);
+  }
+
+  function clip(text, length) { return text.length > length ? text.slice(0, length - 1) + "…" : text; }
+
+  // States, blockage and counts onto the drawn nodes and edges.
+  function restyle(graph) {
+    for (const g of $("nodes").children) {
+      const node = graph.nodes.get(g.dataset.id);
+      const classes = ["node", `state-${node.state}`, node.kind === "task" ? "task" : "aggregate"];
+      if (node.blocker) classes.push("blocker");
+      if (node.unreachable) classes.push("unreachable");
+      if (view.selected === node.id) classes.push("selected");
+      g.setAttribute("class", classes.join(" "));
+      g.dataset.state = node.state;
+      const total = node.members.length;
+      const sub = node.kind === "task" ? node.state + (node.blocker ? " · blocks the graph" : node.unreachable ? "  (cannot run)" : "")
+        : GroupModel.STATES.filter((state) => node.counts[state]).map((state) => `${state[0].toUpperCase()}${node.counts[state]}`).join(" ");
+      g.querySelector(".sub").textContent = sub;
+      g.querySelector(".sub").setAttribute("class", node.blocker && node.kind === "task" ? "sub blocker-tag" : "sub");
+      g.querySelector("title").textContent = `${node.label}\n${total} task(s): ` +
+        GroupModel.STATES.filter((state) => node.counts[state]).map((state) => `${state} ${node.counts[state]}`).join(", ");
+      if (node.kind !== "task") drawSegments(g.querySelector(".segments"), node);
+    }
+    for (const path of $("edges").children) {
+      const to = graph.nodes.get(path.dataset.to);
+      path.setAttribute("class", to && to.unreachable ? "edge unreachable" : "edge");
+    }
+  }
+
+  // An aggregate's states as a stacked bar along its bottom.
+  function drawSegments(container, node) {
+    container.replaceChildren();
+    let x = 0;
+    for (const state of GroupModel.STATES) {
+      const width = NODE_WIDTH * node.counts[state] / node.members.length;
+      if (!width) continue;
+      element("rect", { class: `segment state-${state}`, x, y: NODE_HEIGHT - 7, width, height: 7 }, container);
+      x += width;
+    }
+  }
+
+  function summarize(model, graph, snapshot) {
+    const total = model.tasks.size;
+    $("bar").replaceChildren(...GroupModel.STATES.filter((state) => model.counts[state]).map((state) => {
+      const part = document.createElement("div");
+      part.style.cssText = `width:${100 * model.counts[state] / total}%;background:var(--${state})`;
+      part.title = `${state} ${model.counts[state]}`;
+      return part;
+    }));
+    $("counts").replaceChildren(...GroupModel.STATES.filter((state) => model.counts[state]).map((state) => {
+      const item = document.createElement("span");
+      item.dataset.state = state;
+      item.innerHTML = `<span class="dot" style="background:var(--${state})"></span>`;
+      item.append(`${state} ${model.counts[state].toLocaleString("en")}`);
+      return item;
+    }));
+    const blocked = model.blockers.size ? ` · blocked by ${model.blockers.size} task(s), ${model.unreachable.size} cannot run` : "";
+    $("status-line").textContent = `${total.toLocaleString("en")} tasks${blocked} · updated ${snapshot.at.toLocaleTimeString()}`;
+    $("notice").textContent = graph.nodes.size < total
+      ? `${total.toLocaleString("en")} tasks drawn as ${graph.nodes.size} nodes: tasks alike are folded together; click one to list them`
+      : "";
+    if (view.selected && graph.nodes.has(view.selected) && graph.nodes.get(view.selected).kind !== "task") showMembers(graph.nodes.get(view.selected));
+  }
+
+  // ---- pan and zoom -----------------------------------------------------------------------
+  function applyTransform() {
+    const { x, y, k } = view.transform;
+    $("viewport").setAttribute("transform", `translate(${x},${y}) scale(${k})`);
+  }
+
+  function fit() {
+    const box = $("graph").getBoundingClientRect();
+    const size = view.graph.size;
+    const k = Math.min(1.5, box.width / size.width, box.height / size.height) * 0.95;
+    view.transform = { k, x: (box.width - size.width * k) / 2, y: (box.height - size.height * k) / 2 };
+    applyTransform();
+  }
+
+  function zoom(factor, cx, cy) {
+    const t = view.transform;
+    const k = Math.min(4, Math.max(0.02, t.k * factor));
+    view.transform = { k, x: cx - (cx - t.x) * k / t.k, y: cy - (cy - t.y) * k / t.k };
+    applyTransform();
+  }
+
+  function enablePanAndZoom() {
+    const svg = $("graph");
+    svg.addEventListener("wheel", (event) => {
+      event.preventDefault();
+      const box = svg.getBoundingClientRect();
+      zoom(event.deltaY < 0 ? 1.15 : 1 / 1.15, event.clientX - box.left, event.clientY - box.top);
+    }, { passive: false });
+    let drag = null;
+    svg.addEventListener("mousedown", (event) => { drag = { x: event.clientX, y: event.clientY, t: { ...view.transform } }; svg.classList.add("dragging"); });
+    window.addEventListener("mousemove", (event) => {
+      if (!drag) return;
+      view.transform = { ...drag.t, x: drag.t.x + event.clientX - drag.x, y: drag.t.y + event.clientY - drag.y };
+      applyTransform();
+    });
+    window.addEventListener("mouseup", () => { drag = null; svg.classList.remove("dragging"); });
+    $("fit").addEventListener("click", fit);
+    const centre = () => { const box = svg.getBoundingClientRect(); return [box.width / 2, box.height / 2]; };
+    $("zoom-in").addEventListener("click", () => zoom(1.3, ...centre()));
+    $("zoom-out").addEventListener("click", () => zoom(1 / 1.3, ...centre()));
+  }
+
+  // ---- details ----------------------------------------------------------------------------
+  function select(id) {
+    view.selected = id;
+    restyle(view.graph);
+    const node = view.graph.nodes.get(id);
+    if (node.kind === "task") showTask(id); else showMembers(node);
+  }
+
+  function section(title, content) {
+    const h3 = document.createElement("h3");
+    h3.textContent = title;
+    return [h3, content];
+  }
+
+  function pre(text) { const block = document.createElement("pre"); block.textContent = text; return block; }
+
+  function showMembers(node) {
+    const table = document.createElement("table");
+    table.innerHTML = "<tr><th>task</th><th>state</th></tr>";
+    const first = ["failed", "exception", "running", "pending", "unscheduled", "completed"];
+    const order = (id) => first.indexOf(view.model.tasks.get(id).state);
+    // What needs attention first: a folded node's failures are at the top of its list.
+    for (const id of [...node.members].sort((a, b) => order(a) - order(b)).slice(0, 500)) {
+      const task = view.model.tasks.get(id);
+      const row = table.insertRow();
+      row.className = "member";
+      row.insertCell().textContent = task.name;
+      row.insertCell().innerHTML = `<span class="dot" style="background:var(--${task.state})"></span>${task.state}`;
+      row.addEventListener("click", () => showTask(id));
+    }
+    const heading = document.createElement("h2");
+    heading.textContent = `${node.label}`;
+    const more = node.members.length > 500 ? [pre(`… and ${node.members.length - 500} more`)] : [];
+    $("details").replaceChildren(heading, ...section(`${node.members.length} tasks`, table), ...more);
+  }
+
+  async function showTask(taskId) {
+    const panel = $("details");
+    panel.replaceChildren(pre("loading…"));
+    try {
+      const [task, { status }] = await Promise.all([getJson(`${QUEUE}/task/${taskId}`), getJson(`${QUEUE}/task/${taskId}/status`)]);
+      const heading = document.createElement("h2");
+      heading.textContent = task.metadata.name;
+      const id = pre(`taskId ${taskId}\nstate  ${status.state}\nqueue  ${status.taskQueueId}`);
+      id.id = "task-summary";
+      const runs = pre(status.runs.map((run) => `run ${run.runId}: ${run.state} (${run.reasonCreated}` +
+        `${run.reasonResolved ? " → " + run.reasonResolved : ""})${run.workerId ? " on " + run.workerGroup + "/" + run.workerId : ""}`).join("\n") || "no runs yet");
+      const definition = pre(JSON.stringify(task, null, 2));
+      definition.id = "task-definition";
+      panel.replaceChildren(heading, id, ...section("runs", runs), ...section("definition", definition));
+      if (status.runs.length) await showRunFiles(panel, taskId, status.runs[status.runs.length - 1]);
+    } catch (error) {
+      panel.replaceChildren(pre(`cannot read task ${taskId}: ${error.code || ""} ${error.message}`));
+    }
+  }
+
+  async function showRunFiles(panel, taskId, run) {
+    const runId = run.runId;
+    const artifactsBlock = document.createElement("div");
+    const logBlock = pre("…");
+    panel.append(...section(`artifacts of run ${runId}`, artifactsBlock), ...section("log", logBlock));
+    try {
+      const { artifacts } = await getJson(`${QUEUE}/task/${taskId}/runs/${runId}/artifacts`);
+      for (const artifact of artifacts) {
+        const link = document.createElement("a");
+        link.href = `${QUEUE}/task/${taskId}/runs/${runId}/artifacts/${encodeURIComponent(artifact.name)}`;
+        link.textContent = `${artifact.name} (${artifact.storageType})`;
+        artifactsBlock.append(link, document.createElement("br"));
+      }
+      if (!artifacts.length) artifactsBlock.textContent = "none";
+    } catch (error) {
+      artifactsBlock.textContent = `none (${error.code || error.message})`;
+    }
+    const logUrl = `${QUEUE}/task/${taskId}/runs/${runId}/artifacts/${encodeURIComponent("public/logs/live.log")}`;
+    if (run.state === "running") {  // the live log streams until the run ends: link to it instead
+      const link = document.createElement("a");
+      link.href = logUrl;
+      link.target = "_blank";
+      link.textContent = "open the live log (it grows while the run goes on)";
+      logBlock.replaceChildren(link);
+      return;
+    }
+    try {
+      const response = await fetch(logUrl);
+      if (!response.ok) throw new Error(response.statusText);
+      const text = await response.text();
+      logBlock.textContent = text.split("\n").slice(-200).join("\n");
+    } catch (error) {
+      logBlock.textContent = `no log to show (${error.message})`;
+    }
+  }
+
+  // ---- start ------------------------------------------------------------------------------
+  window.taskGroupView = { render, watchGroup };
+  $("group-id").textContent = groupId;
+  document.title = `Task group ${groupId}`;
+  enablePanAndZoom();
+  $("graph").addEventListener("click", () => { view.selected = null; if (view.graph) restyle(view.graph); });
+  if (!new URLSearchParams(location.search).has("static")) {
+    watchGroup(render, (error) => { $("status-line").textContent = `cannot read the group: ${error.code || ""} ${error.message}`; });
+  }
+})();

@@ -1,0 +1,68 @@
+"""`taskq-worker` (or `python -m taskq_worker`, or `make worker QUEUE=...`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from taskq.connection import events_url, queue
+
+from .live_log import LiveLogServer
+from .worker import Worker
+
+
+def _default_worker_id() -> str:
+    name = re.sub(r"[^a-zA-Z0-9_-]", "-", socket.gethostname())[:28]
+    return f"{name}-{os.getpid()}"
+
+
+def _arguments(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="taskq-worker", description=__doc__.splitlines()[0] + (
+        " Runs generic-worker payloads (command, env, maxRunTime, artifacts) from one task queue."),
+        epilog="The Queue and the worker's credentials come from TASKCLUSTER_ROOT_URL, TASKCLUSTER_CLIENT_ID "
+               "and TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`). With EVENTS_AMQP_URL "
+               "set, cancellations are heard at once.")
+    parser.add_argument("--queue", default=os.environ.get("TASKQ_WORKER_QUEUE"), required=not os.environ.get(
+        "TASKQ_WORKER_QUEUE"), help="taskQueueId to claim from, e.g. proj/linux")
+    parser.add_argument("--capacity", type=int, default=1, help="tasks run at once (default 1)")
+    parser.add_argument("--worker-group", default="local")
+    parser.add_argument("--worker-id", default=_default_worker_id())
+    parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "taskq-worker",
+                        help="where each run gets its fresh folder")
+    parser.add_argument("--live-log-port", type=int, default=0, help="port of the live log server (0: any free)")
+    parser.add_argument("--live-log-host", default=os.environ.get("TASKQ_WORKER_LIVE_LOG_HOST", "127.0.0.1"),
+                        help="host name readers reach this worker by (and the address it binds to, "
+                             "unless --live-log-bind)")
+    parser.add_argument("--live-log-bind", help="address the live log server binds to (e.g. 0.0.0.0)")
+    parser.add_argument("--no-live-log", action="store_true", help="upload the log only once the run ends")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for noisy in ("urllib3", "pika", "taskcluster"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    live_logs = None if args.no_live_log else LiveLogServer(args.live_log_bind or args.live_log_host,
+                                                            args.live_log_port, args.live_log_host)
+    worker = Worker(queue(), args.queue, args.worker_group, args.worker_id, args.capacity,
+                    args.work_dir / args.worker_id, live_logs, events_url())
+    # The handler runs in the main thread, which may hold the worker's lock: shut down from
+    # a thread of its own instead.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: threading.Thread(target=worker.shutdown, name="shutdown").start())
+    worker.run()
+    return 0
+
+
+def main_exit() -> None:
+    sys.exit(main())

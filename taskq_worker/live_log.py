@@ -1,0 +1,92 @@
+"""The log of each run, written to a file and served over HTTP while it grows.
+
+`public/logs/live.log` is a reference artifact to this server while the run goes on (as
+generic-worker's livelog does), so anyone can read the output as it is written: the
+response streams the file and ends when the run's log is closed. Each log is served under
+a random token, so only those who read the artifact find it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+log = logging.getLogger("taskq_worker.live_log")
+POLL = 0.1
+
+
+class RunLog:
+    """One run's log file: the worker's own lines and the commands' output, in order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file = path.open("ab", buffering=0)
+        self.closed = threading.Event()
+        self.token = secrets.token_urlsafe(16)
+
+    def line(self, text: str) -> None:
+        self.file.write(f"[taskq-worker {time.strftime('%H:%M:%S')}] {text}\n".encode())
+
+    def close(self) -> None:
+        self.file.close()
+        self.closed.set()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    logs: dict[str, RunLog] = {}
+
+    def log_message(self, format, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        run_log = self.logs.get(self.path.rsplit("/", 1)[-1])
+        if run_log is None or not self.path.startswith("/log/"):
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Access-Control-Allow-Origin", "*")  # the browser view reads it from another origin
+        self.end_headers()  # no length: the body ends when the connection closes, with the run
+        try:
+            self._stream(run_log)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _stream(self, run_log: RunLog) -> None:
+        with run_log.path.open("rb") as source:
+            while True:
+                closed = run_log.closed.is_set()  # read after checking, so nothing written before is missed
+                chunk = source.read(65536)
+                if chunk:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                elif closed:
+                    return
+                else:
+                    time.sleep(POLL)
+
+
+class LiveLogServer:
+    def __init__(self, bind: str, port: int, public_host: str) -> None:
+        self._logs: dict[str, RunLog] = {}
+        handler = type("Handler", (_Handler,), {"logs": self._logs})
+        self._server = ThreadingHTTPServer((bind, port), handler)
+        self._server.daemon_threads = True
+        self.base_url = f"http://{public_host}:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, name="live-log", daemon=True).start()
+        log.info("live log server listening url=%s", self.base_url)
+
+    def publish(self, run_log: RunLog) -> str:
+        self._logs[run_log.token] = run_log
+        return f"{self.base_url}/log/{run_log.token}"
+
+    def retire(self, run_log: RunLog) -> None:
+        self._logs.pop(run_log.token, None)
+
+    def stop(self) -> None:
+        self._server.shutdown()

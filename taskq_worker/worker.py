@@ -1,0 +1,103 @@
+"""The claim loop: keep up to `capacity` runs going, each on a thread of its own.
+
+claimWork long-polls, so an idle worker costs one request per wait. On shutdown (SIGTERM)
+every run it holds is stopped and resolved `exception` / `worker-shutdown`, so the Queue
+retries it at once elsewhere instead of waiting for the claim to expire.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import taskcluster
+
+from .cancel_listener import CancelListener
+from .live_log import LiveLogServer
+from .run_watch import StopSignal
+from .task_run import TaskRun
+
+log = logging.getLogger("taskq_worker.worker")
+RETRY_AFTER = 2.0
+
+
+class Worker:
+    def __init__(self, queue: taskcluster.Queue, task_queue_id: str, worker_group: str, worker_id: str,
+                 capacity: int, work_root: Path, live_logs: LiveLogServer | None, events_url: str | None) -> None:
+        self.queue, self.task_queue_id = queue, task_queue_id
+        self.worker_group, self.worker_id, self.capacity = worker_group, worker_id, capacity
+        self.work_root, self.live_logs, self.events_url = work_root, live_logs, events_url
+        self.stopping = threading.Event()
+        self._runs: dict[tuple[str, int], tuple[TaskRun, threading.Thread]] = {}
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        self.work_root.mkdir(parents=True, exist_ok=True)
+        listener = None
+        if self.events_url:
+            listener = CancelListener(self.events_url, self.worker_group, self.worker_id, self.cancel)
+            listener.start()
+        log.info("worker started taskQueueId=%s workerGroup=%s workerId=%s capacity=%d", self.task_queue_id,
+                 self.worker_group, self.worker_id, self.capacity)
+        while not self.stopping.is_set():
+            free = self.capacity - self._forget_finished()
+            if free <= 0:
+                self.stopping.wait(0.2)
+                continue
+            for claim in self._claim(free):
+                self._start(claim)
+        self._stop_runs()
+        if listener:
+            listener.stopping.set()
+        log.info("worker stopped")
+
+    def shutdown(self) -> None:
+        """Stop claiming and stop every run (called from the SIGTERM handler)."""
+        self.stopping.set()
+        with self._lock:
+            for run, _thread in self._runs.values():
+                run.signal.stop(StopSignal.SHUTDOWN)
+
+    def cancel(self, task_id: str, run_id: int) -> None:
+        with self._lock:
+            held = self._runs.get((task_id, run_id))
+        if held:
+            log.info("cancellation heard task=%s run=%s", task_id, run_id)
+            held[0].signal.stop(StopSignal.CANCELLED)
+
+    def _claim(self, free: int) -> list[dict]:
+        try:
+            return self.queue.claimWork(self.task_queue_id, {"workerGroup": self.worker_group,
+                                                             "workerId": self.worker_id, "tasks": free})["tasks"]
+        except taskcluster.exceptions.TaskclusterFailure as failure:
+            log.warning("claimWork failed error=%s; retrying in %.0f s", str(failure).splitlines()[0][:200],
+                        RETRY_AFTER)
+            self.stopping.wait(RETRY_AFTER)
+            return []
+
+    def _start(self, claim: dict) -> None:
+        run = TaskRun(claim, self.queue.options["rootUrl"], self.work_root, self.live_logs)
+        log.info("claimed task=%s run=%s", run.task_id, run.run_id)
+        thread = threading.Thread(target=run.execute, name=f"run-{run.task_id}-{run.run_id}")
+        with self._lock:
+            self._runs[run.key] = (run, thread)
+            if self.stopping.is_set():  # claimed while shutting down: hand it back at once
+                run.signal.stop(StopSignal.SHUTDOWN)
+        thread.start()
+
+    def _forget_finished(self) -> int:
+        """Drop finished runs; return how many are still going."""
+        with self._lock:
+            for key in [key for key, (_run, thread) in self._runs.items() if not thread.is_alive()]:
+                del self._runs[key]
+            return len(self._runs)
+
+    def _stop_runs(self, timeout: float = 60) -> None:
+        give_up = time.monotonic() + timeout
+        with self._lock:
+            held = list(self._runs.values())
+        for run, thread in held:
+            run.signal.stop(StopSignal.SHUTDOWN)
+            thread.join(max(0.0, give_up - time.monotonic()))
