@@ -29,6 +29,7 @@ class Settings:
     repair_queue: str = "queue-repairs"     # storage queue of delayed repair intents
     repair_delay: int = 60                  # seconds before a repair intent comes due
     graph_queue: str = "task-graph-parts"   # storage queue of parts of new task graphs to create
+    artifacts_container: str = "artifacts"   # blob container of artifacts' bytes
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -43,4 +44,5 @@ class Settings:
             repair_queue=os.environ.get("QUEUE_REPAIR_QUEUE", "queue-repairs"),
             repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
             graph_queue=os.environ.get("QUEUE_GRAPH_QUEUE", "task-graph-parts"),
+            artifacts_container=os.environ.get("QUEUE_ARTIFACTS_CONTAINER", "artifacts"),
         )

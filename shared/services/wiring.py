@@ -37,6 +37,9 @@ from .tasks import Tasks
 from .time_resolvers import ClaimExpiry, Deadlines
 from .work_signal import WorkSignal
 from .workers import Workers
+from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from .objects import Objects
+from ..storage.object_table import ObjectTable
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class Services:
     worker_expiry: WorkerExpiry
     task_queue_expiry: TaskQueueExpiry
     workers: Workers
+    objects: Objects
+    artifact_expiry: ArtifactExpiry
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None) -> Services:
@@ -89,6 +94,9 @@ class Services:
         workers = Workers(worker_table, claimed, updater, worker_expiry)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events)
         updater.on_resolved = handler.follow_up
+        blobs, artifact_expiries = account.blobs(settings.artifacts_container), TimeIndex(
+            account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
+        objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
@@ -107,6 +115,8 @@ class Services:
             worker_expiry=worker_expiry,
             task_queue_expiry=queue_expiry,
             workers=workers,
+            objects=objects,
+            artifact_expiry=ArtifactExpiry(artifact_expiries, objects),
         )
 
 
