@@ -131,7 +131,7 @@ def recreated(original: Artifact, new: Artifact) -> Artifact:
     allowed = (
         (kind is StorageType.LINK or original.content_type == new.content_type)
         and parse_iso(original.expires) <= parse_iso(new.expires)
-        and (not same_type or kind is StorageType.REFERENCE or _lasting(original.details) == new.details)
+        and (not same_type or kind is StorageType.REFERENCE or _lasting(original.details) == _lasting(new.details))
         and (same_type or (original.storage_type is StorageType.REFERENCE and kind is StorageType.LINK))
         and (kind is not StorageType.OBJECT or original.expires == new.expires)
     )

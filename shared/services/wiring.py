@@ -38,7 +38,9 @@ from .time_resolvers import ClaimExpiry, Deadlines
 from .work_signal import WorkSignal
 from .workers import Workers
 from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from .artifacts import Artifacts
 from .objects import Objects
+from ..storage.artifact_table import ArtifactTable
 from ..storage.object_table import ObjectTable
 
 
@@ -60,6 +62,7 @@ class Services:
     task_queue_expiry: TaskQueueExpiry
     workers: Workers
     objects: Objects
+    artifacts: Artifacts
     artifact_expiry: ArtifactExpiry
 
     @classmethod
@@ -97,6 +100,7 @@ class Services:
         blobs, artifact_expiries = account.blobs(settings.artifacts_container), TimeIndex(
             account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
+        artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
@@ -116,7 +120,8 @@ class Services:
             task_queue_expiry=queue_expiry,
             workers=workers,
             objects=objects,
-            artifact_expiry=ArtifactExpiry(artifact_expiries, objects),
+            artifacts=artifacts,
+            artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
         )
 
 
