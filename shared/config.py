@@ -30,6 +30,7 @@ class Settings:
     repair_delay: int = 60                  # seconds before a repair intent comes due
     graph_queue: str = "task-graph-parts"   # storage queue of parts of new task graphs to create
     artifacts_container: str = "artifacts"   # blob container of artifacts' bytes
+    public_url: str = "http://127.0.0.1:7071"   # the root URL clients reach the app at
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -45,4 +46,5 @@ class Settings:
             repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
             graph_queue=os.environ.get("QUEUE_GRAPH_QUEUE", "task-graph-parts"),
             artifacts_container=os.environ.get("QUEUE_ARTIFACTS_CONTAINER", "artifacts"),
+            public_url=os.environ.get("QUEUE_PUBLIC_URL", "http://127.0.0.1:7071"),
         )

@@ -101,6 +101,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
+        "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,

@@ -40,6 +40,7 @@ from .workers import Workers
 from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
 from .artifacts import Artifacts
 from .objects import Objects
+from .run_results import RunResults
 from ..storage.artifact_table import ArtifactTable
 from ..storage.object_table import ObjectTable
 
@@ -101,6 +102,7 @@ class Services:
             account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer)
+        handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url).record
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
