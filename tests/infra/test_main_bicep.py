@@ -38,3 +38,12 @@ def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     assert len(schedules) == 4 and all(len(value.split()) == 6 for value in schedules.values())
     assert settings["QUEUE_CREDENTIALS_ACCESS_TOKEN"] == "credentialsAccessToken"
     assert "@secure()\n@description('Access token" in BICEP
+
+
+def test_the_artifacts_container_is_private_and_named_by_its_setting():
+    container = re.search(r"resource artifactsContainer '([^']+)' = \{(.*?)\n\}", BICEP, re.S)
+    assert container and container.group(1).startswith("Microsoft.Storage/storageAccounts/blobServices/containers@")
+    assert "publicAccess: 'None'" in container.group(2) and "name: artifactsContainerName" in container.group(2)
+    assert deployed_settings()["QUEUE_ARTIFACTS_CONTAINER"] == "artifactsContainer.name"
+    assert "allowBlobPublicAccess: false" in BICEP
+    assert "QUEUE_PUBLIC_URL" in deployed_settings()
