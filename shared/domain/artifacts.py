@@ -58,8 +58,9 @@ class Artifact:
     # By type: object {uploadId}, s3 {committed: the block was made the blob}, reference
     # {url}, link {artifact}, error {reason, message}.
     details: dict = field(default_factory=dict)
-    content_length: int | None = None
+    content_length: int | None = None            # as the worker reported it (Taskcluster shows only this)
     hashes: dict = field(default_factory=dict)   # of an object's bytes, once finished
+    size: int | None = None                      # of the bytes stored, once known (finished, or committed)
 
     def to_json(self) -> dict:
         """Taskcluster's artifact metadata (`artifactInfo`, `listArtifacts`)."""

@@ -133,7 +133,7 @@ class Artifacts:
             if stored is None:
                 raise InvalidInput(f"The object holding artifact {name} does not exist or its upload is not "
                                    "finished (call the object service's finishUpload first)")
-            finished = replace(artifact, present=True, content_length=stored.content_length, hashes=stored.hashes)
+            finished = replace(artifact, present=True, size=stored.content_length, hashes=stored.hashes)
             return replace(record, artifact=finished)
         if change_until_saved(self._loader(task_id, run_id, name), finish, self._save) is None:
             raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
@@ -142,7 +142,7 @@ class Artifacts:
         """A present `object` artifact of a finished object the queue stored itself (the
         run's results); an artifact already there is left as it is."""
         artifact = Artifact(task_id, run_id, name, StorageType.OBJECT, stored.content_type, stored.expires, True,
-                            {}, stored.content_length, stored.hashes)
+                            {}, stored.content_length, stored.hashes, stored.content_length)
         artifact_expiry.watch_artifact(self.expiries, task_id, run_id, name, stored.expires)
         try:
             return self.table.save(artifact).artifact
@@ -217,7 +217,7 @@ class Artifacts:
         size = self.blobs.commit_block(_blob(artifact), artifact.content_type)
         if size is None:
             return artifact    # not uploaded yet: its URL answers 404 until it is
-        committed = replace(artifact, details={**artifact.details, "committed": True}, content_length=size)
+        committed = replace(artifact, details={**artifact.details, "committed": True}, size=size)
         try:
             self.table.save(committed, record.etag)
         except ChangedSinceRead:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from ..domain.artifacts import Artifact, StorageType, object_name
+from ..domain.artifacts import Artifact, object_name
 from ..domain.runs import Run
 from ..storage.task_table import TaskRecord, TaskTable
 from .artifacts import Artifacts
@@ -77,6 +77,8 @@ class RunResults:
 
     def _listed(self, task_id: str, run_id: int, artifact: Artifact) -> dict:
         entry = {**artifact.to_json(), "url": artifact_url(self.root_url, task_id, run_id, artifact.name)}
-        if artifact.storage_type is StorageType.OBJECT and artifact.hashes:
+        if artifact.size is not None:
+            entry["contentLength"] = artifact.size     # what was stored, beyond what the worker said
+        if artifact.hashes:
             entry["hashes"] = artifact.hashes
         return entry

@@ -21,7 +21,7 @@ from .batches import delete_row
 from .keys import bounded_key
 from .queries import first_rows
 
-_COLUMNS = ["name", "storageType", "contentType", "expires", "present", "details", "contentLength", "hashes"]
+_COLUMNS = ["name", "storageType", "contentType", "expires", "present", "details", "contentLength", "hashes", "size"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,10 @@ class ArtifactTable:
             "name": artifact.name, "storageType": artifact.storage_type.value,
             "contentType": artifact.content_type, "expires": artifact.expires, "present": artifact.present,
             "details": json.dumps(artifact.details, separators=(",", ":")),
-            # A string: lengths pass the 32 bits a plain integer column holds.
-            "contentLength": "" if artifact.content_length is None else str(artifact.content_length),
+            # Strings: lengths pass the 32 bits a plain integer column holds.
+            "contentLength": _text(artifact.content_length),
             "hashes": json.dumps(artifact.hashes, separators=(",", ":")),
+            "size": _text(artifact.size),
         }
         meta = lost_responses.write(self._table, entity, etag)
         return ArtifactRecord(artifact, meta.get("etag"))
@@ -73,8 +74,16 @@ class ArtifactTable:
 
 
 def _record(task_id: str, run_id: int, entity) -> ArtifactRecord:
-    length = entity.get("contentLength") or ""
     artifact = Artifact(task_id, run_id, entity["name"], StorageType(entity["storageType"]), entity["contentType"],
                         entity["expires"], bool(entity["present"]), json.loads(entity["details"]),
-                        int(length) if length else None, json.loads(entity.get("hashes") or "{}"))
+                        _number(entity.get("contentLength")), json.loads(entity.get("hashes") or "{}"),
+                        _number(entity.get("size")))
     return ArtifactRecord(artifact, entity.metadata.get("etag"))
+
+
+def _text(number: int | None) -> str:
+    return "" if number is None else str(number)
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text else None

@@ -2,8 +2,9 @@
 
 Every operation of the three APIs (queue, scheduler, object service) is fuzzed from the
 OpenAPI document the server itself serves (valid and invalid bodies, queries and path
-parameters, including values that break the parameters' patterns); then hostile task graphs. Bounded and derandomized, so CI is
-repeatable: a 5xx found here is found again on the next run.
+parameters, including values that break the parameters' patterns); then hostile task graphs
+and hostile artifacts. Bounded and derandomized, so CI is repeatable: a 5xx found here is
+found again on the next run.
 """
 
 from __future__ import annotations

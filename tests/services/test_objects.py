@@ -27,9 +27,9 @@ def upload():
     return {"projectId": "proj", "uploadId": new_slugid(), "expires": to_iso(utcnow() + timedelta(days=1))}
 
 
-def put_url(objects, name, upload, data=DATA, length=None):
+def put_url(objects, name, upload, data=DATA):
     answer = objects.create_upload(name, {**upload, "proposedUploadMethods": {
-        "putUrl": {"contentType": "application/octet-stream", "contentLength": len(data) if length is None else length}}})
+        "putUrl": {"contentType": "application/octet-stream", "contentLength": len(data)}}})
     method = answer["uploadMethod"]["putUrl"]
     objects.blobs.upload_to(method["url"], data, method["headers"])
     return answer
