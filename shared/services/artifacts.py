@@ -79,10 +79,9 @@ class Artifacts:
         artifact = self._keep(wanted)
         project_id = task.summary["projectId"]
         if artifact.storage_type is StorageType.OBJECT:
-            if not artifact.present:   # lock the upload in: the worker's must have this uploadId
-                self.objects.create_upload(object_name(task_id, run_id, name), {
-                    "projectId": project_id, "uploadId": artifact.details["uploadId"], "expires": artifact.expires,
-                    "proposedUploadMethods": {}}, now)
+            # The worker's upload must have this uploadId (repeated, this finds it fixed).
+            self.objects.lock_in(object_name(task_id, run_id, name), project_id, artifact.details["uploadId"],
+                                 artifact.expires)
             return self._object_upload(artifact, project_id, f"{run.worker_group}/{run.worker_id}", now)
         if artifact.storage_type is StorageType.S3:
             return {"storageType": "s3", "contentType": artifact.content_type,

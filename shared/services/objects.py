@@ -63,13 +63,13 @@ class Objects:
         hashes = body.get("hashes", {})
         if inline is not None:
             hashes = _with_hashes_of(inline, hashes)
-        wanted = ObjectRecord(name, body["projectId"], body["uploadId"], expires, hashes)
+        wanted = ObjectRecord(name, body["projectId"], body["uploadId"], expires, hashes=hashes)
         if inline is not None:
             wanted = replace(wanted, content_type=methods["dataInline"]["contentType"], content_length=len(inline))
         elif "putUrl" in methods:
             wanted = replace(wanted, content_type=methods["putUrl"]["contentType"],
                              content_length=methods["putUrl"]["contentLength"])
-        record = self._begin(wanted)
+        record = self._begin(wanted, lambda existing: not existing.finished)
         if inline is not None:
             self.blobs.put(blob_name(name), inline, wanted.content_type)
             method = {"dataInline": True}
@@ -82,10 +82,15 @@ class Objects:
         return {"projectId": record.project_id, "uploadId": record.upload_id, "expires": record.expires,
                 "uploadMethod": method}
 
-    def _begin(self, wanted: ObjectRecord) -> ObjectRecord:
+    def lock_in(self, name: str, project_id: str, upload_id: str, expires: str) -> None:
+        """Fix the upload of `name` before its uploader begins (the queue's createArtifact):
+        as a createUpload proposing no method, but the upload may be finished already."""
+        self._begin(ObjectRecord(name, project_id, upload_id, expires), lambda existing: True)
+
+    def _begin(self, wanted: ObjectRecord, accepts) -> ObjectRecord:
         """The object's row with `wanted`'s upload: inserted (indexed at its expiry first),
-        or the existing one if it is that same unfinished upload, with `wanted`'s hashes
-        and method added."""
+        or the existing one if it is that same upload and `accepts` it, with `wanted`'s
+        hashes and method added."""
         existing = self.table.load(wanted.name)
         if existing is None:
             artifact_expiry.watch_object(self.expiries, wanted.name, wanted.expires)
@@ -95,10 +100,12 @@ class Objects:
                 existing = self.table.load(wanted.name)
 
         def add(record: ObjectRecord) -> ObjectRecord:
-            if (record.finished or (record.project_id, record.upload_id) != (wanted.project_id, wanted.upload_id)
-                    or record.expires != wanted.expires):
+            if (not accepts(record) or record.expires != wanted.expires
+                    or (record.project_id, record.upload_id) != (wanted.project_id, wanted.upload_id)):
                 raise Conflict(f"Object {wanted.name} already exists, with another upload, projectId or expiry, "
                                "or finished")
+            if record.finished:
+                return record
             hashes = _merged(record.hashes, wanted.hashes, wanted.name)
             method = {"content_type": wanted.content_type, "content_length": wanted.content_length} \
                 if wanted.content_type else {}
@@ -125,7 +132,7 @@ class Objects:
             if record.content_length is not None and size != record.content_length:
                 raise Conflict(f"Object {name} cannot be finished: {size} bytes were uploaded of the "
                                f"{record.content_length} announced")
-            return replace(record, upload_id="", hashes=merged, content_length=size)
+            return replace(record, finished=True, hashes=merged, content_length=size)
         if change_until_saved(lambda: self.table.load(name), finish, self.table.save) is None:
             raise NotFound(f"Object {name} not found")
         return {}
@@ -135,7 +142,8 @@ class Objects:
         row comes first, so an object of that name already there (a repeated call, or
         another's) is found before its blob could be touched; the blob is written when the
         row holds `data`'s hashes (again, after a call that died before writing it)."""
-        record = ObjectRecord(name, project_id, "", expires, _hashes_of(data), content_type, len(data))
+        record = ObjectRecord(name, project_id, "", expires, finished=True, hashes=_hashes_of(data),
+                              content_type=content_type, content_length=len(data))
         artifact_expiry.watch_object(self.expiries, name, expires)
         try:
             record = self.table.save(record)

@@ -23,16 +23,13 @@ ROW = "object"
 class ObjectRecord:
     name: str
     project_id: str
-    upload_id: str            # empty once the upload is finished: the object is then immutable
+    upload_id: str
     expires: str
+    finished: bool = False    # the upload is complete: the object is immutable and served
     hashes: dict = field(default_factory=dict)
     content_type: str = ""
     content_length: int | None = None
     etag: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return not self.upload_id
 
 
 class ObjectTable:
@@ -46,8 +43,8 @@ class ObjectTable:
             return None
         length = entity.get("contentLength") or ""
         return ObjectRecord(entity["name"], entity["projectId"], entity["uploadId"], entity["expires"],
-                            json.loads(entity["hashes"]), entity["contentType"], int(length) if length else None,
-                            entity.metadata.get("etag"))
+                            bool(entity["finished"]), json.loads(entity["hashes"]), entity["contentType"],
+                            int(length) if length else None, entity.metadata.get("etag"))
 
     def save(self, record: ObjectRecord) -> ObjectRecord:
         """Write `record`: a new row when its `etag` is None (AlreadyExists if there is one),
@@ -55,7 +52,7 @@ class ObjectTable:
         entity = {
             "PartitionKey": bounded_key(record.name), "RowKey": ROW, "name": record.name,
             "projectId": record.project_id, "uploadId": record.upload_id, "expires": record.expires,
-            "hashes": json.dumps(record.hashes, separators=(",", ":")), "contentType": record.content_type,
+            "finished": record.finished, "hashes": json.dumps(record.hashes, separators=(",", ":")), "contentType": record.content_type,
             "contentLength": "" if record.content_length is None else str(record.content_length),
         }
         meta = lost_responses.write(self._table, entity, record.etag)

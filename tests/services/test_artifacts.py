@@ -212,3 +212,15 @@ def test_a_run_resolved_exception_takes_its_log_for_a_while(services, running):
     with pytest.raises(Conflict):
         services.artifacts.create(running, 0, "public/other.log", {"storageType": "s3", "contentType": "text/plain",
                                                                    "expires": expires()})
+
+
+def test_creating_again_after_the_upload_finished_still_answers_the_same_upload(services, running):
+    first = upload_object(services, running, "public/a.txt", finish=False)   # finishUpload done, not finishArtifact
+    again = services.artifacts.create(running, 0, "public/a.txt", {"storageType": "object",
+                                                                    "contentType": "text/plain",
+                                                                    "expires": first["expires"]})
+    assert again["uploadId"] == first["uploadId"]
+    services.artifacts.finish(running, 0, "public/a.txt", first["uploadId"])
+    assert services.artifacts.create(running, 0, "public/a.txt", {"storageType": "object", "contentType": "text/plain",
+                                                                  "expires": first["expires"]})["uploadId"] == \
+        first["uploadId"]
