@@ -26,6 +26,7 @@ from ..domain.errors import Expired, InvalidInput, NotFound
 from ..domain.ids import new_slugid
 from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..storage.artifact_table import ArtifactRecord, ArtifactTable
+from ..storage.blobs import MAX_BLOCK_BYTES
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.keys import blob_name
 from ..storage.object_table import ObjectRecord
@@ -74,6 +75,9 @@ class Artifacts:
         run = task.status.run(run_id)
         check_run(task_id, run, now)
         wanted = requested(task_id, run_id, name, body, check_expires(body["expires"], task.summary["expires"], now))
+        if wanted.storage_type is StorageType.S3 and (wanted.content_length or 0) > MAX_BLOCK_BYTES:
+            raise InvalidInput(f"contentLength: an s3 artifact takes at most {MAX_BLOCK_BYTES} bytes (4,000 MiB, "
+                               "one block); upload larger ones as object artifacts")
         if wanted.storage_type is StorageType.OBJECT:
             wanted = replace(wanted, details={"uploadId": new_slugid()})
         artifact = self._keep(wanted)

@@ -224,3 +224,10 @@ def test_creating_again_after_the_upload_finished_still_answers_the_same_upload(
     assert services.artifacts.create(running, 0, "public/a.txt", {"storageType": "object", "contentType": "text/plain",
                                                                   "expires": first["expires"]})["uploadId"] == \
         first["uploadId"]
+
+
+def test_an_s3_artifact_larger_than_one_block_is_refused(services, running):
+    with pytest.raises(InvalidInput, match="contentLength"):
+        services.artifacts.create(running, 0, "big.iso", {"storageType": "s3", "contentType": "application/x-iso",
+                                                          "contentLength": 5000 * 1024 * 1024, "expires": expires()})
+    assert services.artifacts.table.load(running, 0, "big.iso") is None
