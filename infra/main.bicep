@@ -31,6 +31,15 @@ param credentialsAccessToken string
 @description('How long each topic remembers a message id to drop a republished event (ISO 8601, 20 s to 7 days).')
 param eventsDuplicateWindow string = 'PT1H'
 
+@description('Blob container holding the artifacts\' bytes (object service objects and s3 artifacts).')
+param artifactsContainerName string = 'artifacts'
+
+@description('Root URL clients reach the app at (a custom domain, a front door); default: the app\'s own host name.')
+param publicUrl string = ''
+
+@description('Origins whose web pages may read artifacts straight from Blob Storage (the browser view).')
+param artifactReadOrigins array = ['*']
+
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
@@ -43,6 +52,33 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     allowBlobPublicAccess: false
     supportsHttpsTrafficOnly: true
   }
+}
+
+// Artifacts: one private container; clients reach single blobs only through short-lived
+// signed URLs the app hands out (a PUT to upload, a GET to download), keyed
+// `t/<taskId>/<runId>/<artifact name>` so a task's blobs are listed by prefix.
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
+  parent: storage
+  name: 'default'
+  properties: {
+    cors: {
+      corsRules: [
+        {
+          allowedOrigins: artifactReadOrigins
+          allowedMethods: ['GET', 'HEAD']
+          allowedHeaders: ['*']
+          exposedHeaders: ['Content-Length', 'Content-Type', 'ETag']
+          maxAgeInSeconds: 3600
+        }
+      ]
+    }
+  }
+}
+
+resource artifactsContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: artifactsContainerName
+  properties: { publicAccess: 'None' }
 }
 
 var storageConnection = 'DefaultEndpointsProtocol=https;AccountName=${storage.name};EndpointSuffix=${environment().suffixes.storage};AccountKey=${storage.listKeys().keys[0].value}'
@@ -129,6 +165,8 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_REPAIR_QUEUE', value: 'queue-repairs' }
         { name: 'QUEUE_GRAPH_QUEUE', value: 'task-graph-parts' }
         { name: 'QUEUE_REPAIR_DELAY_SECONDS', value: '60' }
+        { name: 'QUEUE_ARTIFACTS_CONTAINER', value: artifactsContainer.name }
+        { name: 'QUEUE_PUBLIC_URL', value: empty(publicUrl) ? 'https://${appName}.azurewebsites.net' : publicUrl }
         // NCRONTAB with seconds. Each sweep reads only the time-index rows that came due.
         { name: 'QUEUE_REPAIR_SCHEDULE', value: '*/30 * * * * *' }
         { name: 'QUEUE_CLAIM_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }

@@ -32,6 +32,8 @@ class Settings:
     events_amqp_url: str = ""               # AMQP broker for events (RabbitMQ, Pulse); secret
     service_bus_connection: str = ""        # or Azure Service Bus by connection string (secret)
     service_bus_namespace: str = ""         # or by namespace, with the app's managed identity
+    artifacts_container: str = "artifacts"   # blob container of artifacts' bytes
+    public_url: str = "http://127.0.0.1:7071"   # the root URL clients reach the app at
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -49,4 +51,6 @@ class Settings:
             events_amqp_url=os.environ.get("EVENTS_AMQP_URL", ""),
             service_bus_connection=os.environ.get("EVENTS_SERVICE_BUS_CONNECTION", ""),
             service_bus_namespace=os.environ.get("EVENTS_SERVICE_BUS_NAMESPACE", ""),
+            artifacts_container=os.environ.get("QUEUE_ARTIFACTS_CONTAINER", "artifacts"),
+            public_url=os.environ.get("QUEUE_PUBLIC_URL", "http://127.0.0.1:7071"),
         )

@@ -126,6 +126,8 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
+        "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
+        "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,
@@ -196,7 +198,7 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
-        graph_queue=f"{prefix}-graphs")
+        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts")
     return Settings(**{**settings, **overrides})
 
 

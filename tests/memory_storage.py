@@ -8,7 +8,10 @@ refused with the SDK's own exceptions; a transaction is atomic, one partition, a
 operations, each row once; queries see rows in key order and understand the filters the
 adapters write (conjunctions of `<property> <eq|ne|gt|ge|lt|le> <@parameter|'literal'>`).
 Queues hide a received message for its hold, count deliveries and delay sent messages.
-Every request is counted by the same `OPERATIONS` counter as the real clients.
+Blob containers (`MemoryBlobStore`) keep bytes, content types and one staged block per blob,
+and hand out `memory://` URLs, through which a test uploads with `upload_to` and
+`stage_block_at` what a client would PUT to them. Every request is counted by the same
+`OPERATIONS` counter as the real clients.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -44,6 +48,7 @@ class MemoryAccount:
         self.connection = "memory"
         self._tables: dict[str, MemoryTable] = {}
         self._queues: dict[str, MemoryQueue] = {}
+        self._containers: dict[str, MemoryBlobStore] = {}
         self._lock = threading.Lock()
 
     def table(self, name: str) -> MemoryTable:
@@ -53,6 +58,10 @@ class MemoryAccount:
     def queue(self, name: str) -> MemoryQueue:
         with self._lock:
             return self._queues.setdefault(name, MemoryQueue(name))
+
+    def blobs(self, container: str) -> MemoryBlobStore:
+        with self._lock:
+            return self._containers.setdefault(container, MemoryBlobStore(container))
 
 
 class MemoryTable:
@@ -265,3 +274,87 @@ class MemoryQueue:
             self._messages = [kept for kept in self._messages
                               if (kept.message_id, kept.pop_receipt) != (message.message_id, message.pop_receipt)]
 
+
+
+class MemoryBlobStore:
+    """The blob port (`shared.storage.blobs.AzureBlobStore`), kept in this process."""
+
+    def __init__(self, container: str) -> None:
+        self.container = container
+        self._blobs: dict[str, tuple[bytes, str]] = {}
+        self._blocks: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, key: str, data: bytes, content_type: str) -> None:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            self._blobs[key] = (bytes(data), content_type)
+            self._blocks.pop(key, None)
+
+    def read(self, key: str) -> bytes | None:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            return self._blobs[key][0] if key in self._blobs else None
+
+    def content_type(self, key: str) -> str | None:
+        with self._lock:
+            return self._blobs[key][1] if key in self._blobs else None
+
+    def size(self, key: str) -> int | None:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            return len(self._blobs[key][0]) if key in self._blobs else None
+
+    def delete(self, key: str) -> None:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            self._blobs.pop(key, None)
+            self._blocks.pop(key, None)
+
+    def keys(self, prefix: str) -> list[str]:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            return sorted(key for key in self._blobs if key.startswith(prefix))
+
+    def commit_block(self, key: str, content_type: str) -> int | None:
+        OPERATIONS.on_request(None)
+        with self._lock:
+            if key in self._blocks:
+                self._blobs[key] = (self._blocks.pop(key), content_type)
+            return len(self._blobs[key][0]) if key in self._blobs else None
+
+    def upload_url(self, key: str, content_type: str, content_length: int, expires: datetime) -> tuple[str, dict]:
+        return (self._url("put", key, expires),
+                {"x-ms-blob-type": "BlockBlob", "Content-Type": content_type, "Content-Length": str(content_length)})
+
+    def block_upload_url(self, key: str, expires: datetime) -> str:
+        return self._url("block", key, expires)
+
+    def download_url(self, key: str, expires: datetime) -> str:
+        return self._url("get", key, expires)
+
+    def _url(self, use: str, key: str, expires: datetime) -> str:
+        return f"memory://{self.container}/{quote(key)}?use={use}&se={expires.timestamp()}"
+
+    # -- what a client does with the URLs -----------------------------------------------------
+    def upload_to(self, url: str, data: bytes, headers: dict) -> None:
+        """A PUT to an `upload_url`, with the headers it came with."""
+        key = self._key(url, "put")
+        self.put(key, data, headers["Content-Type"])
+
+    def stage_block_at(self, url: str, data: bytes) -> None:
+        """A plain PUT to a `block_upload_url`."""
+        key = self._key(url, "block")
+        with self._lock:
+            self._blocks[key] = bytes(data)
+
+    def read_at(self, url: str) -> bytes | None:
+        """A GET of a `download_url`."""
+        return self.read(self._key(url, "get"))
+
+    def _key(self, url: str, use: str) -> str:
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        assert parts.scheme == "memory" and parts.netloc == self.container and query["use"] == use, url
+        assert float(query["se"]) > time.time(), f"{url} expired"
+        return unquote(parts.path[1:])

@@ -53,7 +53,8 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
         payload = _parse_body(endpoint, request.body)
         if endpoint.input_schema:
             validate(endpoint.input_schema, payload)
-        return ApiResponse(200, endpoint.handler(Call(params, query, payload, services)))
+        answer = endpoint.handler(Call(params, query, payload, services))
+        return answer if isinstance(answer, ApiResponse) else ApiResponse(200, answer)
     except QueueError as error:
         return error_response(error, endpoint.name, params, payload)
     except Exception:  # a storage outage or a bug: say so in Taskcluster's shape

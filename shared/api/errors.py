@@ -11,7 +11,9 @@ STATUS_BY_CODE = {
     "InvalidRequestArguments": 400,
     "MalformedPayload": 400,
     "ResourceNotFound": 404,
+    "NoMatchingMethod": 406,
     "RequestConflict": 409,
+    "ResourceExpired": 410,
     "PayloadTooLarge": 413,
     "InternalServerError": 500,
 }

@@ -41,13 +41,22 @@ def _operation(endpoint: Endpoint) -> dict:
                        for name in endpoint.params]
         + [_parameter(name, "query", QUERY_OPTIONS[name]) for name in endpoint.query],
         "responses": {
-            "200": {"description": "The call's answer", "content": _json(endpoint.output_schema)},
+            str(endpoint.status): _success(endpoint),
             "default": {"description": "An error, in Taskcluster's shape", "content": _json(ERROR_SCHEMA)},
         },
     }
     if endpoint.input_schema:
         operation["requestBody"] = {"required": True, "content": _json(endpoint.input_schema)}
     return operation
+
+
+def _success(endpoint: Endpoint) -> dict:
+    if endpoint.status == 204:
+        return {"description": "Done; no body"}
+    answer = {"description": "The call's answer", "content": _json(endpoint.output_schema)}
+    if endpoint.status == 303:
+        answer["headers"] = {"Location": {"description": "Where the content is", "schema": {"type": "string"}}}
+    return answer
 
 
 def _parameter(name: str, where: str, schema: dict) -> dict:

@@ -11,6 +11,7 @@ import time
 from .. import __version__
 from ..domain.timestamps import normalize_iso, to_iso, utcnow
 from . import openapi
+from .artifact_api import ENDPOINTS as ARTIFACT_ENDPOINTS
 from .dispatch import Call
 from .router import Endpoint
 
@@ -131,4 +132,5 @@ ENDPOINTS = [
              lambda call: call.services.workers.quarantine(*_worker(call), normalize_iso(call.body["quarantineUntil"]),
                                                         call.body.get("quarantineInfo", ""), utcnow()),
              input_schema="quarantine-worker-request", output_schema="worker-response"),
+    *ARTIFACT_ENDPOINTS,
 ]

@@ -2,6 +2,9 @@
 
 Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). Each parameter
 segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `proj/linux`.
+A route ending in `<name>` (an artifact's or an object's) gives it the rest of the path,
+so `public/logs/live.log` arrives whole whether a client sent its slashes as `%2F` (as
+Taskcluster's clients do) or as they are (as a browser following a link does).
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ PARAM_PATTERNS = {
     "workerType": r"^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "workerGroup": r"^([a-zA-Z0-9-_]{1,38})$",
     "workerId": r"^([a-zA-Z0-9-_]{1,38})$",
+    # Printable ASCII, as Taskcluster's object names; artifact names are held to 1,024 by
+    # their own rules, object names (`t/<taskId>/<runId>/<artifact name>`) may be longer.
+    "name": r"^[\x20-\x7e]{1,2048}$",
 }
+REST_OF_PATH = "<name>"   # a final segment that takes every segment left
 
 
 @dataclass(frozen=True)
@@ -32,10 +39,11 @@ class Endpoint:
     name: str
     method: str
     route: str
-    handler: Callable
+    handler: Callable                    # answers a body (a 200), or an ApiResponse of its own
     input_schema: str | None = None
     query: tuple[str, ...] = ()
-    output_schema: str | None = None     # what a 200 carries (documentation and tests)
+    output_schema: str | None = None     # what a success carries (documentation and tests)
+    status: int = 200                    # the success status: 303 for the redirecting calls
 
     @property
     def params(self) -> list[str]:
@@ -59,6 +67,8 @@ def match(endpoints: list[Endpoint], method: str, raw_path: str) -> tuple[Endpoi
 
 
 def _bind(template: list[str], raw: list[str]) -> dict | None:
+    if template and template[-1] == REST_OF_PATH and len(raw) > len(template):
+        raw = raw[:len(template) - 1] + ["/".join(raw[len(template) - 1:])]
     if len(template) != len(raw):
         return None
     params = {}

@@ -37,3 +37,15 @@ class Conflict(QueueError):
 
 class TooLarge(QueueError):
     code = "PayloadTooLarge"
+
+
+class Expired(QueueError):
+    """The record exists but its `expires` has passed (it is deleted by a later sweep)."""
+
+    code = "ResourceExpired"
+
+
+class NoMatchingMethod(QueueError):
+    """None of the methods a caller proposed is one the service offers."""
+
+    code = "NoMatchingMethod"

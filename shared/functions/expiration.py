@@ -1,4 +1,5 @@
-"""Timer trigger: delete tasks, task groups, workers and task queues whose `expires` has passed.
+"""Timer trigger: delete tasks, task groups, workers, task queues and artifacts (with their
+objects' blobs) whose `expires` has passed.
 
 The schedule is an app setting (NCRONTAB); hourly is plenty in production, since each
 sweep reads only what came due.
@@ -15,5 +16,5 @@ bp = func.Blueprint()
                   use_monitor=False)
 def expiration_sweep(timer: func.TimerRequest) -> None:
     queue = get_services()
-    for sweep in (queue.expiration, queue.worker_expiry, queue.task_queue_expiry):
+    for sweep in (queue.expiration, queue.worker_expiry, queue.task_queue_expiry, queue.artifact_expiry):
         sweep.sweep()

@@ -40,6 +40,12 @@ from .tasks import Tasks
 from .time_resolvers import ClaimExpiry, Deadlines
 from .work_signal import WorkSignal
 from .workers import Workers
+from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from .artifacts import Artifacts
+from .objects import Objects
+from .run_results import RunResults
+from ..storage.artifact_table import ArtifactTable
+from ..storage.object_table import ObjectTable
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,9 @@ class Services:
     task_queue_expiry: TaskQueueExpiry
     workers: Workers
     publisher: EventPublisher
+    objects: Objects
+    artifacts: Artifacts
+    artifact_expiry: ArtifactExpiry
 
     @property
     def bus(self) -> EventBus | None:
@@ -101,6 +110,11 @@ class Services:
         workers = Workers(worker_table, claimed, updater, worker_expiry)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events, publisher)
         updater.on_resolved = handler.follow_up
+        blobs, artifact_expiries = account.blobs(settings.artifacts_container), TimeIndex(
+            account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
+        objects = Objects(ObjectTable(account), blobs, artifact_expiries)
+        artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer)
+        handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url).record
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
@@ -120,6 +134,9 @@ class Services:
             task_queue_expiry=queue_expiry,
             workers=workers,
             publisher=publisher,
+            objects=objects,
+            artifacts=artifacts,
+            artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
         )
 
 

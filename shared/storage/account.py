@@ -13,6 +13,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from azure.data.tables import TableClient
 
 from ..config import DEVELOPMENT_STORAGE
+from .blobs import AzureBlobStore
 from .lost_responses import RepeatSafeResend
 from .message_queue import MessageQueue
 
@@ -67,13 +68,15 @@ def resolve_connection(connection: str) -> str:
 
 
 class StorageAccount:
-    """Tables and queues by logical name; `prefix` keeps test runs apart in one account."""
+    """Tables, queues and blob containers by logical name; `prefix` keeps test runs apart
+    in one account (a container's name comes from an app setting, like a queue's)."""
 
     def __init__(self, connection: str, prefix: str = "") -> None:
         self.connection = resolve_connection(connection)
         self.prefix = prefix
         self._tables: dict[str, TableClient] = {}
         self._queues: dict[str, MessageQueue] = {}
+        self._containers: dict[str, AzureBlobStore] = {}
         self._lock = threading.Lock()
         self._transport = shared_transport()
 
@@ -101,3 +104,12 @@ class StorageAccount:
                 queue = self._queues[name] = MessageQueue(self.connection, name, OPERATIONS,
                                                                transport=self._transport)
             return queue
+
+    def blobs(self, container: str) -> AzureBlobStore:
+        """The blob container `container`, created on first use."""
+        with self._lock:
+            store = self._containers.get(container)
+            if store is None:
+                store = self._containers[container] = AzureBlobStore(self.connection, container, self._transport,
+                                                                     [OPERATIONS])
+            return store

@@ -22,6 +22,8 @@ from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, R
 from azure.core.pipeline.policies import HTTPPolicy
 from azure.data.tables import TableClient, UpdateMode
 
+from .errors import AlreadyExists, ChangedSinceRead
+
 WRITE_ID = "writeId"
 ATTEMPTS = 5
 _LOST = (ServiceRequestError, ServiceResponseError)
@@ -66,6 +68,17 @@ def update(table: TableClient, entity: dict, etag: str) -> dict:
     entity = _with_write_id(entity)
     return _certain(table, entity, lambda: table.update_entity(
         entity, mode=UpdateMode.MERGE, etag=etag, match_condition=MatchConditions.IfNotModified), before=etag)
+
+
+def write(table: TableClient, entity: dict, etag: str | None) -> dict:
+    """`insert` when `etag` is None, else `update`; storage's refusal as AlreadyExists (a row
+    was there) or ChangedSinceRead (the row changed, or went, since it was read)."""
+    try:
+        return insert(table, entity) if etag is None else update(table, entity, etag)
+    except ResourceExistsError as exc:
+        raise AlreadyExists(entity["RowKey"]) from exc
+    except (ResourceModifiedError, ResourceNotFoundError) as exc:
+        raise ChangedSinceRead(entity["RowKey"]) from exc
 
 
 def _with_write_id(entity: dict) -> dict:

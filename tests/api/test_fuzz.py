@@ -1,15 +1,18 @@
 """No input produces a 5xx (issue R5).
 
-Every operation of both APIs is fuzzed from the OpenAPI document the server itself serves
-(valid and invalid bodies, queries and path parameters, including values that break the
-parameters' patterns); then hostile task graphs. Bounded and derandomized, so CI is
-repeatable: a 5xx found here is found again on the next run.
+Every operation of the three APIs (queue, scheduler, object service) is fuzzed from the
+OpenAPI document the server itself serves (valid and invalid bodies, queries and path
+parameters, including values that break the parameters' patterns); then hostile task graphs
+and hostile artifacts. Bounded and derandomized, so CI is repeatable: a 5xx found here is
+found again on the next run.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -19,6 +22,7 @@ from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 
 from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
 from shared.functions.http_bindings import METHODS
 from tests.conftest import make_task, start_server
 
@@ -56,6 +60,11 @@ def scheduler_openapi(fuzz_server):
     return _openapi(fuzz_server, "scheduler")
 
 
+@pytest.fixture(scope="module")
+def object_openapi(fuzz_server):
+    return _openapi(fuzz_server, "object")
+
+
 def check(case) -> None:
     """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema."""
     response = case.call(timeout=30)
@@ -78,6 +87,7 @@ def _node_id_for_schemathesis(request):
 
 queue_api = schemathesis.pytest.from_fixture("queue_openapi")
 scheduler_api = schemathesis.pytest.from_fixture("scheduler_openapi")
+object_api = schemathesis.pytest.from_fixture("object_openapi")
 
 
 @queue_api.parametrize()
@@ -92,9 +102,15 @@ def test_scheduler_api(case):
     check(case)
 
 
+@object_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_object_api(case):
+    check(case)
+
+
 def test_the_documents_stand_alone(fuzz_server):
     """Every `$ref` points inside the document, and every path parameter has its pattern."""
-    for api in ("queue", "scheduler"):
+    for api in ("queue", "scheduler", "object"):
         document = requests.get(f"{fuzz_server.root_url}/api/{api}/v1/openapi.json").json()
         text = json.dumps(document)
         assert document["openapi"] == "3.1.0" and '"$ref": "#/components/schemas/' in text
@@ -183,3 +199,42 @@ def test_hostile_task_graphs(fuzz_server, graph):
     if response.status_code >= 400:
         assert {"code", "message", "requestInfo"} <= set(response.json()), response.text[:500]
         assert requests.get(f"{url}/status").status_code == 404, (graph, "a refused graph left a trace")
+
+
+# Hostile artifacts, on a run that takes them (the document's fuzzing stops at "no such task").
+ARTIFACT_QUEUE = "fuzz-artifacts/worker"
+odd_names = st.one_of(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e), min_size=1, max_size=40),
+                      odd_text, st.just("x" * 1025), st.sampled_from(["public/../a", "a//b", "/", "public/a/"]))
+artifact_bodies = st.fixed_dictionaries({"storageType": st.sampled_from(["object", "s3", "reference", "link", "error",
+                                                                         "nope"])}, optional={
+    "contentType": st.one_of(st.sampled_from(["text/plain", "a/b; c=d", "text", ""]), odd_text),
+    "expires": st.one_of(st.sampled_from([to_iso(utcnow() + timedelta(hours=1)), "2000-01-01T00:00:00Z",
+                                          "9999-12-31T23:59:59Z", "soon"]), odd_values),
+    "url": st.one_of(st.sampled_from(["https://example.com/x", "javascript:alert(1)", "http://a b"]), odd_text),
+    "artifact": st.one_of(odd_names, odd_values),
+    "reason": st.sampled_from(["file-missing-on-worker", "other"]),
+    "message": st.one_of(odd_text, st.just("m" * 5000)),
+    "contentLength": st.one_of(st.integers(-1, 2 ** 60), odd_values),
+})
+
+
+@pytest.fixture(scope="module")
+def artifact_run(fuzz_server):
+    queue = fuzz_server.client()
+    task_id = new_slugid()
+    queue.createTask(task_id, make_task(ARTIFACT_QUEUE))
+    queue.claimWork(ARTIFACT_QUEUE, {"workerGroup": "fuzz", "workerId": "fuzz", "tasks": 1})
+    return f"{fuzz_server.root_url}/api/queue/v1/task/{task_id}/runs/0"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(name=odd_names, body=artifact_bodies)
+def test_hostile_artifacts(artifact_run, name, body):
+    encoded = quote(name, safe="")
+    response = requests.post(f"{artifact_run}/artifacts/{encoded}", data=json.dumps(body), timeout=60)
+    assert response.status_code < 500, (name, body, response.text[:500])
+    if response.status_code >= 400:
+        assert {"code", "message", "requestInfo"} <= set(response.json()), response.text[:500]
+    for read in ("artifacts", "artifact-content", "artifact-info"):
+        answer = requests.get(f"{artifact_run}/{read}/{encoded}", allow_redirects=False, timeout=60)
+        assert answer.status_code < 500, (read, name, body, answer.text[:500])

@@ -25,6 +25,12 @@ def test_the_queue_api_is_one_anonymous_http_function_under_queue_v1():
     assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
 
 
+def test_the_object_service_is_one_anonymous_http_function_under_object_v1():
+    trigger = functions_by_name()["object_api"].get_trigger()
+    assert trigger.type == "httpTrigger" and trigger.route == "object/v1/{*path}"
+    assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
+
+
 def call(method: str, path: str, body: bytes = b"") -> func.HttpResponse:
     handler = functions_by_name()["queue_api"].get_user_function()
     request = func.HttpRequest(method=method, url=f"http://localhost:7071/api/queue/v1{path}",

@@ -74,3 +74,11 @@ def test_the_app_sends_events_with_its_managed_identity():
     # The adapter reads exactly these settings (the lead's wiring passes them to from_settings).
     assert {"EVENTS_SERVICE_BUS_CONNECTION", "EVENTS_SERVICE_BUS_NAMESPACE"} <= set(
         re.findall(r"EVENTS_SERVICE_BUS_[A-Z]+", ServiceBusBus.from_settings.__doc__))
+
+def test_the_artifacts_container_is_private_and_named_by_its_setting():
+    container = re.search(r"resource artifactsContainer '([^']+)' = \{(.*?)\n\}", BICEP, re.S)
+    assert container and container.group(1).startswith("Microsoft.Storage/storageAccounts/blobServices/containers@")
+    assert "publicAccess: 'None'" in container.group(2) and "name: artifactsContainerName" in container.group(2)
+    assert deployed_settings()["QUEUE_ARTIFACTS_CONTAINER"] == "artifactsContainer.name"
+    assert "allowBlobPublicAccess: false" in BICEP
+    assert "QUEUE_PUBLIC_URL" in deployed_settings()

@@ -1,0 +1,13 @@
+"""The object service's HTTP trigger: every `/api/object/v1/...` request."""
+
+import azure.functions as func
+
+from ..api.object_api import ENDPOINTS, SERVICE_ROOT
+from .http_bindings import METHODS, serve
+
+bp = func.Blueprint()
+
+
+@bp.route(route="object/v1/{*path}", methods=METHODS, auth_level=func.AuthLevel.ANONYMOUS)
+def object_api(req: func.HttpRequest) -> func.HttpResponse:
+    return serve(req, ENDPOINTS, SERVICE_ROOT)

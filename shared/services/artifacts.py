@@ -1,0 +1,279 @@
+"""Taskcluster's artifact calls: create and finish an artifact of a run, and read it back
+(where its content is, its metadata, the run's list), on the object service and Blob Storage.
+
+The bytes of an `object` artifact are an object named `t/<taskId>/<runId>/<name>`, which
+the worker uploads through the object service with the credentials `createArtifact` hands
+out; those of an `s3` artifact are one blob under the same name, PUT by an older worker to
+a signed URL that takes a plain PUT (see `blobs.block_upload_url`) and made the blob the
+first time it is read (or when its run's results are written). A row is written before
+anything that depends on it (its expiry is indexed before the row, an object's upload is
+locked in after it), so a call repeated after a crash finds what the first one left and
+completes it. Reads follow links and answer 404 for an artifact not (yet) present.
+
+What a scope check will need is at hand in each call: the taskId and runId
+(`queue:create-artifact:<taskId>/<runId>`, `queue:list-artifacts:...`) and, for a read,
+every name a link led through (`Found.names`, for `queue:get-artifact:<name>`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from ..domain.artifacts import (MAX_LINKS, Artifact, StorageType, check_expires, check_name, check_run,
+                                object_name, recreated, requested)
+from ..domain.errors import Expired, InvalidInput, NotFound
+from ..domain.ids import new_slugid
+from ..domain.timestamps import parse_iso, to_iso, utcnow
+from ..storage.artifact_table import ArtifactRecord, ArtifactTable
+from ..storage.blobs import MAX_BLOCK_BYTES
+from ..storage.errors import AlreadyExists, ChangedSinceRead
+from ..storage.keys import blob_name
+from ..storage.object_table import ObjectRecord
+from ..storage.task_table import TaskTable
+from ..storage.time_index import TimeIndex
+from . import artifact_expiry
+from .conditional import change_until_saved
+from .credentials import CredentialIssuer
+from .objects import SIMPLE_URL_LIFETIME, Objects
+from .task_groups import DEFAULT_PAGE, decode_token, encode_token
+
+S3_PUT_URL_LIFETIME = timedelta(minutes=45)
+UPLOAD_CREDENTIALS = timedelta(hours=24)     # or until the artifact expires, if sooner
+DOWNLOAD_CREDENTIALS = timedelta(hours=1)
+MIN_CREDENTIALS = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Found:
+    """An artifact as a read reached it, and every name it went through (links first)."""
+    record: ArtifactRecord
+    names: tuple[str, ...]
+
+    @property
+    def artifact(self) -> Artifact:
+        return self.record.artifact
+
+
+class Artifacts:
+    def __init__(self, table: ArtifactTable, tasks: TaskTable, objects: Objects, blobs, expiries: TimeIndex,
+                 issuer: CredentialIssuer) -> None:
+        self.table = table
+        self.tasks = tasks
+        self.objects = objects
+        self.blobs = blobs
+        self.expiries = expiries
+        self.issuer = issuer
+
+    # -- createArtifact, finishArtifact --------------------------------------------------------
+    def create(self, task_id: str, run_id: int, name: str, body: dict, now: datetime | None = None) -> dict:
+        now = now or utcnow()
+        check_name(name)
+        task = self.tasks.load(task_id)
+        if task is None:
+            raise InvalidInput(f"taskId: task {task_id} not found")
+        run = task.status.run(run_id)
+        check_run(task_id, run, now)
+        wanted = requested(task_id, run_id, name, body, check_expires(body["expires"], task.summary["expires"], now))
+        if wanted.storage_type is StorageType.S3 and (wanted.content_length or 0) > MAX_BLOCK_BYTES:
+            raise InvalidInput(f"contentLength: an s3 artifact takes at most {MAX_BLOCK_BYTES} bytes (4,000 MiB, "
+                               "one block); upload larger ones as object artifacts")
+        if wanted.storage_type is StorageType.OBJECT:
+            wanted = replace(wanted, details={"uploadId": new_slugid()})
+        artifact = self._keep(wanted)
+        project_id = task.summary["projectId"]
+        if artifact.storage_type is StorageType.OBJECT:
+            # The worker's upload must have this uploadId (repeated, this finds it fixed).
+            self.objects.lock_in(object_name(task_id, run_id, name), project_id, artifact.details["uploadId"],
+                                 artifact.expires)
+            return self._object_upload(artifact, project_id, f"{run.worker_group}/{run.worker_id}", now)
+        if artifact.storage_type is StorageType.S3:
+            return {"storageType": "s3", "contentType": artifact.content_type,
+                    "expires": to_iso(now + S3_PUT_URL_LIFETIME),
+                    "putUrl": self.blobs.block_upload_url(_blob(artifact), now + S3_PUT_URL_LIFETIME)}
+        return {"storageType": artifact.storage_type.value}
+
+    def _keep(self, wanted: Artifact) -> Artifact:
+        """Store `wanted`, or what Taskcluster's rules make of it over the artifact there."""
+        artifact_expiry.watch_artifact(self.expiries, wanted.task_id, wanted.run_id, wanted.name, wanted.expires)
+        try:
+            return self.table.save(wanted).artifact
+        except AlreadyExists:
+            pass
+        kept = change_until_saved(self._loader(wanted.task_id, wanted.run_id, wanted.name),
+                                  lambda record: replace(record, artifact=recreated(record.artifact, wanted)),
+                                  self._save)
+        return kept.artifact if kept else self.table.save(wanted).artifact   # gone meanwhile: expired
+
+    def _loader(self, task_id: str, run_id: int, name: str):
+        return lambda: self.table.load(task_id, run_id, name)
+
+    def _save(self, record: ArtifactRecord) -> ArtifactRecord:
+        return self.table.save(record.artifact, record.etag)
+
+    def _object_upload(self, artifact: Artifact, project_id: str, worker: str, now: datetime) -> dict:
+        name = object_name(artifact.task_id, artifact.run_id, artifact.name)
+        expiry = max(min(parse_iso(artifact.expires), now + UPLOAD_CREDENTIALS), now + MIN_CREDENTIALS)
+        credentials = self.issuer.issue(f"artifact-upload/{artifact.task_id}/{artifact.run_id}/on/{worker}",
+                                        [f"object:upload:{project_id}:{name}"], now, expiry)
+        return {"storageType": "object", "name": name, "projectId": project_id,
+                "uploadId": artifact.details["uploadId"], "expires": artifact.expires, "credentials": credentials}
+
+    def finish(self, task_id: str, run_id: int, name: str, upload_id: str) -> None:
+        """finishArtifact: an `object` artifact's upload is finished; serve it from now on."""
+        check_name(name)
+
+        def finish(record: ArtifactRecord) -> ArtifactRecord:
+            artifact = record.artifact
+            if not artifact.storage_type.needs_finish:
+                raise InvalidInput(f"storageType: artifact {name} is {artifact.storage_type.value}; only object "
+                                   "artifacts are finished")
+            if artifact.present:
+                return record    # finished before: repeating the call is no error
+            if upload_id != artifact.details.get("uploadId"):
+                raise InvalidInput(f"uploadId: {upload_id} is not the uploadId of artifact {name}")
+            stored = self.objects.finished(object_name(task_id, run_id, name))
+            if stored is None:
+                raise InvalidInput(f"The object holding artifact {name} does not exist or its upload is not "
+                                   "finished (call the object service's finishUpload first)")
+            finished = replace(artifact, present=True, size=stored.content_length, hashes=stored.hashes)
+            return replace(record, artifact=finished)
+        if change_until_saved(self._loader(task_id, run_id, name), finish, self._save) is None:
+            raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
+
+    def attach_object(self, task_id: str, run_id: int, name: str, stored: ObjectRecord) -> Artifact:
+        """A present `object` artifact of a finished object the queue stored itself (the
+        run's results); an artifact already there is left as it is."""
+        artifact = Artifact(task_id, run_id, name, StorageType.OBJECT, stored.content_type, stored.expires, True,
+                            {}, stored.content_length, stored.hashes, stored.content_length)
+        artifact_expiry.watch_artifact(self.expiries, task_id, run_id, name, stored.expires)
+        try:
+            return self.table.save(artifact).artifact
+        except AlreadyExists:
+            return artifact
+
+    # -- reads -----------------------------------------------------------------------------
+    def latest_run(self, task_id: str) -> int:
+        task = self.tasks.load(task_id)
+        if task is None:
+            raise NotFound(f"Task {task_id} not found")
+        if not task.status.runs:
+            raise NotFound(f"Task {task_id} has no runs")
+        return len(task.status.runs) - 1
+
+    def location(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None) -> dict:
+        """getArtifact: `{storageType, url}` of a URL serving the content (for a redirect),
+        or an error artifact's `{storageType, reason, message}`."""
+        now = now or utcnow()
+        found = self._follow(task_id, run_id, name, now)
+        artifact = found.artifact
+        if artifact.storage_type is StorageType.OBJECT:
+            url = self.objects.download_url(object_name(task_id, artifact.run_id, artifact.name), now)
+            return {"storageType": "object", "url": url}
+        return self._served(found, now)
+
+    def content(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None) -> dict:
+        """artifact, latestArtifact: where the content is and how to fetch it."""
+        now = now or utcnow()
+        found = self._follow(task_id, run_id, name, now)
+        artifact = found.artifact
+        if artifact.storage_type is StorageType.OBJECT:
+            stored = object_name(task_id, artifact.run_id, artifact.name)
+            credentials = self.issuer.issue(f"artifact-download/{task_id}/{artifact.run_id}/{artifact.name}",
+                                            [f"object:download:{stored}"], now, now + DOWNLOAD_CREDENTIALS)
+            return {"storageType": "object", "name": stored, "credentials": credentials}
+        return self._served(found, now)
+
+    def _served(self, found: Found, now: datetime) -> dict:
+        artifact = found.artifact
+        if artifact.storage_type is StorageType.S3:
+            self._commit(found.record)
+            return {"storageType": "s3", "url": self.blobs.download_url(_blob(artifact), now + SIMPLE_URL_LIFETIME)}
+        if artifact.storage_type is StorageType.REFERENCE:
+            return {"storageType": "reference", "url": artifact.details["url"]}
+        return {"storageType": "error", "reason": artifact.details["reason"], "message": artifact.details["message"]}
+
+    def _follow(self, task_id: str, run_id: int | None, name: str, now: datetime) -> Found:
+        """The artifact `name` of the run (the latest if None), following links."""
+        check_name(name)
+        run_id = self.latest_run(task_id) if run_id is None else run_id
+        names: list[str] = []
+        while True:
+            names.append(name)
+            record = self.table.load(task_id, run_id, name)
+            if record is None or not record.artifact.present:
+                raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
+            artifact = record.artifact
+            if artifact.is_expired(now):
+                raise Expired(f"Artifact {name} of task {task_id} run {run_id} expired at {artifact.expires}")
+            if artifact.storage_type is not StorageType.LINK:
+                return Found(record, tuple(names))
+            name = artifact.details["artifact"]
+            if name in names or len(names) > MAX_LINKS:
+                raise InvalidInput(f"Artifact {names[0]} of task {task_id} run {run_id} leads to a link cycle")
+
+    def _commit(self, record: ArtifactRecord) -> Artifact:
+        """An `s3` artifact whose uploaded block is made its blob, if it was uploaded."""
+        artifact = record.artifact
+        if artifact.details.get("committed"):
+            return artifact
+        size = self.blobs.commit_block(_blob(artifact), artifact.content_type)
+        if size is None:
+            return artifact    # not uploaded yet: its URL answers 404 until it is
+        committed = replace(artifact, details={**artifact.details, "committed": True}, size=size)
+        try:
+            self.table.save(committed, record.etag)
+        except ChangedSinceRead:
+            pass               # another reader committed it
+        return committed
+
+    def info(self, task_id: str, run_id: int | None, name: str) -> dict:
+        """artifactInfo, latestArtifactInfo: the metadata, links not followed."""
+        check_name(name)
+        run_id = self.latest_run(task_id) if run_id is None else run_id
+        record = self.table.load(task_id, run_id, name)
+        if record is None or not record.artifact.present:
+            raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
+        return record.artifact.to_json()
+
+    def list(self, task_id: str, run_id: int | None, continuation: str | None, limit: int | None) -> dict:
+        """listArtifacts, listLatestArtifacts: a page of the run's artifacts, in name order."""
+        latest = self.latest_run(task_id)
+        if run_id is not None and run_id > latest:
+            raise NotFound(f"Task {task_id} has no run {run_id}")
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        page = self.table.page(task_id, latest if run_id is None else run_id, decode_token(continuation), limit + 1)
+        answer = {"artifacts": [record.artifact.to_json() for _, record in page[:limit]]}
+        if len(page) > limit:
+            answer["continuationToken"] = encode_token(page[limit - 1][0])
+        return answer
+
+    def of_run(self, task_id: str, run_id: int) -> list[Artifact]:
+        """Every present artifact of a run, `s3` ones made blobs if they were uploaded."""
+        found, after = [], ""
+        while True:
+            page = self.table.page(task_id, run_id, after, DEFAULT_PAGE)
+            for _, record in page:
+                artifact = record.artifact
+                if artifact.present and artifact.storage_type is StorageType.S3:
+                    artifact = self._commit(record)
+                found += [artifact] if artifact.present else []
+            if len(page) < DEFAULT_PAGE:
+                return found
+            after = page[-1][0]
+
+    # -- expiry ----------------------------------------------------------------------------------
+    def expire(self, task_id: str, run_id: int, name: str, now: datetime) -> bool:
+        """Delete an artifact past its expiry (an `s3` one's blob first); True if it was."""
+        record = self.table.load(task_id, run_id, name)
+        if record is None or not record.artifact.is_expired(now):
+            return False
+        if record.artifact.storage_type is StorageType.S3:
+            self.blobs.delete(_blob(record.artifact))
+        self.table.delete(task_id, run_id, name)
+        return True
+
+
+def _blob(artifact: Artifact) -> str:
+    """The blob of an `s3` artifact: where an `object` artifact's object keeps its bytes."""
+    return blob_name(object_name(artifact.task_id, artifact.run_id, artifact.name))
