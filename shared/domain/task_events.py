@@ -11,11 +11,14 @@ Taskcluster's rules, kept here:
   (a reclaim announces nothing); a resolved run is task-completed, task-failed or
   task-exception, except a run that ended in exception *and was retried*: the new run's
   task-pending is the only announcement then, as in Taskcluster;
+- an artifact is announced created once it is present (an object once finished; a
+  reference, link or error at once, and again when replaced; s3 artifacts are not announced);
 - a group is announced resolved when its last unresolved member resolves, and sealed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -108,6 +111,18 @@ def _task_event(exchange: str, summary: dict, notice: dict, status: TaskStatus, 
              summary["provisionerId"], summary["workerType"], summary["schedulerId"], summary["taskGroupId"], "_"]
     event_id = f"{status.task_id}/{exchange}" + (f"/{run.run_id}" if run else "")
     return Event(exchange, ".".join(words), body, event_id, at, tuple(notice.get("routes", ())))
+
+
+def artifact_created(summary: dict, notice: dict, status: TaskStatus, run_id: int, artifact: dict,
+                     at: str) -> Event:
+    """`artifact` is its metadata as Taskcluster shows it (storageType, name, expires,
+    contentType); the run is the one that made it (so it names the worker)."""
+    run = status.run(run_id)
+    event = _task_event("artifact-created", summary, notice, status, run, at)
+    meta = {key: artifact[key] for key in ("storageType", "name", "expires", "contentType")}
+    digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:12]
+    body = {**event.body, "artifact": meta}
+    return Event(event.exchange, event.routing_key, body, f"{event.id}/{digest}", at, event.routes)
 
 
 def group_resolved(task_group_id: str, scheduler_id: str, expires: str, resolved: str, at: str) -> Event:

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from ..domain.artifacts import (MAX_LINKS, Artifact, StorageType, check_expires, check_name, check_run,
                                 object_name, recreated, requested)
+from ..domain import task_events
 from ..domain.errors import Expired, InvalidInput, NotFound
 from ..domain.ids import new_slugid
 from ..domain.timestamps import parse_iso, to_iso, utcnow
@@ -30,11 +31,12 @@ from ..storage.blobs import MAX_BLOCK_BYTES
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.keys import blob_name
 from ..storage.object_table import ObjectRecord
-from ..storage.task_table import TaskTable
+from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
 from . import artifact_expiry
 from .conditional import change_until_saved
 from .credentials import CredentialIssuer
+from .event_publisher import EventPublisher
 from .objects import SIMPLE_URL_LIFETIME, Objects
 from .task_groups import DEFAULT_PAGE, decode_token, encode_token
 
@@ -57,7 +59,8 @@ class Found:
 
 class Artifacts:
     def __init__(self, table: ArtifactTable, tasks: TaskTable, objects: Objects, blobs, expiries: TimeIndex,
-                 issuer: CredentialIssuer) -> None:
+                 issuer: CredentialIssuer, publisher: EventPublisher) -> None:
+        self.publisher = publisher
         self.table = table
         self.tasks = tasks
         self.objects = objects
@@ -80,7 +83,7 @@ class Artifacts:
                                "one block); upload larger ones as object artifacts")
         if wanted.storage_type is StorageType.OBJECT:
             wanted = replace(wanted, details={"uploadId": new_slugid()})
-        artifact = self._keep(wanted)
+        artifact = self._keep(wanted, task)
         project_id = task.summary["projectId"]
         if artifact.storage_type is StorageType.OBJECT:
             # The worker's upload must have this uploadId (repeated, this finds it fixed).
@@ -93,23 +96,48 @@ class Artifacts:
                     "putUrl": self.blobs.block_upload_url(_blob(artifact), now + S3_PUT_URL_LIFETIME)}
         return {"storageType": artifact.storage_type.value}
 
-    def _keep(self, wanted: Artifact) -> Artifact:
+    def _keep(self, wanted: Artifact, task: TaskRecord) -> Artifact:
         """Store `wanted`, or what Taskcluster's rules make of it over the artifact there."""
         artifact_expiry.watch_artifact(self.expiries, wanted.task_id, wanted.run_id, wanted.name, wanted.expires)
         try:
-            return self.table.save(wanted).artifact
+            return self._published(self.table.save(wanted, events=self._announced(task, wanted))).artifact
         except AlreadyExists:
             pass
-        kept = change_until_saved(self._loader(wanted.task_id, wanted.run_id, wanted.name),
-                                  lambda record: replace(record, artifact=recreated(record.artifact, wanted)),
-                                  self._save)
-        return kept.artifact if kept else self.table.save(wanted).artifact   # gone meanwhile: expired
+        kept = self._change(wanted.task_id, wanted.run_id, wanted.name,
+                            lambda artifact: recreated(artifact, wanted), task)
+        return kept.artifact if kept else self._keep(wanted, task)   # gone meanwhile: expired
+
+    def _change(self, task_id: str, run_id: int, name: str, change, task: TaskRecord) -> ArtifactRecord | None:
+        """Change an artifact's row, announcing it if the change made it present (or
+        replaced a present one), and publish; the record as it ends up (None if gone)."""
+        carried = [()]
+
+        def changed(record: ArtifactRecord) -> ArtifactRecord:
+            carried[0] = record.outbox
+            artifact = change(record.artifact)
+            if artifact == record.artifact:
+                return record
+            return replace(record, artifact=artifact, outbox=record.outbox + self._announced(task, artifact))
+        kept = change_until_saved(self._loader(task_id, run_id, name), changed, self._save)
+        return self._published(kept, carried[0]) and kept
+
+    def _announced(self, task: TaskRecord, artifact: Artifact) -> tuple:
+        """The artifact-created event of `artifact` as written now, if it is announced."""
+        if not self.publisher.bus or not artifact.present or artifact.storage_type is StorageType.S3:
+            return ()
+        return (task_events.artifact_created(task.summary, task.notice, task.status, artifact.run_id,
+                                             artifact.to_json(), to_iso(utcnow())),)
+
+    def _published(self, record: ArtifactRecord | None, carried: tuple = ()) -> ArtifactRecord | None:
+        if record is not None and record.outbox:
+            self.publisher.written(self.table, record, carried)
+        return record
 
     def _loader(self, task_id: str, run_id: int, name: str):
         return lambda: self.table.load(task_id, run_id, name)
 
     def _save(self, record: ArtifactRecord) -> ArtifactRecord:
-        return self.table.save(record.artifact, record.etag)
+        return self.table.save(record.artifact, record.etag, record.outbox)
 
     def _object_upload(self, artifact: Artifact, project_id: str, worker: str, now: datetime) -> dict:
         name = object_name(artifact.task_id, artifact.run_id, artifact.name)
@@ -122,23 +150,24 @@ class Artifacts:
     def finish(self, task_id: str, run_id: int, name: str, upload_id: str) -> None:
         """finishArtifact: an `object` artifact's upload is finished; serve it from now on."""
         check_name(name)
+        task = self.tasks.load(task_id)
+        if task is None:
+            raise NotFound(f"Task {task_id} not found")
 
-        def finish(record: ArtifactRecord) -> ArtifactRecord:
-            artifact = record.artifact
+        def finish(artifact: Artifact) -> Artifact:
             if not artifact.storage_type.needs_finish:
                 raise InvalidInput(f"storageType: artifact {name} is {artifact.storage_type.value}; only object "
                                    "artifacts are finished")
             if artifact.present:
-                return record    # finished before: repeating the call is no error
+                return artifact  # finished before: repeating the call is no error
             if upload_id != artifact.details.get("uploadId"):
                 raise InvalidInput(f"uploadId: {upload_id} is not the uploadId of artifact {name}")
             stored = self.objects.finished(object_name(task_id, run_id, name))
             if stored is None:
                 raise InvalidInput(f"The object holding artifact {name} does not exist or its upload is not "
                                    "finished (call the object service's finishUpload first)")
-            finished = replace(artifact, present=True, size=stored.content_length, hashes=stored.hashes)
-            return replace(record, artifact=finished)
-        if change_until_saved(self._loader(task_id, run_id, name), finish, self._save) is None:
+            return replace(artifact, present=True, size=stored.content_length, hashes=stored.hashes)
+        if self._change(task_id, run_id, name, finish, task) is None:
             raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
 
     def attach_object(self, task_id: str, run_id: int, name: str, stored: ObjectRecord) -> Artifact:

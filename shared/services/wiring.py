@@ -113,7 +113,8 @@ class Services:
         blobs, artifact_expiries = account.blobs(settings.artifacts_container), TimeIndex(
             account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
-        artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer)
+        artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer,
+                              publisher)
         handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url).record
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),

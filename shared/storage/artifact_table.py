@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from azure.core.exceptions import ResourceNotFoundError
 
 from ..domain.artifacts import Artifact, StorageType
-from . import lost_responses
+from ..domain.task_events import Event
+from . import lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_row
 from .keys import bounded_key
@@ -28,6 +29,12 @@ _COLUMNS = ["name", "storageType", "contentType", "expires", "present", "details
 class ArtifactRecord:
     artifact: Artifact
     etag: str | None = None
+    outbox: tuple[Event, ...] = ()   # its artifact-created event, until published
+
+    @property
+    def key(self) -> str:
+        """The row as one string, for the event publisher: `<taskId>/<RowKey>`."""
+        return f"{self.artifact.task_id}/{row_key(self.artifact.run_id, self.artifact.name)}"
 
 
 def row_key(run_id: int, name: str) -> str:
@@ -40,14 +47,15 @@ class ArtifactTable:
 
     def load(self, task_id: str, run_id: int, name: str) -> ArtifactRecord | None:
         try:
-            entity = self._table.get_entity(task_id, row_key(run_id, name), select=_COLUMNS)
+            entity = self._table.get_entity(task_id, row_key(run_id, name), select=_COLUMNS + outbox.COLUMNS)
         except ResourceNotFoundError:
             return None
         return _record(task_id, run_id, entity)
 
-    def save(self, artifact: Artifact, etag: str | None = None) -> ArtifactRecord:
-        """Write `artifact`: a new row when `etag` is None (AlreadyExists if there is one),
-        else over the row as read with that ETag (ChangedSinceRead if it changed since)."""
+    def save(self, artifact: Artifact, etag: str | None = None, events: tuple[Event, ...] = ()) -> ArtifactRecord:
+        """Write `artifact`, with `events` in its outbox: a new row when `etag` is None
+        (AlreadyExists if there is one), else over the row as read with that ETag
+        (ChangedSinceRead if it changed since)."""
         entity = {
             "PartitionKey": artifact.task_id, "RowKey": row_key(artifact.run_id, artifact.name),
             "name": artifact.name, "storageType": artifact.storage_type.value,
@@ -57,9 +65,19 @@ class ArtifactTable:
             "contentLength": _text(artifact.content_length),
             "hashes": json.dumps(artifact.hashes, separators=(",", ":")),
             "size": _text(artifact.size),
+            **outbox.to_columns(events),
         }
         meta = lost_responses.write(self._table, entity, etag)
-        return ArtifactRecord(artifact, meta.get("etag"))
+        return ArtifactRecord(artifact, meta.get("etag"), events)
+
+    def load_outbox(self, key: str) -> tuple[tuple[Event, ...], str] | None:
+        task_id, row = key.split("/", 1)
+        return outbox.load(self._table, task_id, row)
+
+    def clear_outbox(self, key: str, published: list[str], etag: str,
+                     kept: tuple[Event, ...] | None = None) -> None:
+        task_id, row = key.split("/", 1)
+        outbox.clear(self._table, task_id, row, published, etag, kept)
 
     def page(self, task_id: str, run_id: int, after: str, limit: int) -> list[tuple[str, ArtifactRecord]]:
         """Up to `limit` artifacts of a run whose row keys come after `after` (empty: from
@@ -78,7 +96,7 @@ def _record(task_id: str, run_id: int, entity) -> ArtifactRecord:
                         entity["expires"], bool(entity["present"]), json.loads(entity["details"]),
                         _number(entity.get("contentLength")), json.loads(entity.get("hashes") or "{}"),
                         _number(entity.get("size")))
-    return ArtifactRecord(artifact, entity.metadata.get("etag"))
+    return ArtifactRecord(artifact, entity.metadata.get("etag"), outbox.from_entity(entity))
 
 
 def _text(number: int | None) -> str:

@@ -197,3 +197,18 @@ def test_the_listen_command_prints_json_lines(broker, queue, new_task):
     finally:
         if listener.poll() is None:
             listener.kill()
+
+
+def test_artifact_created(queue, events, consumers, new_task, task_queue_id):
+    task_id = new_slugid()
+    consumer = consumers([events.artifactCreated({"taskId": task_id})])
+    queue.createTask(task_id, new_task())
+    claim(queue, task_queue_id)
+    expires = queue.task(task_id)["expires"]
+    queue.createArtifact(task_id, "0", "public/report.html", {
+        "storageType": "reference", "url": "https://example.com/report", "contentType": "text/html",
+        "expires": expires})
+    [message] = map(conforming, consumer.wait_for(1))
+    assert message.body["artifact"] == {"storageType": "reference", "name": "public/report.html",
+                                        "expires": expires, "contentType": "text/html"}
+    assert message.routing_key.split(".")[1:5] == [task_id, "0", "wg", "w1"]

@@ -231,3 +231,29 @@ def test_an_s3_artifact_larger_than_one_block_is_refused(services, running):
         services.artifacts.create(running, 0, "big.iso", {"storageType": "s3", "contentType": "application/x-iso",
                                                           "contentLength": 5000 * 1024 * 1024, "expires": expires()})
     assert services.artifacts.table.load(running, 0, "big.iso") is None
+
+
+def created_events(services, task_id: str) -> list[tuple[str, str]]:
+    return [(event.body["artifact"]["name"], event.body["artifact"]["storageType"])
+            for event in services.bus.published
+            if event.exchange == "artifact-created" and event.body["status"]["taskId"] == task_id]
+
+
+def test_artifact_created_is_announced_once_the_artifact_is_present(services, running):
+    upload_object(services, running, "public/build.tar", finish=False)
+    assert created_events(services, running) == []                       # not served yet: not announced
+    services.artifacts.finish(running, 0, "public/build.tar",
+                              services.artifacts.table.load(running, 0, "public/build.tar").artifact.details["uploadId"])
+    reference = {"storageType": "reference", "url": "https://example.com/a", "contentType": "text/html",
+                 "expires": expires()}
+    services.artifacts.create(running, 0, "public/page", reference)
+    services.artifacts.create(running, 0, "public/page", reference)        # the same again: nothing new
+    services.artifacts.create(running, 0, "public/page", {**reference, "url": "https://example.com/b"})
+    services.artifacts.create(running, 0, "public/old.zip", {"storageType": "s3", "contentType": "application/zip",
+                                                            "expires": expires()})
+    assert created_events(services, running) == [("public/build.tar", "object"), ("public/page", "reference"),
+                                                  ("public/page", "reference")]
+    event = next(event for event in services.bus.published if event.exchange == "artifact-created")
+    assert (event.body["runId"], event.body["workerGroup"], event.body["workerId"]) == (0, "wg", "w1")
+    assert event.routing_key.split(".")[1:5] == [running, "0", "wg", "w1"]
+    assert services.artifacts.table.load_outbox(services.artifacts.table.load(running, 0, "public/page").key)[0] == ()
