@@ -121,7 +121,8 @@ def artifact_created(summary: dict, notice: dict, status: TaskStatus, run_id: in
     event = _task_event("artifact-created", summary, notice, status, run, at)
     meta = {key: artifact[key] for key in ("storageType", "name", "expires", "contentType")}
     digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:12]
-    body = {**event.body, "artifact": meta}
+    body = {key: value for key, value in event.body.items() if key != "task"}   # Taskcluster's has no tags
+    body["artifact"] = meta
     return Event(event.exchange, event.routing_key, body, f"{event.id}/{digest}", at, event.routes)
 
 

@@ -98,3 +98,12 @@ def test_group_events(make):
 def test_events_survive_their_stored_form():
     events = tuple(changed(None, lifecycle.schedule(new(), NOW)))
     assert task_events.decode(task_events.encode(events)) == events
+
+
+def test_artifact_created_names_the_run_and_worker():
+    running = claimed(lifecycle.schedule(new(), NOW))
+    event = conforming(task_events.artifact_created(SUMMARY, NOTICE, running, 0, {
+        "storageType": "object", "name": "public/a", "expires": SUMMARY["expires"], "contentType": "text/plain"},
+        to_iso(NOW)))
+    assert event.routing_key.split(".")[2:5] == ["0", "wg", "w1"] and event.cc == ["route.index.project.build",
+                                                                                  "route.notify.email"]
