@@ -37,6 +37,10 @@ class RunLog:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1, so the body can be chunked: a reader gets each piece as it is written (a body
+    # without a length, which HTTP/1.0 would send, is read whole by clients that wait for
+    # its end, as `requests` does).
+    protocol_version = "HTTP/1.1"
     logs: dict[str, RunLog] = {}
 
     def log_message(self, format, *args) -> None:
@@ -51,9 +55,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
         self.send_header("Access-Control-Allow-Origin", "*")  # the browser view reads it from another origin
-        self.end_headers()  # no length: the body ends when the connection closes, with the run
+        self.send_header("Transfer-Encoding", "chunked")      # the body ends with the run
+        self.send_header("Connection", "close")
+        self.end_headers()
         try:
             self._stream(run_log)
+            self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -63,7 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
                 closed = run_log.closed.is_set()  # read after checking, so nothing written before is missed
                 chunk = source.read(65536)
                 if chunk:
-                    self.wfile.write(chunk)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
                 elif closed:
                     return
