@@ -47,6 +47,23 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def stop_group(process: subprocess.Popen | None, grace: float) -> None:
+    """Stop a process started in a group of its own, and the whole group: SIGTERM, then
+    SIGKILL if it is still there after `grace` seconds."""
+    if process is None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -120,18 +137,7 @@ class Azurite:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.process.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.process.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        stop_group(self.process, grace=5)
         self.process = None
 
     def __enter__(self) -> Azurite:

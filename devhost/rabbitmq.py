@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from .azurite import free_port, port_open
+from .azurite import free_port, port_open, stop_group
 
 SERVER = "rabbitmq-server"
 SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])
@@ -116,18 +115,7 @@ class RabbitMQ:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.process.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.process.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        stop_group(self.process, grace=15)
         self.process = None
 
     def __enter__(self) -> RabbitMQ:
