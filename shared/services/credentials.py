@@ -1,19 +1,19 @@
 """Temporary Taskcluster credentials handed to a worker with each claim.
 
-They name the run and carry the task's scopes plus the run-specific ones, and expire
-shortly after `takenUntil`. The certificate format is Taskcluster's own, made by its
-client library so that it is byte-for-byte what Taskcluster's auth service accepts.
+As Taskcluster's queue makes them: named
+`task-client/<taskId>/<runId>/on/<workerGroup>/<workerId>/until/<takenUntil in epoch seconds>`,
+valid from now until `takenUntil`, carrying the scopes to reclaim, resolve and create
+artifacts for that run plus the task's `scopes`. The certificate is made by Taskcluster's
+client library, signed with the Queue's credentials client (QUEUE_CREDENTIALS_CLIENT_ID),
+which the API's verifier trusts with `*` (see `api/access.py`); the API also refuses them
+for the run once it is no longer theirs.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from taskcluster.client import createTemporaryCredentials
-
-# Taskcluster issues certificates valid from a little in the past, for clock drift.
-CLOCK_DRIFT = timedelta(minutes=15)
-AFTER_TAKEN_UNTIL = timedelta(minutes=5)
 
 
 class CredentialIssuer:
@@ -30,9 +30,14 @@ class CredentialIssuer:
             f"queue:create-artifact:{run}",
             *task_scopes,
         ]
-        credentials = createTemporaryCredentials(
-            self.client_id, self.access_token, now - CLOCK_DRIFT, taken_until + AFTER_TAKEN_UNTIL,
-            scopes, name=f"task-client/{run}/on/{worker_group}/{worker_id}",
-        )
+        name = f"task-client/{run}/on/{worker_group}/{worker_id}/until/{_epoch_seconds(taken_until)}"
+        credentials = createTemporaryCredentials(self.client_id, self.access_token, now, taken_until, scopes,
+                                                 name=name)
         # The library hands the token back as bytes; the API speaks JSON text.
         return {key: value.decode() if isinstance(value, bytes) else value for key, value in credentials.items()}
+
+
+def _epoch_seconds(moment: datetime) -> str:
+    """As JavaScript prints `takenUntil.getTime() / 1000`: whole seconds, or with milliseconds."""
+    millis = round(moment.timestamp() * 1000)
+    return str(millis // 1000) if millis % 1000 == 0 else str(millis / 1000)
