@@ -2,6 +2,7 @@
 
 import azure.functions as func
 
+from ..api.access import get_access
 from ..api.dispatch import dispatch
 from ..api.http import ApiRequest
 from ..services.wiring import get_services
@@ -11,6 +12,6 @@ METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 
 def serve(req: func.HttpRequest, endpoints: list, service_root: str) -> func.HttpResponse:
     request = ApiRequest.from_url(req.method, req.url, service_root, req.get_body(), dict(req.headers))
-    response = dispatch(endpoints, request, get_services)
+    response = dispatch(endpoints, request, get_services, get_access)
     return func.HttpResponse(body=response.encoded(), status_code=response.status,
                              headers=response.headers, mimetype="application/json", charset="utf-8")
