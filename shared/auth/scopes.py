@@ -23,10 +23,14 @@ def valid_scope(scope: object) -> bool:
 def normalize(scopes: Iterable[str]) -> tuple[str, ...]:
     """The same authority in its shortest form, sorted: duplicates dropped, and every scope
     another starred scope of the set already satisfies (`["q:*", "q:1"]` is `["q:*"]`)."""
-    unique = sorted(set(scopes))
-    prefixes = [scope[:-1] for scope in unique if scope.endswith("*")]
-    return tuple(scope for scope in unique
-                 if not any(scope.startswith(prefix) and scope != prefix + "*" for prefix in prefixes))
+    unique = set(scopes)
+    prefixes: list[str] = []
+    for starred in sorted((scope for scope in unique if scope.endswith("*")), key=len):
+        if not starred.startswith(tuple(prefixes)):
+            prefixes.append(starred[:-1])
+    covering = tuple(prefixes)
+    return tuple(sorted([prefix + "*" for prefix in prefixes]
+                        + [scope for scope in unique if not scope.endswith("*") and not scope.startswith(covering)]))
 
 
 class ScopeSet:
