@@ -11,9 +11,11 @@ for the run once it is no longer theirs.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from taskcluster.client import createTemporaryCredentials
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class CredentialIssuer:
@@ -38,6 +40,7 @@ class CredentialIssuer:
 
 
 def _epoch_seconds(moment: datetime) -> str:
-    """As JavaScript prints `takenUntil.getTime() / 1000`: whole seconds, or with milliseconds."""
-    millis = round(moment.timestamp() * 1000)
+    """As JavaScript prints `takenUntil.getTime() / 1000` of the `takenUntil` the claim shows
+    (whole milliseconds): whole seconds, or with the milliseconds."""
+    millis = (moment - EPOCH) // timedelta(milliseconds=1)
     return str(millis // 1000) if millis % 1000 == 0 else str(millis / 1000)
