@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+from . import root_client
 from .azurite import Azurite
 from .settings import MissingSetting, load_settings
 
@@ -53,6 +54,7 @@ def main() -> int:
                   "AzureWebJobsStorage to the connection string of the storage to use.", file=sys.stderr)
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
+    root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
         from .host import LocalHost
         try:
@@ -65,6 +67,8 @@ def main() -> int:
             print(f"error: {error.args[0]}; see local.settings.sample.json", file=sys.stderr)
             return 1
         print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)
+        if root:
+            print(root_client.banner(root, host.base_url), flush=True)
         stopping.wait()
         print("==> stopping", flush=True)
         host.stop()
