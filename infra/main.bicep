@@ -5,7 +5,8 @@
 //
 //   az group create --name queue-rg --location westeurope
 //   az deployment group create --resource-group queue-rg --template-file infra/main.bicep \
-//       --parameters appName=myqueue credentialsAccessToken=<a long random secret>
+//       --parameters appName=myqueue credentialsAccessToken=<a long random secret> \
+//                    staticClients='[{"clientId": "static/admin", "accessToken": "<secret>", "scopes": ["*"]}]'
 //   func azure functionapp publish myqueue
 //
 // Service Bus (events) is added by the events capability; see ../shared/ROADMAP.md.
@@ -24,8 +25,21 @@ param claimTimeoutSeconds int = 1200
 param credentialsClientId string = 'queue'
 
 @secure()
-@description('Access token of that client (signs the temporary credentials).')
+@description('Access token of that client (signs the temporary credentials); trusted with scope * unless staticClients lists the client.')
 param credentialsAccessToken string
+
+@secure()
+@description('STATIC_CLIENTS: the clients every request is checked against, JSON [{clientId, accessToken, scopes}] (Taskcluster\'s format).')
+param staticClients string
+
+@description('QUEUE_ROLES: JSON [{roleId, scopes}], expanded through assume:<roleId>.')
+param roles string = '[]'
+
+@description('QUEUE_ANONYMOUS_SCOPES: JSON [scope] of callers without credentials; empty: Taskcluster\'s public reading.')
+param anonymousScopes string = ''
+
+@description('QUEUE_PUBLIC_URL: the origin clients call (https://queue.example.com) when a front end or custom domain stands before the app; empty: the Host and X-Forwarded-* headers.')
+param publicUrl string = ''
 
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
 
@@ -80,6 +94,10 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_TABLE_PREFIX', value: '' }
         { name: 'QUEUE_CREDENTIALS_CLIENT_ID', value: credentialsClientId }
         { name: 'QUEUE_CREDENTIALS_ACCESS_TOKEN', value: credentialsAccessToken }
+        { name: 'STATIC_CLIENTS', value: staticClients }
+        { name: 'QUEUE_ROLES', value: roles }
+        { name: 'QUEUE_ANONYMOUS_SCOPES', value: anonymousScopes }
+        { name: 'QUEUE_PUBLIC_URL', value: publicUrl }
         { name: 'QUEUE_RESOLVED_QUEUE', value: 'task-resolved' }
         { name: 'QUEUE_REPAIR_QUEUE', value: 'queue-repairs' }
         { name: 'QUEUE_GRAPH_QUEUE', value: 'task-graph-parts' }
