@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.api import queue_api, scheduler_api
+from shared.api import openapi, queue_api, scheduler_api
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -44,3 +44,10 @@ def test_the_expressions_are_taskclusters(reference):
             assert theirs["AllOf"][4]["AnyOf"][0] in ours["AllOf"][4]["AnyOf"]
         else:
             assert ours == theirs, entry["name"]
+
+
+def test_the_openapi_documents_show_each_operations_scopes():
+    document = openapi.document(queue_api.ENDPOINTS, queue_api.SERVICE_ROOT, "Queue")
+    assert document["paths"]["/task/{taskId}/runs/{runId}/completed"]["post"]["x-taskcluster-scopes"] == \
+        "queue:resolve-task:<taskId>/<runId>"
+    assert "x-taskcluster-scopes" not in document["paths"]["/ping"]["get"]
