@@ -26,13 +26,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from ..auth import expressions
 from ..auth.clients import Caller, Realm
-from ..auth.errors import AuthError, InsufficientScopes
+from ..auth.errors import InsufficientScopes
 from ..auth.hawk import SignedRequest, authenticate
 from ..auth.scopes import all_of
 from ..config import DEFAULT_CREDENTIALS_TOKEN, Settings
@@ -198,17 +198,9 @@ def _shown(expression) -> str:
     return expression if isinstance(expression, str) else json.dumps(expression, indent=2)
 
 
-_instance: Access | None = None
-_lock = threading.Lock()
-
-
+@lru_cache(maxsize=1)
 def get_access() -> Access:
-    """The process's Access, built from the environment on first use."""
-    global _instance
-    with _lock:
-        if _instance is None:
-            _instance = Access.from_settings(Settings.from_environ())
-        return _instance
+    """The process's Access, built from the environment on first use (building it twice in a
+    race would be harmless: it reads settings only)."""
+    return Access.from_settings(Settings.from_environ())
 
-
-__all__ = ["Access", "AuthError", "Guard", "get_access", "signed_origin"]
