@@ -80,14 +80,14 @@ def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "")
         public = urlsplit(public_url)
         return public.hostname or "", public.port or DEFAULT_PORTS.get(public.scheme, 80)
     proto = _first(headers.get("x-forwarded-proto")) or scheme or "http"
-    parts = urlsplit("//" + (_first(headers.get("x-forwarded-host")) or headers.get("host") or netloc))
-    try:
-        explicit = parts.port
+    try:   # a malformed host or port is the caller's: it only fails to match the signature
+        parts = urlsplit("//" + (_first(headers.get("x-forwarded-host")) or headers.get("host") or netloc))
+        hostname, explicit = parts.hostname or "", parts.port
     except ValueError:
-        explicit = None
+        hostname, explicit = "", None
     forwarded = _first(headers.get("x-forwarded-port"))
     port = int(forwarded) if forwarded.isdigit() else explicit or DEFAULT_PORTS.get(proto.lower(), 80)
-    return parts.hostname or "", port
+    return hostname, port
 
 
 def _first(value: str | None) -> str:

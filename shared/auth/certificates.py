@@ -39,10 +39,15 @@ def parse_ext(ext: str | None) -> dict:
         return {}
     try:
         text = ext.replace("-", "+").replace("_", "/")
-        value = json.loads(base64.b64decode(text + "=" * (-len(text) % 4), validate=True))
+        value = json.loads(base64.b64decode(text + "=" * (-len(text) % 4), validate=True),
+                           parse_constant=_not_json)   # NaN would pass every time check
     except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):
         raise AuthenticationFailed("Failed to parse ext") from None
     return value if isinstance(value, dict) else {}
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 def issuer_of(credential_name: str, ext: dict) -> str:

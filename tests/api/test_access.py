@@ -19,4 +19,5 @@ def test_forwarded_headers_then_host_then_the_url():
                                        "x-forwarded-proto": "https"}) == ("a.example", 444)
     assert signed_origin("http", "Q.Example:80", {}) == ("q.example", 80)
     assert signed_origin("http", "[::1]:7071", {}) == ("::1", 7071)
-    assert signed_origin("https", "h:notaport", {"x-forwarded-port": "x"}) == ("h", 443)
+    assert signed_origin("https", "h:notaport", {"x-forwarded-port": "x"}) == ("", 443)
+    assert signed_origin("http", "h", {"host": "[::1"}) == ("", 80)      # malformed: matches no signature

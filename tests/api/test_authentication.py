@@ -205,3 +205,20 @@ def test_no_secret_reaches_a_log_line_or_an_error(auth_server, task_queue_id, mo
     for secret in secrets_seen:
         assert secret and secret not in log, "a secret in the host's log"
         assert secret not in answers, "a secret in an error"
+
+
+@pytest.mark.parametrize("headers", [
+    {"Host": "[::1", "Authorization": 'Hawk id="static/tests-root", ts="1", nonce="n", mac="m"'},
+    {"Host": "queue:99999999999", "X-Forwarded-Port": "x", "Authorization": "Hawk " + "x" * 5000},
+    {"Authorization": 'Hawk id="static/tests-root", ts="' + "9" * 5000 + '", nonce="n", mac="m"'},
+    {"Authorization": "Hawk id=\"\u00e9\", ts=\"1\", nonce=\"n\", mac=\"m\""},
+])
+def test_odd_headers_are_a_401_never_a_500(auth_server, headers):
+    host, port = auth_server.root_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.putrequest("GET", "/api/queue/v1/task-queues", skip_host="Host" in headers)
+    for name, value in headers.items():
+        connection.putheader(name, value.encode("latin-1"))
+    connection.endheaders()
+    answer = connection.getresponse()
+    assert answer.status == 401 and json.loads(answer.read())["code"] == "AuthenticationFailed"

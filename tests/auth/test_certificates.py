@@ -106,3 +106,5 @@ def test_ext_as_the_official_client_encodes_it():
     assert parse_ext(None) == {} and parse_ext(base64.b64encode(b"[1]").decode()) == {}
     with pytest.raises(AuthenticationFailed, match="Failed to parse ext"):
         parse_ext("not base64 json!")
+    with pytest.raises(AuthenticationFailed, match="Failed to parse ext"):   # JavaScript's JSON has no NaN
+        parse_ext(base64.b64encode(b'{"certificate": {"expiry": NaN}}').decode())
