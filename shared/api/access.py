@@ -173,9 +173,11 @@ class Guard:
 
     def _not_theirs(self, why: str) -> str:
         task_id, run_id, worker_group, worker_id = self.bound
+        required = expressions.render(self.needed.scopes, self.params)
         return (f"Client ID {self.caller.client_id} holds credentials issued by a claim of run {run_id} of task "
-                f"{task_id} for worker {worker_group}/{worker_id}; they act on that run only while it is "
-                f"running and claimed by that worker, and it {why}.")
+                f"{task_id} for worker {worker_group}/{worker_id}; they satisfy `{_shown(required)}` for that run "
+                f"only while it is running and claimed by that worker, and it {why}.\n\n"
+                f"The client has the scopes:\n\n```\n{_held(self.caller)}\n```")
 
     def _check(self, expression) -> None:
         if not self.caller.scopes.satisfies(expression):
@@ -184,7 +186,7 @@ class Guard:
 
 def insufficient(caller: Caller, required) -> str:
     """Taskcluster's InsufficientScopes message, with the scopes the caller had."""
-    held = "\n".join(caller.scopes.scopes) or "(none)"
+    held = _held(caller)
     if caller.client_id is None:
         return ("This request requires Taskcluster credentials that satisfy the following scope expression:\n\n"
                 f"```\n{_shown(required)}\n```\n\nWithout credentials, a caller has the scopes:\n\n```\n{held}\n```")
@@ -192,6 +194,10 @@ def insufficient(caller: Caller, required) -> str:
             f"```\n{_shown(caller.scopes.missing(required))}\n```\n\n"
             "This request requires the client to satisfy the following scope expression:\n\n"
             f"```\n{_shown(required)}\n```\n\nThe client has the scopes:\n\n```\n{held}\n```")
+
+
+def _held(caller: Caller) -> str:
+    return "\n".join(caller.scopes.scopes) or "(none)"
 
 
 def _shown(expression) -> str:

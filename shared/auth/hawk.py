@@ -92,7 +92,7 @@ def _hawk_header(request: SignedRequest, realm: Realm) -> Caller:
         raise AuthenticationFailed("Invalid payload hash: the body is not the one the request was signed "
                                    "with") from None
     except TokenExpired:
-        raise AuthenticationFailed(f"Stale timestamp: ts {attributes.get('ts')} is more than {SKEW_SECONDS} s "
+        raise AuthenticationFailed(f"Stale timestamp: ts {attributes.get('ts', '')[:20]} is more than {SKEW_SECONDS} s "
                                    f"from the server's time {int(time.time())}") from None
     except (HawkFail, ValueError, KeyError) as error:
         raise AuthenticationFailed(f"Invalid Hawk authorization ({type(error).__name__})") from None
