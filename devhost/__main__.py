@@ -68,7 +68,8 @@ def main() -> int:
             return 1
         print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)
         if root:
-            print(root_client.banner(root, host.base_url), flush=True)
+            root.keep()
+            print(root.banner(host.base_url), flush=True)
         stopping.wait()
         print("==> stopping", flush=True)
         host.stop()

@@ -22,16 +22,18 @@ from .conftest import eventually
 def test_made_once_and_kept_unless_static_clients_are_set(tmp_path, monkeypatch):
     monkeypatch.delenv("STATIC_CLIENTS", raising=False)
     assert root_client.ensure({"STATIC_CLIENTS": '[{"clientId": "mine"}]'}, tmp_path) is None
-    assert "STATIC_CLIENTS" not in os.environ and not list(tmp_path.iterdir())
+    assert "STATIC_CLIENTS" not in os.environ
 
-    path = root_client.ensure({}, tmp_path / "data")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    root = root_client.ensure({}, tmp_path / "data")
     first = json.loads(os.environ["STATIC_CLIENTS"])
     assert first[0]["clientId"] == root_client.CLIENT_ID and first[0]["scopes"] == ["*"]
     assert len(first[0]["accessToken"]) >= 44
-    root_client.ensure({}, tmp_path / "data")
+    assert not list(tmp_path.iterdir())                 # kept only once the host is up
+    root.keep()
+    assert stat.S_IMODE(root.path.stat().st_mode) == 0o600
+    root_client.ensure({}, tmp_path / "data").keep()
     assert json.loads(os.environ["STATIC_CLIENTS"]) == first          # the same credentials next time
-    text = root_client.banner(path, "http://127.0.0.1:7071")
+    text = root.banner("http://127.0.0.1:7071")
     assert f"export TASKCLUSTER_ACCESS_TOKEN={first[0]['accessToken']}" in text
     assert "export TASKCLUSTER_CLIENT_ID=static/local-root" in text
     assert "export TASKCLUSTER_ROOT_URL=http://127.0.0.1:7071" in text
