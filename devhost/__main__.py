@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+from . import root_client
 from .azurite import Azurite
 from .settings import MissingSetting, load_settings
 
@@ -58,6 +59,7 @@ def main() -> int:
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
     broker = None
+    root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
         if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
             broker = _start_broker(args.app_dir / args.broker_data)
@@ -74,6 +76,9 @@ def main() -> int:
             print(f"error: {error.args[0]}; see local.settings.sample.json", file=sys.stderr)
             return 1
         print(f"Queue API listening on {host.base_url}/api/queue/v1/  (Ctrl-C stops)", flush=True)
+        if root:
+            root.keep()
+            print(root.banner(host.base_url), flush=True)
         stopping.wait()
         print("==> stopping", flush=True)
         host.stop()

@@ -5,7 +5,8 @@
 //
 //   az group create --name queue-rg --location westeurope
 //   az deployment group create --resource-group queue-rg --template-file infra/main.bicep \
-//       --parameters appName=myqueue credentialsAccessToken=<a long random secret>
+//       --parameters appName=myqueue credentialsAccessToken=<a long random secret> \
+//                    staticClients='[{"clientId": "static/admin", "accessToken": "<secret>", "scopes": ["*"]}]'
 //   func azure functionapp publish myqueue
 //
 // Events (seed 004) go to a Service Bus namespace: one topic per exchange, published to by the
@@ -25,7 +26,7 @@ param claimTimeoutSeconds int = 1200
 param credentialsClientId string = 'queue'
 
 @secure()
-@description('Access token of that client (signs the temporary credentials).')
+@description('Access token of that client (signs the temporary credentials); trusted with scope * unless staticClients lists the client.')
 param credentialsAccessToken string
 
 @description('How long each topic remembers a message id to drop a republished event (ISO 8601, 20 s to 7 days).')
@@ -34,11 +35,21 @@ param eventsDuplicateWindow string = 'PT1H'
 @description('Blob container holding the artifacts\' bytes (object service objects and s3 artifacts).')
 param artifactsContainerName string = 'artifacts'
 
-@description('Root URL clients reach the app at (a custom domain, a front door); default: the app\'s own host name.')
-param publicUrl string = ''
-
 @description('Origins whose web pages may read artifacts straight from Blob Storage (the browser view).')
 param artifactReadOrigins array = ['*']
+
+@secure()
+@description('STATIC_CLIENTS: the clients every request is checked against, JSON [{clientId, accessToken, scopes}] (Taskcluster\'s format).')
+param staticClients string
+
+@description('QUEUE_ROLES: JSON [{roleId, scopes}], expanded through assume:<roleId>.')
+param roles string = '[]'
+
+@description('QUEUE_ANONYMOUS_SCOPES: JSON [scope] of callers without credentials; empty: Taskcluster\'s public reading.')
+param anonymousScopes string = ''
+
+@description('QUEUE_PUBLIC_URL: the origin clients call (https://queue.example.com) when a front end or custom domain stands before the app; empty: the Host and X-Forwarded-* headers.')
+param publicUrl string = ''
 
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
 
@@ -161,6 +172,9 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_TABLE_PREFIX', value: '' }
         { name: 'QUEUE_CREDENTIALS_CLIENT_ID', value: credentialsClientId }
         { name: 'QUEUE_CREDENTIALS_ACCESS_TOKEN', value: credentialsAccessToken }
+        { name: 'STATIC_CLIENTS', value: staticClients }
+        { name: 'QUEUE_ROLES', value: roles }
+        { name: 'QUEUE_ANONYMOUS_SCOPES', value: anonymousScopes }
         { name: 'QUEUE_RESOLVED_QUEUE', value: 'task-resolved' }
         { name: 'QUEUE_REPAIR_QUEUE', value: 'queue-repairs' }
         { name: 'QUEUE_GRAPH_QUEUE', value: 'task-graph-parts' }

@@ -6,10 +6,16 @@ Azure Functions puts app settings into the environment; the local host does the 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 import os
 from dataclasses import dataclass
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+# The sample's QUEUE_CREDENTIALS_ACCESS_TOKEN: public, so never trusted (see `_credentials_token`).
+DEFAULT_CREDENTIALS_TOKEN = "local-development-only"
 
 
 def _int(name: str, default: int) -> int:
@@ -33,7 +39,10 @@ class Settings:
     service_bus_connection: str = ""        # or Azure Service Bus by connection string (secret)
     service_bus_namespace: str = ""         # or by namespace, with the app's managed identity
     artifacts_container: str = "artifacts"   # blob container of artifacts' bytes
-    public_url: str = "http://127.0.0.1:7071"   # the root URL clients reach the app at
+    static_clients: str = ""     # STATIC_CLIENTS: JSON [{clientId, accessToken, scopes}], Taskcluster's format
+    roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
+    anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
+    public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -43,7 +52,7 @@ class Settings:
             claim_timeout=_int("TASK_CLAIM_TIMEOUT", 1200),
             claim_work_wait=_int("CLAIM_WORK_WAIT_SECONDS", 20),
             credentials_client_id=os.environ.get("QUEUE_CREDENTIALS_CLIENT_ID", "queue"),
-            credentials_access_token=os.environ.get("QUEUE_CREDENTIALS_ACCESS_TOKEN", "local-development-only"),
+            credentials_access_token=_credentials_token(),
             resolved_queue=os.environ.get("QUEUE_RESOLVED_QUEUE", "task-resolved"),
             repair_queue=os.environ.get("QUEUE_REPAIR_QUEUE", "queue-repairs"),
             repair_delay=_int("QUEUE_REPAIR_DELAY_SECONDS", 60),
@@ -52,5 +61,30 @@ class Settings:
             service_bus_connection=os.environ.get("EVENTS_SERVICE_BUS_CONNECTION", ""),
             service_bus_namespace=os.environ.get("EVENTS_SERVICE_BUS_NAMESPACE", ""),
             artifacts_container=os.environ.get("QUEUE_ARTIFACTS_CONTAINER", "artifacts"),
-            public_url=os.environ.get("QUEUE_PUBLIC_URL", "http://127.0.0.1:7071"),
+            static_clients=os.environ.get("STATIC_CLIENTS", ""),
+            roles=os.environ.get("QUEUE_ROLES", ""),
+            anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
+            public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
         )
+
+
+def _credentials_token() -> str:
+    """The access token that signs the credentials claims hand out; the verifier trusts its
+    client (QUEUE_CREDENTIALS_CLIENT_ID) with `*`, as Taskcluster trusts its queue's. Its
+    STATIC_CLIENTS entry's token if it has one; else QUEUE_CREDENTIALS_ACCESS_TOKEN; else (unset
+    or the sample's) one derived from STATIC_CLIENTS, a secret every instance of the deployment
+    shares already. Without STATIC_CLIENTS, the sample's, which is never trusted."""
+    client_id = os.environ.get("QUEUE_CREDENTIALS_CLIENT_ID", "queue")
+    configured = os.environ.get("QUEUE_CREDENTIALS_ACCESS_TOKEN", "") or DEFAULT_CREDENTIALS_TOKEN
+    static = os.environ.get("STATIC_CLIENTS", "")
+    try:
+        listed = [entry.get("accessToken") for entry in json.loads(static)
+                  if isinstance(entry, dict) and entry.get("clientId") == client_id]
+    except (ValueError, TypeError, AttributeError):
+        listed = []   # refused with its reason when the verifier reads it
+    if listed and isinstance(listed[0], str):
+        return listed[0]
+    if configured != DEFAULT_CREDENTIALS_TOKEN or not static.strip():
+        return configured
+    derived = hmac.new(static.encode(), f"queue-credentials/{client_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(derived).decode().rstrip("=")

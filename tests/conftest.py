@@ -8,13 +8,15 @@ every server gets its own table prefix, so servers never see each other's rows.
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,8 +33,11 @@ from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
+from tests.signing import HawkAuth
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every test server trusts this client with `*` (STATIC_CLIENTS), and its clients use it.
+ROOT_CREDENTIALS = {"clientId": "static/tests-root", "accessToken": secrets.token_urlsafe(33)}
 
 
 def free_port() -> int:
@@ -96,9 +101,17 @@ class Server:
     process: subprocess.Popen
     env: dict
     log_path: Path
+    credentials: dict = field(default_factory=lambda: dict(ROOT_CREDENTIALS))
 
     def client(self, **options) -> taskcluster.Queue:
-        return taskcluster.Queue({"rootUrl": self.root_url, "maxRetries": 0, **options})
+        """The official client, with the root client's credentials unless `credentials` says."""
+        return taskcluster.Queue({"rootUrl": self.root_url, "maxRetries": 0, "credentials": dict(self.credentials),
+                                  **options})
+
+    @property
+    def auth(self) -> HawkAuth:
+        """Signs a raw `requests` call with the root client's credentials."""
+        return HawkAuth(self.credentials)
 
     def url(self, path: str) -> str:
         return f"{self.root_url}/api/queue/v1{path}"
@@ -128,6 +141,7 @@ def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "STATIC_CLIENTS": json.dumps([{**ROOT_CREDENTIALS, "scopes": ["*"]}]),
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,

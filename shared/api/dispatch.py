@@ -1,7 +1,11 @@
-"""One API request in, one response out: match, check, validate, call, render errors.
+"""One API request in, one response out: match, authenticate, check, validate, authorize,
+call, render errors.
 
 No input can produce a 500 except a storage outage: every rule breach is a QueueError
-with Taskcluster's code, raised before anything is written.
+with Taskcluster's code, raised before anything is written; every credential problem an
+AuthenticationFailed (401), every missing scope an InsufficientScopes (403), also raised
+before anything is written (the scopes that depend on stored data are checked by the
+service through `call.authorize`, right after it reads that data).
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..auth.errors import AuthError
 from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
 from ..services.task_groups import DEFAULT_PAGE as MAX_PAGE
+from .access import Access, Guard
 from .errors import InvalidRequestArguments, error_response
 from .http import ApiRequest, ApiResponse
 from .router import Endpoint, check_params, match
@@ -27,39 +33,65 @@ MAX_NESTING = 100
 
 @dataclass
 class Call:
-    """What a handler gets: decoded parameters, checked query, validated body."""
+    """What a handler gets: decoded parameters, checked query, validated body, and the
+    scope checks that need stored data (`authorize`)."""
 
     params: dict
     query: dict
     body: object
     get_services: Callable[[], object]
+    guard: Guard
 
     @property
     def services(self):
         """The Queue's services (built on first use, so a bad request costs no storage)."""
         return self.get_services()
 
+    def authorize(self, loaded) -> None:
+        """For the service: check what the endpoint requires of what it loaded (a task or
+        group record, definitions), before its first write. See `api/scopes.py`."""
+        self.guard.authorize(loaded)
 
-def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object]) -> ApiResponse:
+    def require(self, **values) -> None:
+        """Check the endpoint's scopes again with more parameters (an artifact link's target)."""
+        self.guard.require(**values)
+
+
+def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object],
+             access: Callable[[], Access]) -> ApiResponse:
     found = match(endpoints, request.method, request.path)
     if found is None:
         error = NotFound(f"No endpoint answers {request.method} {request.path}")
         return error_response(error, "unknown", {}, None)
     endpoint, params = found
-    payload = None
+    payload, guard = None, None
     try:
+        checker = access()
+        guard = checker.guard(endpoint.name, checker.authenticate(request), params)
+        guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)
         payload = _parse_body(endpoint, request.body)
         if endpoint.input_schema:
             validate(endpoint.input_schema, payload)
-        answer = endpoint.handler(Call(params, query, payload, services))
+        guard.check_request(payload)
+        answer = endpoint.handler(Call(params, query, payload, services, guard))
+        if guard.pending:  # a handler that forgot to hand `call.authorize` to its service
+            log.error("%s answered without checking the scopes that need its stored data", endpoint.name)
+            raise QueueError("Internal error: the request was not authorized")
         return answer if isinstance(answer, ApiResponse) else ApiResponse(200, answer)
-    except QueueError as error:
-        return error_response(error, endpoint.name, params, payload)
+    except (QueueError, AuthError) as error:
+        return _refused(guard.refusal(error) if guard else error, endpoint.name, params, payload)
     except Exception:  # a storage outage or a bug: say so in Taskcluster's shape
         log.exception("%s %s failed", endpoint.name, request.path)
         return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
+
+
+def _refused(error, endpoint: str, params: dict, payload) -> ApiResponse:
+    response = error_response(error, endpoint, params, payload)
+    if error.code == "AuthenticationFailed":
+        response.headers["www-authenticate"] = "hawk"
+    return response
 
 
 # The query options `_check_query` accepts, as JSON Schemas (for the OpenAPI document).

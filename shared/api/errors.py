@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..auth.errors import AuthError
 from ..domain.errors import QueueError
 from ..domain.timestamps import to_iso, utcnow
 from .http import ApiResponse
@@ -10,6 +11,8 @@ STATUS_BY_CODE = {
     "InputValidationError": 400,
     "InvalidRequestArguments": 400,
     "MalformedPayload": 400,
+    "AuthenticationFailed": 401,
+    "InsufficientScopes": 403,
     "ResourceNotFound": 404,
     "NoMatchingMethod": 406,
     "RequestConflict": 409,
@@ -25,7 +28,7 @@ class InvalidRequestArguments(QueueError):
     code = "InvalidRequestArguments"
 
 
-def error_response(error: QueueError, endpoint: str, params: dict, payload: object) -> ApiResponse:
+def error_response(error: QueueError | AuthError, endpoint: str, params: dict, payload: object) -> ApiResponse:
     body = {
         "code": error.code,
         "message": error.message,

@@ -14,6 +14,7 @@ class ApiRequest:
     query: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    url: str = ""                # the whole URL as received, still encoded (what a Hawk signature covers)
 
     @classmethod
     def from_url(cls, method: str, url: str, service_root: str, body: bytes, headers: dict) -> ApiRequest:
@@ -27,7 +28,7 @@ class ApiRequest:
         start = path.find(service_root)
         path = path[start + len(service_root):] if start >= 0 else path
         return cls(method.upper(), path or "/", dict(parse_qsl(parts.query)), body or b"",
-                   {key.lower(): value for key, value in headers.items()})
+                   {key.lower(): value for key, value in headers.items()}, url)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from ..validation import BASE_URI, SCHEMA_DIR
+from . import scopes
 from .dispatch import QUERY_OPTIONS
 from .router import PARAM_PATTERNS, Endpoint
 
@@ -47,6 +48,9 @@ def _operation(endpoint: Endpoint) -> dict:
     }
     if endpoint.input_schema:
         operation["requestBody"] = {"required": True, "content": _json(endpoint.input_schema)}
+    required = scopes.expression(endpoint.name)
+    if required is not None:   # Taskcluster's notation: `<param>` and for/in/each are filled per call
+        operation["x-taskcluster-scopes"] = required
     return operation
 
 

@@ -13,14 +13,14 @@ ENDPOINTS = [
     Endpoint("openapi", "GET", "/openapi.json",
              lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Task-graph scheduler")),
     Endpoint("createTaskGraph", "PUT", "/task-graph/<taskGraphId>",
-             lambda call: call.services.task_graphs.create(call.params["taskGraphId"], call.body),
+             lambda call: call.services.task_graphs.create(call.params["taskGraphId"], call.body, call.authorize),
              input_schema="task-graph-request"),
     Endpoint("getTaskGraphStatus", "GET", "/task-graph/<taskGraphId>/status",
              lambda call: call.services.task_graphs.status(call.params["taskGraphId"])),
     Endpoint("inspectTaskGraph", "GET", "/task-graph/<taskGraphId>/inspect",
              lambda call: call.services.task_graphs.inspect(call.params["taskGraphId"])),
     Endpoint("extendTaskGraph", "POST", "/task-graph/<taskGraphId>/extend",
-             lambda call: call.services.task_graphs.extend(call.params["taskGraphId"], call.body),
+             lambda call: call.services.task_graphs.extend(call.params["taskGraphId"], call.body, call.authorize),
              input_schema="task-graph-extension"),
 ]
 

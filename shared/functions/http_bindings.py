@@ -2,6 +2,7 @@
 
 import azure.functions as func
 
+from ..api.access import get_access
 from ..api.dispatch import dispatch
 from ..api.http import ApiRequest
 from ..services.wiring import get_services
@@ -9,8 +10,9 @@ from ..services.wiring import get_services
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 
 
-def serve(req: func.HttpRequest, endpoints: list, service_root: str) -> func.HttpResponse:
+def serve(req: func.HttpRequest, endpoints: list, service_root: str, access=get_access) -> func.HttpResponse:
+    """`access`: who may call (the process's, from the app settings, unless a test says)."""
     request = ApiRequest.from_url(req.method, req.url, service_root, req.get_body(), dict(req.headers))
-    response = dispatch(endpoints, request, get_services)
+    response = dispatch(endpoints, request, get_services, access)
     return func.HttpResponse(body=response.encoded(), status_code=response.status,
                              headers=response.headers, mimetype="application/json", charset="utf-8")

@@ -12,6 +12,7 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import Callable
 from datetime import datetime, timedelta
 
 from ..domain import lifecycle
@@ -168,12 +169,13 @@ class Claims:
             raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
         return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
 
-    def reclaim(self, task_id: str, run_id: int) -> dict:
+    def reclaim(self, task_id: str, run_id: int, authorize: Callable[[TaskRecord], None] | None = None) -> dict:
+        """`authorize(record)`: the caller's scope check on the task as read, before the write."""
         now = utcnow()
         taken_until = now + self.claim_timeout
         record = self.updater.apply(
             task_id, lambda status: lifecycle.reclaim(status, run_id, now, taken_until), "reclaim",
-            with_definition=True)
+            with_definition=True, authorize=authorize)
         run = record.status.run(run_id)
         # Moved after the write: until then the row's earlier `takenUntil` only makes the
         # sweep look early (and find the claim still good).

@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..domain import lifecycle
 from ..domain.runs import ReasonResolved
 from ..domain.task_status import render_status
 from ..domain.timestamps import utcnow
+from ..storage.task_table import TaskRecord
 from .task_updates import TaskUpdater
+
+Authorize = Callable[[TaskRecord], None] | None   # the caller's scope check on the task as read
 
 
 class Resolutions:
     def __init__(self, updater: TaskUpdater) -> None:
         self.updater = updater
 
-    def completed(self, task_id: str, run_id: int) -> dict:
-        return self._resolve(task_id, run_id, ReasonResolved.COMPLETED)
+    def completed(self, task_id: str, run_id: int, authorize: Authorize = None) -> dict:
+        return self._resolve(task_id, run_id, ReasonResolved.COMPLETED, authorize)
 
-    def failed(self, task_id: str, run_id: int) -> dict:
-        return self._resolve(task_id, run_id, ReasonResolved.FAILED)
+    def failed(self, task_id: str, run_id: int, authorize: Authorize = None) -> dict:
+        return self._resolve(task_id, run_id, ReasonResolved.FAILED, authorize)
 
-    def exception(self, task_id: str, run_id: int, reason: str) -> dict:
-        return self._resolve(task_id, run_id, ReasonResolved(reason))
+    def exception(self, task_id: str, run_id: int, reason: str, authorize: Authorize = None) -> dict:
+        return self._resolve(task_id, run_id, ReasonResolved(reason), authorize)
 
-    def _resolve(self, task_id: str, run_id: int, reason: ReasonResolved) -> dict:
+    def _resolve(self, task_id: str, run_id: int, reason: ReasonResolved, authorize: Authorize) -> dict:
         now = utcnow()
         record = self.updater.apply(
-            task_id, lambda status: lifecycle.resolve(status, run_id, reason, now), f"resolve as {reason.value}")
+            task_id, lambda status: lifecycle.resolve(status, run_id, reason, now), f"resolve as {reason.value}",
+            authorize=authorize)
         return {"status": render_status(record.summary, record.status)}

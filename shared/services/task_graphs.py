@@ -12,6 +12,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
+from typing import Callable
 
 from ..domain import lifecycle, task_definition, task_graph
 from ..domain.errors import Conflict, InvalidInput, NotFound
@@ -30,6 +31,8 @@ from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-read")
+# The caller's scope check on the (normalized) tasks a call would create, before any write.
+Authorize = Callable[[dict[str, dict]], None]
 
 
 class TaskGraphs:
@@ -41,21 +44,26 @@ class TaskGraphs:
         self.creation = creation
         self.updater = updater
 
-    def create(self, graph_id: str, request: dict) -> dict:
+    def create(self, graph_id: str, request: dict, authorize: Authorize = lambda definitions: None) -> dict:
         """Create a graph: check it whole, store it, and have its tasks created (see
         `graph_parts`); a large graph answers `creating` at once. The same request again
         answers with its status (resuming a creation a crash interrupted); a different one
-        under the same id is a Conflict."""
+        under the same id is a Conflict. `authorize(definitions)` checks the caller may create
+        the tasks: all of them, or none when the graph exists (the request that stored it was
+        checked)."""
         fingerprint = task_graph.fingerprint(request)
         graph = self.graphs.load_graph(graph_id)
         if graph is not None and graph.fingerprint != fingerprint:
             raise Conflict(f"Task graph {graph_id} already exists with a different definition")
+        if graph is not None:
+            authorize({})
         if graph is not None and graph.state != CREATING:
             return self.status(graph_id)
         routing = request.get("routing", "")
         nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
         if graph is None:
             definitions = _definitions(nodes, utcnow())
+            authorize(definitions)
             # A refusal leaves no graph behind. The taskIds are derived from this graph's
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
             self.creation.prepare(definitions, unused_ids=True)
@@ -65,14 +73,16 @@ class TaskGraphs:
         log.info("task graph %s accepted with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
         return self.status(graph_id)
 
-    def extend(self, graph_id: str, request: dict) -> dict:
+    def extend(self, graph_id: str, request: dict, authorize: Authorize = lambda definitions: None) -> dict:
         """Add tasks, which may require labels already in the graph. Sending the same
         extension again answers with the graph's status, and resumes it if a crash
-        interrupted it (its labels are then this extension's own, not a clash)."""
+        interrupted it (its labels are then this extension's own, not a clash).
+        `authorize(definitions)` checks the caller may create the new tasks."""
         graph = self._existing(graph_id)
         fingerprint = task_graph.fingerprint(request)
         progress = self.graphs.extension(graph_id, fingerprint)
         if progress == EXTENDED:
+            authorize({})   # nothing left to create
             return self.status(graph_id)
         if progress is None and graph.state in (BLOCKED, CREATING):
             raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
@@ -80,7 +90,9 @@ class TaskGraphs:
         known = {label.label: label.task_id for label in self.graphs.labels(graph_id)
                  if progress is None or label.label not in request["tasks"]}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
-        plan = self.creation.prepare(_definitions(nodes, now))
+        definitions = _definitions(nodes, now)
+        authorize(definitions)
+        plan = self.creation.prepare(definitions)
         self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
         self._add_labels(graph_id, nodes, plan)
         # Running again before any new task exists: a new task that completes at once

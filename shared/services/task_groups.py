@@ -22,6 +22,7 @@ from .conditional import change_until_saved
 from .event_publisher import EventPublisher
 
 DEFAULT_PAGE = 1000
+Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
 
 
@@ -125,19 +126,19 @@ class TaskGroups:
             out["sealed"] = group.sealed
         return out
 
-    def seal(self, task_group_id: str, now: str) -> dict:
+    def seal(self, task_group_id: str, now: str, authorize: Authorize = None) -> dict:
         """No task can join a sealed group; sealing twice keeps the first time."""
         def sealed(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.sealed:
                 return group
             return self._announced(replace(group, sealed=now), task_events.group_sealed(
                 task_group_id, group.scheduler_id, group.expires, now, now))
-        self._change(lambda: self._existing(task_group_id), sealed)
+        self._change(lambda: self._existing(task_group_id, authorize), sealed)
         return self.get(task_group_id)
 
-    def cancel(self, task_group_id: str, cancel_task) -> dict:
+    def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
         """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""
-        if not self._existing(task_group_id).sealed:
+        if not self._existing(task_group_id, authorize).sealed:
             raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
         size, canceled, after = 0, [], ""
         while page := self.groups.members(task_group_id, after, DEFAULT_PAGE):
@@ -147,10 +148,13 @@ class TaskGroups:
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}
 
-    def _existing(self, task_group_id: str) -> TaskGroupRecord:
+    def _existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
+        """The group, checked by `authorize(group)` (the caller's scope check) if given."""
         group = self.groups.load(task_group_id)
         if group is None:
             raise NotFound(f"Task group {task_group_id} not found")
+        if authorize is not None:
+            authorize(group)
         return group
 
     def list(self, task_group_id: str, continuation: str | None, limit: int | None) -> dict:

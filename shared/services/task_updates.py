@@ -55,11 +55,15 @@ class TaskUpdater:
         self.on_resolved: Callable[[Resolution], None] = events.announce
 
     def apply(self, task_id: str, transition: Transition, action: str,
-              with_definition: bool = False, remove_hints: bool = True) -> TaskRecord:
+              with_definition: bool = False, remove_hints: bool = True,
+              authorize: Callable[[TaskRecord], None] | None = None) -> TaskRecord:
+        """`authorize(record)`: the caller's scope check on the task as read, before any write."""
         for _ in range(MAX_ATTEMPTS):
             record = self.tasks.load(task_id, with_definition=with_definition)
             if record is None:
                 raise NotFound(f"Task {task_id} not found")
+            if authorize is not None:
+                authorize(record)
             status = transition(record.status)
             if status is record.status:
                 if record.outbox:   # left by a writer that may have died: see event_publisher

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Callable
 
 from ..domain import lifecycle, task_definition
 from ..domain.errors import NotFound
@@ -13,6 +14,8 @@ from .task_creation import TaskCreation
 from .task_groups import DEFAULT_PAGE, TaskGroups, decode_token
 from .task_updates import TaskUpdater
 
+Authorize = Callable[[TaskRecord], None] | None   # the caller's scope check on the task as read
+
 
 class Tasks:
     def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, dependencies: Dependencies,
@@ -23,10 +26,13 @@ class Tasks:
         self.dependencies = dependencies
         self.creation = creation
 
-    def create(self, task_id: str, body: dict) -> dict:
-        """createTask: idempotent; the same definition again answers with the current status."""
+    def create(self, task_id: str, body: dict, authorize: Callable[[dict], None] | None = None) -> dict:
+        """createTask: idempotent; the same definition again answers with the current status.
+        `authorize(definition)` checks the caller's scopes against the normalized definition."""
         now = utcnow()
         definition = task_definition.normalize(task_id, body, now)
+        if authorize is not None:
+            authorize(definition)
         return self.creation.create({task_id: definition}, now)[task_id]
 
     def definition(self, task_id: str) -> dict:
@@ -42,14 +48,14 @@ class Tasks:
             raise NotFound(f"Task {task_id} not found")
         return record
 
-    def schedule(self, task_id: str) -> dict:
-        return self._change(task_id, lifecycle.schedule, "schedule")
+    def schedule(self, task_id: str, authorize: Authorize = None) -> dict:
+        return self._change(task_id, lifecycle.schedule, "schedule", authorize)
 
-    def rerun(self, task_id: str) -> dict:
-        return self._change(task_id, lifecycle.rerun, "rerun")
+    def rerun(self, task_id: str, authorize: Authorize = None) -> dict:
+        return self._change(task_id, lifecycle.rerun, "rerun", authorize)
 
-    def cancel(self, task_id: str) -> dict:
-        return self._change(task_id, lifecycle.cancel, "cancel")
+    def cancel(self, task_id: str, authorize: Authorize = None) -> dict:
+        return self._change(task_id, lifecycle.cancel, "cancel", authorize)
 
     def cancel_if_unresolved(self, task_id: str) -> bool:
         """Cancel for cancelTaskGroup: True if this call canceled the task."""
@@ -68,7 +74,7 @@ class Tasks:
         page = self.dependencies.dependencies.dependents(task_id, decode_token(continuation), limit + 1)
         return {"taskId": task_id, **self.groups.page_of_tasks([dependent.task_id for dependent in page], limit)}
 
-    def _change(self, task_id: str, transition, action: str) -> dict:
+    def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:
         now = utcnow()
-        record = self.updater.apply(task_id, lambda status: transition(status, now), action)
+        record = self.updater.apply(task_id, lambda status: transition(status, now), action, authorize=authorize)
         return render_status(record.summary, record.status)

@@ -115,7 +115,7 @@ class Services:
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher)
-        handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url).record
+        handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url or LOCAL_ROOT_URL).record
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
@@ -141,6 +141,8 @@ class Services:
         )
 
 
+# Where clients reach the app when QUEUE_PUBLIC_URL does not say: `make run`'s address.
+LOCAL_ROOT_URL = "http://127.0.0.1:7071"
 _instance: Services | None = None
 _lock = threading.Lock()
 

@@ -4,6 +4,7 @@ import json
 import socket
 from datetime import timedelta
 
+import mohawk
 import pytest
 import requests
 import taskcluster
@@ -118,10 +119,10 @@ def test_bad_task_queue_id(queue):
 @pytest.mark.parametrize("body", [b"{not json", b"[1, 2", b"\xff\xfe", b'"just a string"', b"[]", b"null"])
 def test_malformed_bodies_are_4xx(server, task_id, body):
     response = requests.put(server.url(f"/task/{task_id}"), data=body,
-                            headers={"Content-Type": "application/json"})
+                            headers={"Content-Type": "application/json"}, auth=server.auth)
     assert 400 <= response.status_code < 500
     assert {"code", "message", "requestInfo"} <= set(response.json())
-    assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+    assert requests.get(server.url(f"/task/{task_id}/status"), auth=server.auth).status_code == 404
 
 
 def test_json_that_python_would_accept_but_json_does_not(server, new_task, task_id):
@@ -130,35 +131,38 @@ def test_json_that_python_would_accept_but_json_does_not(server, new_task, task_
     valid = json.dumps(new_task())[:-1]
     deep = "[" * 5000 + "]" * 5000
     for extra in ("NaN", "Infinity", "-Infinity", "1e400", deep, '{"a":' * 150 + "1" + "}" * 150):
-        response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {extra}}}}}')
+        response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {extra}}}}}',
+                                auth=server.auth)
         assert response.status_code == 400, (extra[:20], response.text[:300])
         assert response.json()["code"] == "MalformedPayload"
-    response = requests.put(server.url(f"/task/{task_id}"), data="[" * 5000 + "]" * 5000)
+    response = requests.put(server.url(f"/task/{task_id}"), data="[" * 5000 + "]" * 5000, auth=server.auth)
     assert response.status_code == 400
-    assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+    assert requests.get(server.url(f"/task/{task_id}/status"), auth=server.auth).status_code == 404
     nested = '{"a":' * 50 + "1" + "}" * 50   # deep, but within reason
-    response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {nested}}}}}')
+    response = requests.put(server.url(f"/task/{task_id}"), data=f'{valid}, "extra": {{"x": {nested}}}}}',
+                            auth=server.auth)
     assert response.status_code == 200, response.text[:300]
 
 
 def test_oversize_body(server, new_task, task_id):
     definition = new_task(payload={"blob": "x" * (11 * 1024 * 1024)})
-    response = requests.put(server.url(f"/task/{task_id}"), data=json.dumps(definition))
+    response = requests.put(server.url(f"/task/{task_id}"), data=json.dumps(definition), auth=server.auth)
     assert response.status_code == 413 and response.json()["code"] == "PayloadTooLarge"
 
 
 def test_definition_too_large_for_one_row(server, new_task, task_id):
     definition = new_task(payload={"blob": "x" * 500_000})
-    response = requests.put(server.url(f"/task/{task_id}"), data=json.dumps(definition))
+    response = requests.put(server.url(f"/task/{task_id}"), data=json.dumps(definition), auth=server.auth)
     assert response.status_code == 400 and "definition" in response.json()["message"]
 
 
 def test_unknown_endpoint_and_bad_query(server, task_id):
-    response = requests.get(server.url("/no/such/thing"))
+    response = requests.get(server.url("/no/such/thing"), auth=server.auth)
     assert response.status_code == 404 and response.json()["code"] == "ResourceNotFound"
-    response = requests.get(server.url(f"/task-group/{task_id}/list"), params={"limit": "many"})
+    response = requests.get(server.url(f"/task-group/{task_id}/list"), params={"limit": "many"}, auth=server.auth)
     assert response.status_code == 400 and "limit" in response.json()["message"]
-    response = requests.get(server.url(f"/task-group/{task_id}/list"), params={"continuationToken": "%%%"})
+    response = requests.get(server.url(f"/task-group/{task_id}/list"), params={"continuationToken": "%%%"},
+                            auth=server.auth)
     assert response.status_code in (400, 404)
 
 
@@ -210,9 +214,9 @@ def test_a_final_newline_does_not_pass_a_pattern(queue, new_task, task_id, chang
 ])
 def test_a_final_newline_does_not_pass_a_route_parameter(server, new_task, task_id, method, path, field):
     body = {"workerGroup": "wg", "workerId": "w"} if path.startswith("/claim-work") else new_task()
-    response = requests.request(method, server.url(path.format(task_id=task_id)), json=body)
+    response = requests.request(method, server.url(path.format(task_id=task_id)), json=body, auth=server.auth)
     assert_refused(response, field)
-    assert requests.get(server.url(f"/task/{task_id}/status")).status_code == 404
+    assert requests.get(server.url(f"/task/{task_id}/status"), auth=server.auth).status_code == 404
 
 
 @pytest.mark.parametrize("body, field", [
@@ -228,8 +232,8 @@ def test_claim_work_identifiers_end_without_newline(queue, task_queue_id, body, 
 def test_a_refused_graph_is_refused_before_anything_is_written(server, new_task, label, routing, field):
     graph_id = new_slugid()
     graph = {"tasks": {label: {"task": new_task()}}, "routing": routing}
-    assert_refused(requests.put(scheduler_url(server, f"/task-graph/{graph_id}"), json=graph), field)
-    assert requests.get(scheduler_url(server, f"/task-graph/{graph_id}/status")).status_code == 404
+    assert_refused(requests.put(scheduler_url(server, f"/task-graph/{graph_id}"), json=graph, auth=server.auth), field)
+    assert requests.get(scheduler_url(server, f"/task-graph/{graph_id}/status"), auth=server.auth).status_code == 404
 
 
 @pytest.mark.parametrize("change, field", [
@@ -263,13 +267,13 @@ def test_quarantine_at_the_edges(queue, new_task, task_queue_id):
 @pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "0", "-1", "1.5", " 1"])
 def test_limit_is_ascii_digits(server, limit):
     """'²' and '٣' pass str.isdigit(); int() refuses the first and reads the second as 3."""
-    assert_refused(requests.get(server.url("/task-queues"), params={"limit": limit}), "limit")
+    assert_refused(requests.get(server.url("/task-queues"), params={"limit": limit}, auth=server.auth), "limit")
 
 
 def test_a_limit_beyond_any_page_is_clamped(server):
     """int() refuses more than 4,300 digits; no page is that long anyway."""
     for limit in ("9" * 5000, "0" * 5000 + "1", "1001"):
-        response = requests.get(server.url("/task-queues"), params={"limit": limit})
+        response = requests.get(server.url("/task-queues"), params={"limit": limit}, auth=server.auth)
         assert response.status_code == 200, response.text[:300]
 
 
@@ -288,10 +292,15 @@ def test_odd_bytes_in_the_path(server, path):
 
 
 def raw_get(server, path: bytes) -> tuple[int, bytes]:
-    """GET a path as given, byte for byte (HTTP clients would encode it first)."""
+    """GET a path as given, byte for byte (HTTP clients would encode it first), signed by
+    the root client (so that the path's checks are reached)."""
     host, port = server.root_url.removeprefix("http://").split(":")
+    signed = mohawk.Sender({"id": server.credentials["clientId"], "key": server.credentials["accessToken"],
+                            "algorithm": "sha256"}, "http://queue" + path.decode("latin-1"), "GET",
+                           content=b"", content_type="")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: queue\r\nConnection: close\r\n\r\n")
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: queue\r\nConnection: close\r\nAuthorization: "
+                     + signed.request_header.encode() + b"\r\n\r\n")
         answer = b"".join(iter(lambda: sock.recv(65536), b""))
     head, _, body = answer.partition(b"\r\n\r\n")
     return int(head.split()[1]), body

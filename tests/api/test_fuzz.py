@@ -65,9 +65,10 @@ def object_openapi(fuzz_server):
     return _openapi(fuzz_server, "object")
 
 
-def check(case) -> None:
-    """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema."""
-    response = case.call(timeout=30)
+def check(case, auth) -> None:
+    """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema.
+    Signed by the root client, so that every call reaches its handler."""
+    response = case.call(timeout=30, auth=auth)
     request = f"{response.request.method} {response.request.url}\n{(response.request.body or b'')[:500]!r}"
     assert response.status_code < 500, f"{request}\n-> {response.status_code} {response.text[:500]}"
     if response.status_code >= 400:
@@ -92,20 +93,20 @@ object_api = schemathesis.pytest.from_fixture("object_openapi")
 
 @queue_api.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
-def test_queue_api(case):
-    check(case)
+def test_queue_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
 
 
 @scheduler_api.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
-def test_scheduler_api(case):
-    check(case)
+def test_scheduler_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
 
 
 @object_api.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
-def test_object_api(case):
-    check(case)
+def test_object_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
 
 
 def test_the_documents_stand_alone(fuzz_server):
@@ -194,11 +195,12 @@ def graphs(draw) -> dict:
 @given(graph=graphs())
 def test_hostile_task_graphs(fuzz_server, graph):
     url = f"{fuzz_server.root_url}/api/scheduler/v1/task-graph/{new_slugid()}"
-    response = requests.put(url, data=json.dumps(graph), timeout=60)
+    response = requests.put(url, data=json.dumps(graph), timeout=60, auth=fuzz_server.auth)
     assert response.status_code < 500, (graph, response.text[:500])
     if response.status_code >= 400:
         assert {"code", "message", "requestInfo"} <= set(response.json()), response.text[:500]
-        assert requests.get(f"{url}/status").status_code == 404, (graph, "a refused graph left a trace")
+        assert requests.get(f"{url}/status", auth=fuzz_server.auth).status_code == 404, \
+            (graph, "a refused graph left a trace")
 
 
 # Hostile artifacts, on a run that takes them (the document's fuzzing stops at "no such task").
@@ -229,12 +231,14 @@ def artifact_run(fuzz_server):
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(name=odd_names, body=artifact_bodies)
-def test_hostile_artifacts(artifact_run, name, body):
+def test_hostile_artifacts(artifact_run, fuzz_server, name, body):
     encoded = quote(name, safe="")
-    response = requests.post(f"{artifact_run}/artifacts/{encoded}", data=json.dumps(body), timeout=60)
+    response = requests.post(f"{artifact_run}/artifacts/{encoded}", data=json.dumps(body), timeout=60,
+                             auth=fuzz_server.auth)
     assert response.status_code < 500, (name, body, response.text[:500])
     if response.status_code >= 400:
         assert {"code", "message", "requestInfo"} <= set(response.json()), response.text[:500]
     for read in ("artifacts", "artifact-content", "artifact-info"):
-        answer = requests.get(f"{artifact_run}/{read}/{encoded}", allow_redirects=False, timeout=60)
+        answer = requests.get(f"{artifact_run}/{read}/{encoded}", allow_redirects=False, timeout=60,
+                              auth=fuzz_server.auth)
         assert answer.status_code < 500, (read, name, body, answer.text[:500])

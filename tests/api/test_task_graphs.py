@@ -28,20 +28,21 @@ SCHEDULER_ID = "task-graph-scheduler"
 class Scheduler:
     """The scheduler API at `{root_url}/api/scheduler/v1`, over plain HTTP."""
 
-    def __init__(self, root_url: str) -> None:
+    def __init__(self, root_url: str, auth) -> None:
         self.base = f"{root_url}/api/scheduler/v1/task-graph"
+        self.auth = auth
 
     def create(self, graph_id: str, request: dict) -> requests.Response:
-        return requests.put(f"{self.base}/{graph_id}", json=request, timeout=60)
+        return requests.put(f"{self.base}/{graph_id}", json=request, timeout=60, auth=self.auth)
 
     def extend(self, graph_id: str, request: dict) -> requests.Response:
-        return requests.post(f"{self.base}/{graph_id}/extend", json=request, timeout=60)
+        return requests.post(f"{self.base}/{graph_id}/extend", json=request, timeout=60, auth=self.auth)
 
     def status(self, graph_id: str) -> requests.Response:
-        return requests.get(f"{self.base}/{graph_id}/status", timeout=30)
+        return requests.get(f"{self.base}/{graph_id}/status", timeout=30, auth=self.auth)
 
     def inspect(self, graph_id: str) -> requests.Response:
-        return requests.get(f"{self.base}/{graph_id}/inspect", timeout=30)
+        return requests.get(f"{self.base}/{graph_id}/inspect", timeout=30, auth=self.auth)
 
     def state(self, graph_id: str) -> str:
         return ok(self.status(graph_id))["status"]["state"]
@@ -56,7 +57,7 @@ class Scheduler:
 
 @pytest.fixture
 def scheduler(server) -> Scheduler:
-    return Scheduler(server.root_url)
+    return Scheduler(server.root_url, server.auth)
 
 
 def ok(response: requests.Response) -> dict:

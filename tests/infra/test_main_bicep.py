@@ -40,6 +40,8 @@ def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     assert len(schedules) == 4 and all(len(value.split()) == 6 for value in schedules.values())
     assert settings["QUEUE_CREDENTIALS_ACCESS_TOKEN"] == "credentialsAccessToken"
     assert "@secure()\n@description('Access token" in BICEP
+    assert settings["STATIC_CLIENTS"] == "staticClients"
+    assert "@secure()\n@description('STATIC_CLIENTS" in BICEP
 
 
 def resource(symbol: str) -> str:

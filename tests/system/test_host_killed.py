@@ -101,7 +101,7 @@ def put_graph(server, graph_id: str, graph: dict) -> None:
     url = f"{server.root_url}/api/scheduler/v1/task-graph/{graph_id}"
     while True:
         try:
-            response = requests.put(url, json=graph, timeout=120)
+            response = requests.put(url, json=graph, timeout=120, auth=server.auth)
             if response.status_code == 200:
                 return
             assert response.status_code >= 500, response.text
@@ -114,7 +114,8 @@ def wait_until_finished(server, graph_id: str, timeout: float) -> dict:
     give_up = time.monotonic() + timeout
     while time.monotonic() < give_up:
         try:
-            inspect = requests.get(f"{server.root_url}/api/scheduler/v1/task-graph/{graph_id}/inspect", timeout=30)
+            inspect = requests.get(f"{server.root_url}/api/scheduler/v1/task-graph/{graph_id}/inspect", timeout=30,
+                                   auth=server.auth)
             if inspect.status_code == 200 and inspect.json()["state"] == "finished":
                 return inspect.json()
         except requests.ConnectionError:

@@ -1,0 +1,212 @@
+"""Who is calling and whether they may: between routing and the handler.
+
+`Access.authenticate` verifies the request's Hawk header or bewit (or finds none: the
+anonymous scopes) against the public URL the client signed. A `Guard` then checks the
+endpoint's `Requirement` (see `scopes.py`): what the URL and body allow at once, and,
+through `call.authorize`, what the service reads from storage.
+
+The public URL: the host and port a client signed are those of the URL it called, which
+behind Azure's front end (or any proxy) are not the ones this process listens on. With
+`QUEUE_PUBLIC_URL` set, they are taken from it and nothing a request says can change them.
+Without it, from `X-Forwarded-Host` (else `Host`), `X-Forwarded-Port` (else the port in that
+host, else the default of `X-Forwarded-Proto`, else of the request's scheme). Trusting
+these headers gives a caller nothing: `Host` is as much the caller's to choose as they are,
+and the MAC still binds the method, path, query, time and body to a key only the client
+holds; the host only keeps a request signed for one service from being replayed against
+another within the 15 minutes, which pinning `QUEUE_PUBLIC_URL` makes certain.
+
+Credentials a claim issues (`task-client/<taskId>/<runId>/on/<workerGroup>/<workerId>/until/<t>`)
+act on that run only while it is running, by that worker, before its `takenUntil`: once it
+is resolved or its claim has expired they are refused for it (403), as they are on a queue
+that does not hold that run at all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+from ..auth import expressions
+from ..auth.clients import Caller, Realm
+from ..auth.errors import InsufficientScopes
+from ..auth.hawk import SignedRequest, authenticate
+from ..auth.scopes import all_of
+from ..config import DEFAULT_CREDENTIALS_TOKEN, Settings
+from ..domain.errors import NotFound
+from ..domain.runs import RunState
+from ..domain.timestamps import parse_iso, utcnow
+from .http import ApiRequest
+from .scopes import Requirement, requirement
+
+log = logging.getLogger("queue.auth")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+_RUN_CLIENT = re.compile(r"task-client/([^/]+)/([0-9]+)/on/([^/]+)/([^/]+)/until/[^/]+")
+
+
+@dataclass(frozen=True)
+class Access:
+    realm: Realm
+    public_url: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Access:
+        issuer = None
+        if settings.credentials_access_token != DEFAULT_CREDENTIALS_TOKEN:
+            issuer = (settings.credentials_client_id, settings.credentials_access_token)
+        else:
+            log.warning("QUEUE_CREDENTIALS_ACCESS_TOKEN is the sample's and STATIC_CLIENTS is empty: the "
+                        "credentials claims hand out will not be accepted")
+        realm = Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes, issuer)
+        return cls(realm, settings.public_url)
+
+    def authenticate(self, request: ApiRequest) -> Caller:
+        raw = urlsplit(request.url)
+        host, port = signed_origin(raw.scheme, raw.netloc, request.headers, self.public_url)
+        resource = raw.path + (f"?{raw.query}" if raw.query else "")
+        return authenticate(SignedRequest(request.method, resource, host, port, request.headers.get("authorization"),
+                                          request.body, request.headers.get("content-type", "")), self.realm)
+
+    def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
+        return Guard(requirement(endpoint), caller, params)
+
+
+def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "") -> tuple[str, int]:
+    """The host and port the client signed (see the module's docstring)."""
+    if public_url:
+        public = urlsplit(public_url)
+        return public.hostname or "", public.port or DEFAULT_PORTS.get(public.scheme, 80)
+    proto = _first(headers.get("x-forwarded-proto")) or scheme or "http"
+    try:   # a malformed host or port is the caller's: it only fails to match the signature
+        parts = urlsplit("//" + (_first(headers.get("x-forwarded-host")) or headers.get("host") or netloc))
+        hostname, explicit = parts.hostname or "", parts.port
+    except ValueError:
+        hostname, explicit = "", None
+    forwarded = _first(headers.get("x-forwarded-port"))
+    port = int(forwarded) if forwarded.isdigit() else explicit or DEFAULT_PORTS.get(proto.lower(), 80)
+    return hostname, port
+
+
+def _first(value: str | None) -> str:
+    """The first of a comma-separated header's values (the client-facing proxy's)."""
+    return (value or "").split(",")[0].strip()
+
+
+class Guard:
+    """The scope checks of one call. `check_url` and `check_request` run before the handler;
+    the handler hands `authorize` (the `call.authorize` hook) to the service that loads
+    what `stored_scopes` needs, and `require` lets it check the endpoint's scopes again with
+    more values (an artifact link's target name)."""
+
+    def __init__(self, needed: Requirement | None, caller: Caller, params: dict) -> None:
+        self.needed = needed
+        self.caller = caller
+        self.params = dict(params)
+        self.checked_scopes = False
+        bound = _RUN_CLIENT.fullmatch(caller.client_id or "")
+        self.bound = bound.groups() if bound else None   # (taskId, runId, workerGroup, workerId)
+        self.pending = needed is not None and (needed.stored_scopes is not None or self._bound_here)
+
+    @property
+    def _bound_here(self) -> bool:
+        """The caller holds credentials for the very run this run-bound endpoint acts on."""
+        return bool(self.needed and self.needed.run_bound and self.bound
+                    and self.bound[:2] == (self.params.get("taskId"), self.params.get("runId")))
+
+    def check_url(self) -> None:
+        """What the URL's parameters suffice for (Taskcluster checks these before the body)."""
+        if self.needed and self.needed.scopes is not None and not self.needed.request \
+                and expressions.parameters(self.needed.scopes) <= self.params.keys():
+            self._check(expressions.render(self.needed.scopes, self.params))
+            self.checked_scopes = True
+
+    def check_request(self, body) -> None:
+        if self.needed and self.needed.request:
+            self.params.update(self.needed.request(self.params, body))
+        if self.needed and self.needed.scopes is not None and not self.checked_scopes:
+            self._check(expressions.render(self.needed.scopes, self.params))
+            self.checked_scopes = True
+
+    def authorize(self, loaded) -> None:
+        """The service's hook: called with the task record, group record or definitions it
+        loaded, before it writes anything."""
+        needed = self.needed
+        if needed is None:
+            return
+        if needed.stored_scopes is not None:
+            values = needed.stored(loaded, self.params)
+            if isinstance(values, list):
+                self._check(all_of(expressions.render(needed.stored_scopes, {**self.params, **each})
+                                   for each in values))
+            else:
+                self._check(expressions.render(needed.stored_scopes, {**self.params, **values}))
+        if self._bound_here:
+            self._check_run(loaded)
+        self.pending = False
+
+    def require(self, **values) -> None:
+        """The endpoint's `scopes` again, with more parameters (Taskcluster's `req.authorize`)."""
+        if self.needed and self.needed.scopes is not None:
+            self._check(expressions.render(self.needed.scopes, {**self.params, **values}))
+
+    def refusal(self, error: Exception) -> Exception:
+        """What to answer for `error` raised by the handler: a run this queue does not hold is
+        refused to credentials issued for it, as a run no longer theirs is."""
+        if isinstance(error, NotFound) and self._bound_here:
+            return InsufficientScopes(self._not_theirs("does not exist on this queue"))
+        return error
+
+    def _check_run(self, record) -> None:
+        task_id, run_id, worker_group, worker_id = self.bound
+        run = record.status.run(int(run_id))
+        if run is None:
+            raise InsufficientScopes(self._not_theirs("does not exist"))
+        if (run.worker_group, run.worker_id) != (worker_group, worker_id):
+            raise InsufficientScopes(self._not_theirs(f"was claimed by {run.worker_group}/{run.worker_id}"))
+        if run.state is not RunState.RUNNING:
+            raise InsufficientScopes(self._not_theirs(f"is {run.state.value}"))
+        if not run.taken_until or parse_iso(run.taken_until) <= utcnow():
+            raise InsufficientScopes(self._not_theirs(f"was claimed until {run.taken_until}, which has passed"))
+
+    def _not_theirs(self, why: str) -> str:
+        task_id, run_id, worker_group, worker_id = self.bound
+        required = expressions.render(self.needed.scopes, self.params)
+        return (f"Client ID {self.caller.client_id} holds credentials issued by a claim of run {run_id} of task "
+                f"{task_id} for worker {worker_group}/{worker_id}; they satisfy `{_shown(required)}` for that run "
+                f"only while it is running and claimed by that worker, and it {why}.\n\n"
+                f"The client has the scopes:\n\n```\n{_held(self.caller)}\n```")
+
+    def _check(self, expression) -> None:
+        if not self.caller.scopes.satisfies(expression):
+            raise InsufficientScopes(insufficient(self.caller, expression))
+
+
+def insufficient(caller: Caller, required) -> str:
+    """Taskcluster's InsufficientScopes message, with the scopes the caller had."""
+    held = _held(caller)
+    if caller.client_id is None:
+        return ("This request requires Taskcluster credentials that satisfy the following scope expression:\n\n"
+                f"```\n{_shown(required)}\n```\n\nWithout credentials, a caller has the scopes:\n\n```\n{held}\n```")
+    return (f"Client ID {caller.client_id} does not have sufficient scopes and is missing the following scopes:\n\n"
+            f"```\n{_shown(caller.scopes.missing(required))}\n```\n\n"
+            "This request requires the client to satisfy the following scope expression:\n\n"
+            f"```\n{_shown(required)}\n```\n\nThe client has the scopes:\n\n```\n{held}\n```")
+
+
+def _held(caller: Caller) -> str:
+    return "\n".join(caller.scopes.scopes) or "(none)"
+
+
+def _shown(expression) -> str:
+    return expression if isinstance(expression, str) else json.dumps(expression, indent=2)
+
+
+@lru_cache(maxsize=1)
+def get_access() -> Access:
+    """The process's Access, built from the environment on first use (building it twice in a
+    race would be harmless: it reads settings only)."""
+    return Access.from_settings(Settings.from_environ())
+

@@ -1,0 +1,191 @@
+"""What each endpoint requires of its caller: one table, keyed by endpoint name.
+
+The expressions are Taskcluster's (its API reference, `queue-api.json` and
+`object-api.json`, in the notation of `shared/auth/expressions.py`), plus the scheduler's
+own. A `Requirement` says where each parameter comes from:
+- `scopes` is checked before the handler runs, with the URL's parameters and those
+  `request(params, body)` reads from the body;
+- `stored_scopes` is checked by the service, with what `stored(loaded, params)` reads from
+  the task, group or definitions it loaded anyway (no extra storage read): the handler
+  passes `call.authorize` into the service, which calls it before its first write. A list
+  from `stored` means each item must satisfy `stored_scopes` (a graph's tasks);
+- `run_bound`: the endpoint acts on the run in its URL, so credentials issued for that
+  run by a claim work on it only while it is theirs (see `access.py`).
+An endpoint listed as None is public. One missing from the table is refused to all but a
+client holding `*`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..domain.task_definition import PRIORITIES
+
+
+@dataclass(frozen=True)
+class Requirement:
+    scopes: object = None
+    request: Callable[[dict, object], dict] | None = None
+    stored_scopes: object = None
+    stored: Callable[[object, dict], dict | list[dict]] | None = None
+    run_bound: bool = False
+
+
+def task_creation(definition: dict) -> dict:
+    """The parameters of CREATE_TASK for a (normalized) task definition. A caller allowed a
+    priority may create tasks of any lower one."""
+    return {
+        "scopes": definition["scopes"],
+        "routes": definition["routes"],
+        "schedulerId": definition["schedulerId"],
+        "projectId": definition["projectId"],
+        "priorities": PRIORITIES[:PRIORITIES.index(definition["priority"]) + 1],
+        "provisionerId": definition["provisionerId"],
+        "workerType": definition["workerType"],
+    }
+
+
+# Taskcluster's, and (the form seed 001 gives) `queue:create-task:<priority>/<taskQueueId>`.
+CREATE_TASK = {"AllOf": [
+    {"for": "scope", "in": "scopes", "each": "<scope>"},
+    {"for": "route", "in": "routes", "each": "queue:route:<route>"},
+    "queue:create-task:project:<projectId>",
+    "queue:scheduler-id:<schedulerId>",
+    {"AnyOf": [
+        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>:<provisionerId>/<workerType>"},
+        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>/<provisionerId>/<workerType>"},
+    ]},
+]}
+GET_ARTIFACT = {"AllOf": [{"for": "name", "in": "names", "each": "queue:get-artifact:<name>"}]}
+
+
+def _task_action(verb: str) -> Requirement:
+    """scheduleTask, rerunTask, cancelTask: by the task's schedulerId, group or project."""
+    return Requirement(stored_scopes={"AnyOf": [
+        f"queue:{verb}:<schedulerId>/<taskGroupId>/<taskId>",
+        f"queue:{verb}-in-project:<projectId>",
+        {"AllOf": [f"queue:{verb}", "assume:scheduler-id:<schedulerId>/<taskGroupId>"]},
+    ]}, stored=lambda record, params: {key: record.summary[key] for key in ("schedulerId", "taskGroupId", "projectId")})
+
+
+def _group_action(scope: str) -> Requirement:
+    """sealTaskGroup, cancelTaskGroup: by the group's schedulerId."""
+    return Requirement(stored_scopes=scope, stored=lambda group, params: {"schedulerId": group.scheduler_id})
+
+
+def _body(*names: str) -> Callable[[dict, object], dict]:
+    return lambda params, body: {name: body[name] for name in names}
+
+
+def _names(params: dict, body) -> dict:
+    return {"names": [params["name"]]}
+
+
+def _graph_tasks(definitions: dict, params: dict) -> list[dict]:
+    return [task_creation(definition) for definition in definitions.values()]
+
+
+_RESOLVE = Requirement("queue:resolve-task:<taskId>/<runId>", run_bound=True)
+_CREATE_ARTIFACT = Requirement("queue:create-artifact:<taskId>/<runId>", run_bound=True)
+_READ_ARTIFACT = Requirement(GET_ARTIFACT, request=_names)
+_UPLOAD = Requirement("object:upload:<projectId>:<name>", request=_body("projectId"))
+_DOWNLOAD = Requirement("object:download:<name>")
+_READ_GRAPH = Requirement("scheduler:get-task-graph:<taskGraphId>")
+_WORKER = "<provisionerId>/<workerType>/<workerGroup>/<workerId>"
+
+REQUIREMENTS: dict[str, Requirement | None] = {
+    # public
+    "ping": None, "lbheartbeat": None, "version": None, "heartbeat": None, "openapi": None,
+    # tasks
+    "task": Requirement("queue:get-task:<taskId>"),
+    "status": Requirement("queue:status:<taskId>"),
+    "tasks": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:get-task:<taskId>"}]},
+                         request=_body("taskIds")),
+    "statuses": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:status:<taskId>"}]},
+                            request=_body("taskIds")),
+    "listDependentTasks": Requirement("queue:list-dependent-tasks:<taskId>"),
+    "createTask": Requirement(stored_scopes=CREATE_TASK, stored=lambda definition, params: task_creation(definition)),
+    "scheduleTask": _task_action("schedule-task"),
+    "rerunTask": _task_action("rerun-task"),
+    "cancelTask": _task_action("cancel-task"),
+    "changeTaskPriority": Requirement(
+        stored_scopes={"AnyOf": ["queue:change-task-priority:<taskId>",
+                                 "queue:change-task-priority-in-queue:<taskQueueId>"]},
+        stored=lambda record, params: {"taskQueueId": record.summary["taskQueueId"]}),
+    # task groups
+    "listTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
+    "getTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
+    "sealTaskGroup": _group_action("queue:seal-task-group:<schedulerId>/<taskGroupId>"),
+    "cancelTaskGroup": _group_action("queue:cancel-task-group:<schedulerId>/<taskGroupId>"),
+    "changeTaskGroupPriority": _group_action("queue:change-task-group-priority:<schedulerId>/<taskGroupId>"),
+    # workers and their runs
+    "claimWork": Requirement({"AllOf": ["queue:claim-work:<taskQueueId>", "queue:worker-id:<workerGroup>/<workerId>"]},
+                             request=_body("workerGroup", "workerId")),
+    "claimTask": Requirement(
+        stored_scopes={"AllOf": ["queue:claim-task:<provisionerId>/<workerType>",
+                                 "queue:worker-id:<workerGroup>/<workerId>"]},
+        request=_body("workerGroup", "workerId"),
+        stored=lambda record, params: {key: record.summary[key] for key in ("provisionerId", "workerType")}),
+    "reclaimTask": Requirement("queue:reclaim-task:<taskId>/<runId>", run_bound=True),
+    "reportCompleted": _RESOLVE,
+    "reportFailed": _RESOLVE,
+    "reportException": _RESOLVE,
+    # artifacts
+    "createArtifact": _CREATE_ARTIFACT,
+    "finishArtifact": _CREATE_ARTIFACT,
+    "getArtifact": _READ_ARTIFACT,
+    "getLatestArtifact": _READ_ARTIFACT,
+    "artifact": _READ_ARTIFACT,
+    "latestArtifact": _READ_ARTIFACT,
+    "listArtifacts": Requirement("queue:list-artifacts:<taskId>:<runId>"),
+    "artifactInfo": Requirement("queue:list-artifacts:<taskId>:<runId>"),
+    "listLatestArtifacts": Requirement("queue:list-artifacts:<taskId>"),
+    "latestArtifactInfo": Requirement("queue:list-artifacts:<taskId>"),
+    # task queues, provisioners and workers
+    "listProvisioners": Requirement("queue:list-provisioners"),
+    "getProvisioner": Requirement("queue:get-provisioner:<provisionerId>"),
+    "listWorkerTypes": Requirement("queue:list-worker-types:<provisionerId>"),
+    "getWorkerType": Requirement("queue:get-worker-type:<provisionerId>/<workerType>"),
+    "pendingTasks": Requirement("queue:pending-count:<taskQueueId>"),
+    "taskQueueCounts": Requirement({"AllOf": ["queue:pending-count:<taskQueueId>",
+                                              "queue:claimed-count:<taskQueueId>"]}),
+    "listPendingTasks": Requirement("queue:pending-list:<taskQueueId>"),
+    "listClaimedTasks": Requirement("queue:claimed-list:<taskQueueId>"),
+    "listTaskQueues": Requirement("queue:list-task-queues"),
+    "getTaskQueue": Requirement("queue:get-task-queue:<taskQueueId>"),
+    "listWorkers": Requirement("queue:list-workers:<provisionerId>/<workerType>"),
+    "getWorker": Requirement(f"queue:get-worker:{_WORKER}"),
+    "quarantineWorker": Requirement({"AllOf": [f"queue:quarantine-worker:{_WORKER}"]}),
+    "declareWorker": Requirement({"AllOf": [{"for": "property", "in": "properties",
+                                             "each": f"queue:declare-worker:{_WORKER}#<property>"}]},
+                                 request=lambda params, body: {"properties": sorted(body)}),
+    # the object service (artifact contents)
+    "createUpload": _UPLOAD,
+    "finishUpload": _UPLOAD,
+    "startDownload": _DOWNLOAD,
+    "object": _DOWNLOAD,
+    "download": _DOWNLOAD,
+    # the task-graph scheduler: its own scopes, and createTask's for every task it creates
+    "createTaskGraph": Requirement("scheduler:create-task-graph:<taskGraphId>", stored_scopes=CREATE_TASK,
+                                   stored=_graph_tasks),
+    "extendTaskGraph": Requirement("scheduler:extend-task-graph:<taskGraphId>", stored_scopes=CREATE_TASK,
+                                   stored=_graph_tasks),
+    "getTaskGraphStatus": _READ_GRAPH,
+    "inspectTaskGraph": _READ_GRAPH,
+}
+# Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
+UNLISTED = Requirement("*")
+
+
+def requirement(endpoint: str) -> Requirement | None:
+    return REQUIREMENTS.get(endpoint, UNLISTED)
+
+
+def expression(endpoint: str):
+    """The endpoint's whole scope expression (its two parts together), for documentation."""
+    found = requirement(endpoint)
+    if found is None:
+        return None
+    parts = [part for part in (found.scopes, found.stored_scopes) if part is not None]
+    return parts[0] if len(parts) == 1 else {"AllOf": parts}

@@ -1,0 +1,53 @@
+"""The scope table: every endpoint of both APIs, every endpoint of Taskcluster's queue and
+object references, with Taskcluster's expressions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shared.api import openapi, queue_api, scheduler_api
+from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
+
+# The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
+QUEUE_REFERENCE = [
+    "ping", "lbheartbeat", "version", "task", "tasks", "statuses", "status", "listTaskGroup", "cancelTaskGroup",
+    "getTaskGroup", "sealTaskGroup", "listDependentTasks", "createTask", "scheduleTask", "rerunTask", "cancelTask",
+    "changeTaskPriority", "changeTaskGroupPriority", "claimWork", "claimTask", "reclaimTask", "reportCompleted",
+    "reportFailed", "reportException", "createArtifact", "finishArtifact", "getArtifact", "getLatestArtifact",
+    "listArtifacts", "listLatestArtifacts", "artifactInfo", "latestArtifactInfo", "artifact", "latestArtifact",
+    "listProvisioners", "getProvisioner", "pendingTasks", "taskQueueCounts", "listPendingTasks",
+    "listClaimedTasks", "listWorkerTypes", "getWorkerType", "listTaskQueues", "getTaskQueue", "listWorkers",
+    "getWorker", "quarantineWorker", "declareWorker", "heartbeat"]
+OBJECT_REFERENCE = ["createUpload", "finishUpload", "startDownload", "object", "download"]
+REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
+
+
+def test_every_endpoint_is_in_the_table():
+    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS]
+    assert [name for name in served + QUEUE_REFERENCE + OBJECT_REFERENCE if name not in REQUIREMENTS] == []
+    assert requirement("somethingNew") is UNLISTED and UNLISTED.scopes == "*"
+
+
+def test_only_the_service_endpoints_are_public():
+    public = {name for name, needed in REQUIREMENTS.items() if needed is None}
+    assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi"}
+
+
+@pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
+@pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json"])
+def test_the_expressions_are_taskclusters(reference):
+    for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
+        ours, theirs = expression(entry["name"]), entry.get("scopes")
+        if entry["name"] == "createTask":   # plus seed 001's form of the priority scope
+            assert ours["AllOf"][:4] == theirs["AllOf"][:4]
+            assert theirs["AllOf"][4]["AnyOf"][0] in ours["AllOf"][4]["AnyOf"]
+        else:
+            assert ours == theirs, entry["name"]
+
+
+def test_the_openapi_documents_show_each_operations_scopes():
+    document = openapi.document(queue_api.ENDPOINTS, queue_api.SERVICE_ROOT, "Queue")
+    assert document["paths"]["/task/{taskId}/runs/{runId}/completed"]["post"]["x-taskcluster-scopes"] == \
+        "queue:resolve-task:<taskId>/<runId>"
+    assert "x-taskcluster-scopes" not in document["paths"]["/ping"]["get"]
