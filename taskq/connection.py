@@ -7,23 +7,26 @@ client are meant, so `make run` then `taskq ...` needs no setup.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import taskcluster
 
 from .scheduler import Scheduler
 
 LOCAL_ROOT_URL = "http://127.0.0.1:7071"
-# The local host's root client (`make run`); never used once TASKCLUSTER_ROOT_URL names a deployment.
-LOCAL_CLIENT_ID = "static/taskcluster/root"
-LOCAL_ACCESS_TOKEN = "local-development-only"
+# The local host's root client, which `make run` keeps with its data in this checkout; never
+# used once TASKCLUSTER_ROOT_URL names a deployment.
+LOCAL_ROOT_CLIENT = Path(__file__).resolve().parent.parent / ".azurite" / "root-client.json"
 
 
 def client_options(**extra) -> dict:
     options = taskcluster.optionsFromEnvironment({})
     if "rootUrl" not in options:
         options["rootUrl"] = LOCAL_ROOT_URL
-        options.setdefault("credentials", {"clientId": LOCAL_CLIENT_ID, "accessToken": LOCAL_ACCESS_TOKEN})
+        if "credentials" not in options and LOCAL_ROOT_CLIENT.exists():
+            options["credentials"] = json.loads(LOCAL_ROOT_CLIENT.read_text())
     return {**options, **extra}
 
 

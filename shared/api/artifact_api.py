@@ -22,7 +22,8 @@ def _run_id(call: Call) -> int | None:
 
 
 def _redirect(call: Call) -> ApiResponse:
-    found = call.services.artifacts.location(call.params["taskId"], _run_id(call), call.params["name"])
+    found = call.services.artifacts.location(call.params["taskId"], _run_id(call), call.params["name"],
+                                             require=call.require)
     headers = {STORAGE_TYPE_HEADER: found["storageType"]}
     if found["storageType"] == "error":
         return ApiResponse(424, {"reason": found["reason"], "message": found["message"]}, headers)
@@ -30,14 +31,20 @@ def _redirect(call: Call) -> ApiResponse:
 
 
 def _finish(call: Call) -> ApiResponse:
-    call.services.artifacts.finish(call.params["taskId"], _run_id(call), call.params["name"], call.body["uploadId"])
+    call.services.artifacts.finish(call.params["taskId"], _run_id(call), call.params["name"], call.body["uploadId"],
+                                   call.authorize)
     return ApiResponse(204)
 
 
 def _read(method: str):
     """A handler calling `Artifacts.<method>(taskId, runId or None, name)`."""
     return lambda call: getattr(call.services.artifacts, method)(call.params["taskId"], _run_id(call),
-                                                                  call.params["name"])
+                                                                  call.params["name"], **_links_checked(method, call))
+
+
+def _links_checked(method: str, call: Call) -> dict:
+    """The reads that follow links check each name they lead to (`content`; `info` does not follow)."""
+    return {"require": call.require} if method == "content" else {}
 
 
 def _list(call: Call) -> dict:
@@ -48,7 +55,7 @@ def _list(call: Call) -> dict:
 ENDPOINTS = [
     Endpoint("createArtifact", "POST", RUN + "/artifacts/<name>",
              lambda call: call.services.artifacts.create(call.params["taskId"], _run_id(call), call.params["name"],
-                                                         call.body),
+                                                         call.body, authorize=call.authorize),
              input_schema="post-artifact-request", output_schema="post-artifact-response"),
     Endpoint("finishArtifact", "PUT", RUN + "/artifacts/<name>", _finish,
              input_schema="finish-artifact-request", status=204),

@@ -69,12 +69,16 @@ class Artifacts:
         self.issuer = issuer
 
     # -- createArtifact, finishArtifact --------------------------------------------------------
-    def create(self, task_id: str, run_id: int, name: str, body: dict, now: datetime | None = None) -> dict:
+    def create(self, task_id: str, run_id: int, name: str, body: dict, now: datetime | None = None,
+               authorize=None) -> dict:
+        """createArtifact; `authorize` is the caller's scope check on the task as read."""
         now = now or utcnow()
         check_name(name)
         task = self.tasks.load(task_id)
         if task is None:
             raise InvalidInput(f"taskId: task {task_id} not found")
+        if authorize:
+            authorize(task)
         run = task.status.run(run_id)
         check_run(task_id, run, now)
         wanted = requested(task_id, run_id, name, body, check_expires(body["expires"], task.summary["expires"], now))
@@ -147,12 +151,14 @@ class Artifacts:
         return {"storageType": "object", "name": name, "projectId": project_id,
                 "uploadId": artifact.details["uploadId"], "expires": artifact.expires, "credentials": credentials}
 
-    def finish(self, task_id: str, run_id: int, name: str, upload_id: str) -> None:
+    def finish(self, task_id: str, run_id: int, name: str, upload_id: str, authorize=None) -> None:
         """finishArtifact: an `object` artifact's upload is finished; serve it from now on."""
         check_name(name)
         task = self.tasks.load(task_id)
         if task is None:
             raise NotFound(f"Task {task_id} not found")
+        if authorize:
+            authorize(task)
 
         def finish(artifact: Artifact) -> Artifact:
             if not artifact.storage_type.needs_finish:
@@ -190,21 +196,24 @@ class Artifacts:
             raise NotFound(f"Task {task_id} has no runs")
         return len(task.status.runs) - 1
 
-    def location(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None) -> dict:
+    def location(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None,
+                 require=None) -> dict:
         """getArtifact: `{storageType, url}` of a URL serving the content (for a redirect),
-        or an error artifact's `{storageType, reason, message}`."""
+        or an error artifact's `{storageType, reason, message}`. `require(names=...)` checks
+        the caller may read every artifact a link led through."""
         now = now or utcnow()
-        found = self._follow(task_id, run_id, name, now)
+        found = self._follow(task_id, run_id, name, now, require)
         artifact = found.artifact
         if artifact.storage_type is StorageType.OBJECT:
             url = self.objects.download_url(object_name(task_id, artifact.run_id, artifact.name), now)
             return {"storageType": "object", "url": url}
         return self._served(found, now)
 
-    def content(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None) -> dict:
-        """artifact, latestArtifact: where the content is and how to fetch it."""
+    def content(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None,
+                require=None) -> dict:
+        """artifact, latestArtifact: where the content is and how to fetch it (see `location`)."""
         now = now or utcnow()
-        found = self._follow(task_id, run_id, name, now)
+        found = self._follow(task_id, run_id, name, now, require)
         artifact = found.artifact
         if artifact.storage_type is StorageType.OBJECT:
             stored = object_name(task_id, artifact.run_id, artifact.name)
@@ -222,8 +231,9 @@ class Artifacts:
             return {"storageType": "reference", "url": artifact.details["url"]}
         return {"storageType": "error", "reason": artifact.details["reason"], "message": artifact.details["message"]}
 
-    def _follow(self, task_id: str, run_id: int | None, name: str, now: datetime) -> Found:
-        """The artifact `name` of the run (the latest if None), following links."""
+    def _follow(self, task_id: str, run_id: int | None, name: str, now: datetime, require=None) -> Found:
+        """The artifact `name` of the run (the latest if None), following links (each name
+        the link leads to checked by `require`, when given)."""
         check_name(name)
         run_id = self.latest_run(task_id) if run_id is None else run_id
         names: list[str] = []
@@ -238,6 +248,8 @@ class Artifacts:
             if artifact.storage_type is not StorageType.LINK:
                 return Found(record, tuple(names))
             name = artifact.details["artifact"]
+            if require:
+                require(names=[*names, name])
             if name in names or len(names) > MAX_LINKS:
                 raise InvalidInput(f"Artifact {names[0]} of task {task_id} run {run_id} leads to a link cycle")
 

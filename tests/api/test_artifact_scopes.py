@@ -1,24 +1,18 @@
 """Reading artifacts needs `queue:get-artifact:<name>`, which every caller holds for
-`public/` names (the anonymous role) and no other without a grant; signed URLs carry
-their client's. The artifact endpoints are being added by another branch: until they are
-here, stand-ins with Taskcluster's names and routes answer behind the real dispatch and
-scope checks, served by the local host and called through the official client."""
+`public/` names (the anonymous role) and no other without a grant; a link needs it for
+every name it leads through; signed URLs carry their client's. Through a real host, its
+real artifact endpoints and the official client."""
 
 from __future__ import annotations
 
 import json
 
-import azure.functions as func
 import pytest
 import requests
 import taskcluster
 
-from devhost.host import LocalHost
-from shared.api.access import Access
-from shared.api.router import Endpoint
-from shared.auth.clients import Realm
 from shared.domain.ids import new_slugid
-from shared.functions.http_bindings import serve
+from tests.conftest import ROOT_CREDENTIALS, make_task, start_server
 
 from .conftest import refusal
 
@@ -27,56 +21,78 @@ CLIENTS = {
     "builds": {"clientId": "static/builds", "accessToken": "builds-token-" + "b" * 30,
                "scopes": ["queue:get-artifact:private/build/*"]},
 }
-ROUTES = {"getArtifact": "/task/<taskId>/runs/<runId>/artifacts/<name>",
-          "getLatestArtifact": "/task/<taskId>/artifacts/<name>",
-          "artifact": "/task/<taskId>/runs/<runId>/artifact-content/<name>",
-          "latestArtifact": "/task/<taskId>/artifact-content/<name>"}
-STAND_INS = [Endpoint(name, "GET", route, lambda call: {"storageType": "reference", "name": call.params["name"]})
-             for name, route in ROUTES.items()]
+QUEUE = "scopes-test/artifacts"
 
 
 @pytest.fixture(scope="module")
-def artifacts(tmp_path_factory):
-    app_dir = tmp_path_factory.mktemp("artifacts")
-    (app_dir / "host.json").write_text(json.dumps({"version": "2.0"}))
-    access = Access(Realm.from_settings(json.dumps(list(CLIENTS.values())), "", ""))
-    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
-
-    @app.route(route="queue/v1/{*path}", methods=["GET"])
-    def queue_api(req: func.HttpRequest) -> func.HttpResponse:
-        return serve(req, STAND_INS, "/queue/v1", access=lambda: access)
-
-    host = LocalHost(app_dir, port=0, app=app).start()
-    yield host
-    host.stop()
+def host(azurite, tmp_path_factory):
+    clients = [{**ROOT_CREDENTIALS, "scopes": ["*"]}, *CLIENTS.values()]
+    server = start_server(azurite, tmp_path_factory.mktemp("artifact-scopes"), STATIC_CLIENTS=json.dumps(clients))
+    yield server
+    server.stop()
 
 
-def client(host: LocalHost, who: str | None) -> taskcluster.Queue:
+@pytest.fixture(scope="module")
+def task_id(host) -> str:
+    """A completed task with public, private and link artifacts."""
+    queue, task_id = host.client(), new_slugid()
+    queue.createTask(task_id, make_task(QUEUE))
+    queue.claimWork(QUEUE, {"workerGroup": "wg", "workerId": "w1", "tasks": 1})
+    expires = queue.task(task_id)["expires"]
+    for name in ("public/logs/live.log", "private/build/key.pem", "private/other/key.pem"):
+        queue.createArtifact(task_id, "0", name, {"storageType": "reference", "contentType": "text/plain",
+                                                  "url": f"https://example.com/{name}", "expires": expires})
+    queue.createArtifact(task_id, "0", "public/leak", {"storageType": "link", "contentType": "text/plain",
+                                                       "artifact": "private/build/key.pem", "expires": expires})
+    queue.reportCompleted(task_id, "0")
+    return task_id
+
+
+def client(host, who: str | None) -> taskcluster.Queue:
     credentials = {"credentials": {key: CLIENTS[who][key] for key in ("clientId", "accessToken")}} if who else {}
-    return taskcluster.Queue({"rootUrl": host.base_url, "maxRetries": 0, **credentials})
+    return taskcluster.Queue({"rootUrl": host.root_url, "maxRetries": 0, **credentials})
 
 
 @pytest.mark.parametrize("who", [None, "nobody"])
-def test_a_scopeless_caller_reads_public_artifacts_only(artifacts, who):
-    task_id, reader = new_slugid(), client(artifacts, who)
-    assert reader.getArtifact(task_id, "0", "public/logs/live.log")["name"] == "public/logs/live.log"
-    assert reader.latestArtifact(task_id, "public/build/target.tar.gz")["name"] == "public/build/target.tar.gz"
+def test_a_scopeless_caller_reads_public_artifacts_only(host, task_id, who):
+    reader = client(host, who)
+    assert reader.getArtifact(task_id, "0", "public/logs/live.log")["url"].endswith("public/logs/live.log")
+    assert reader.latestArtifact(task_id, "public/logs/live.log")["storageType"] == "reference"
     for call, args in [(reader.getArtifact, (task_id, "0", "private/build/key.pem")),
                        (reader.getLatestArtifact, (task_id, "private/build/key.pem")),
-                       (reader.artifact, (task_id, "0", "private/build/key.pem"))]:
+                       (reader.artifact, (task_id, "0", "private/build/key.pem")),
+                       (reader.getArtifact, (task_id, "0", "public/leak"))]:   # a link leads there too
         status, body = refusal(call, *args)
         assert (status, body["code"]) == (403, "InsufficientScopes")
         assert "queue:get-artifact:private/build/key.pem" in body["message"]
 
 
-def test_a_granted_prefix_reads_private_artifacts_and_its_signed_urls_do_too(artifacts):
-    task_id, builds = new_slugid(), client(artifacts, "builds")
-    assert builds.getArtifact(task_id, "0", "private/build/key.pem")["name"] == "private/build/key.pem"
+def test_a_granted_prefix_reads_private_artifacts_and_its_signed_urls_do_too(host, task_id):
+    builds = client(host, "builds")
+    assert builds.getArtifact(task_id, "0", "private/build/key.pem")["url"].endswith("private/build/key.pem")
+    assert builds.getArtifact(task_id, "0", "public/leak")["url"].endswith("private/build/key.pem")
     assert refusal(builds.getArtifact, task_id, "0", "private/other/key.pem")[0] == 403
     signed = builds.buildSignedUrl("getArtifact", task_id, "0", "private/build/key.pem")
-    assert requests.get(signed).json()["name"] == "private/build/key.pem"
-    assert requests.get(signed.split("?")[0]).status_code == 403
+    answer = requests.get(signed, allow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["Location"].endswith("private/build/key.pem")
+    assert requests.get(signed.split("?")[0], allow_redirects=False).status_code == 403
     expired = builds.buildSignedUrl("getArtifact", task_id, "0", "private/build/key.pem", expiration=-1)
-    assert requests.get(expired).status_code == 401
-    other = client(artifacts, "nobody").buildSignedUrl("getArtifact", task_id, "0", "private/build/key.pem")
-    assert requests.get(other).status_code == 403
+    assert requests.get(expired, allow_redirects=False).status_code == 401
+    other = client(host, "nobody").buildSignedUrl("getArtifact", task_id, "0", "private/build/key.pem")
+    assert requests.get(other, allow_redirects=False).status_code == 403
+
+
+def test_a_claims_credentials_create_artifacts_for_their_run_only(host):
+    queue, task_id = host.client(), new_slugid()
+    queue.createTask(task_id, make_task(QUEUE))
+    claim = queue.claimWork(QUEUE, {"workerGroup": "wg", "workerId": "w2", "tasks": 1})["tasks"][0]
+    worker = taskcluster.Queue({"rootUrl": host.root_url, "maxRetries": 0, "credentials": claim["credentials"]})
+    body = {"storageType": "error", "reason": "file-missing-on-worker",
+            "message": "no such file", "expires": queue.task(task_id)["expires"]}
+    assert worker.createArtifact(task_id, "0", "public/missing", body) == {"storageType": "error"}
+    other = new_slugid()
+    queue.createTask(other, make_task(QUEUE))
+    queue.claimWork(QUEUE, {"workerGroup": "wg", "workerId": "w3", "tasks": 1})
+    assert refusal(worker.createArtifact, other, "0", "public/missing", body)[0] == 403
+    worker.reportCompleted(task_id, "0")
+    assert refusal(worker.createArtifact, task_id, "0", "public/late", body)[0] == 403

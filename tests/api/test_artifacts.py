@@ -90,7 +90,7 @@ def test_5_mib_of_binary_from_a_file_to_a_file(server, queue, running, tmp_path)
         content_type = download.downloadArtifactToFile(file=file, taskId=running, name="public/build/app.bin",
                                                        queueService=queue)
     assert target.read_bytes() == data and content_type == "application/octet-stream"
-    metadata = taskcluster.Object({"rootUrl": server.root_url}).object(answer["name"])
+    metadata = taskcluster.Object({"rootUrl": server.root_url, "credentials": server.credentials}).object(answer["name"])
     assert metadata["hashes"]["sha256"] == hashlib.sha256(data).hexdigest()
 
 

@@ -28,7 +28,9 @@ class Result:
 
 
 def run_taskq(server, *args: str, timeout: float = 60, cwd=None, env: dict | None = None) -> Result:
-    environment = {**os.environ, "TASKCLUSTER_ROOT_URL": server.root_url, **(env or {})}
+    environment = {**os.environ, "TASKCLUSTER_ROOT_URL": server.root_url,
+                   "TASKCLUSTER_CLIENT_ID": server.credentials["clientId"],
+                   "TASKCLUSTER_ACCESS_TOKEN": server.credentials["accessToken"], **(env or {})}
     done = subprocess.run([sys.executable, "-m", "taskq", *args], capture_output=True, text=True, timeout=timeout,
                           cwd=cwd or ROOT, env={**environment, "PYTHONPATH": str(ROOT)})
     return Result(done.returncode, done.stdout, done.stderr)

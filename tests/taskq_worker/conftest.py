@@ -16,7 +16,9 @@ from tests.conftest import ROOT, eventually
 class WorkerProcess:
     def __init__(self, server, task_queue_id: str, log_path: Path, *args: str, env: dict | None = None) -> None:
         self.log_path = log_path
-        environment = {**os.environ, "TASKCLUSTER_ROOT_URL": server.root_url, **(env or {})}
+        environment = {**os.environ, "TASKCLUSTER_ROOT_URL": server.root_url,
+                   "TASKCLUSTER_CLIENT_ID": server.credentials["clientId"],
+                   "TASKCLUSTER_ACCESS_TOKEN": server.credentials["accessToken"], **(env or {})}
         environment.pop("MAKEFLAGS", None)
         worker_args = " ".join(["--worker-id", f"w{uuid.uuid4().hex[:8]}", *args])
         self.process = subprocess.Popen(["make", "--no-print-directory", "worker", f"QUEUE={task_queue_id}",

@@ -57,7 +57,7 @@ def test_a_command_that_cannot_start_fails_the_run(start_worker, queue, new_task
 
 
 def test_env_reaches_the_command_and_the_workers_credentials_do_not(start_worker, queue, new_task, task_id):
-    start_worker(new_task()["taskQueueId"], env={"TASKCLUSTER_ACCESS_TOKEN": "worker-secret"})
+    start_worker(new_task()["taskQueueId"])   # with TASKCLUSTER_ACCESS_TOKEN set: it must not reach the command
     script = 'test "$GREETING" = hello && test "$TASK_ID" = "' + task_id + '" && test -z "$TASKCLUSTER_ACCESS_TOKEN"'
     queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", script]], "env": {"GREETING": "hello"},
                                                 "maxRunTime": 60}))
