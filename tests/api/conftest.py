@@ -34,7 +34,9 @@ AUTH_SETTINGS = {
 
 @pytest.fixture(scope="session")
 def auth_server(azurite, tmp_path_factory):
-    server = start_server(azurite, tmp_path_factory.mktemp("auth"), **AUTH_SETTINGS)
+    # No QUEUE_PUBLIC_URL: the host then takes the origin from Host and X-Forwarded-*, which
+    # the front-end tests rely on.
+    server = start_server(azurite, tmp_path_factory.mktemp("auth"), **AUTH_SETTINGS, QUEUE_PUBLIC_URL="")
     yield server
     server.stop()
 
