@@ -49,7 +49,7 @@ def test_the_printed_credentials_work_with_the_official_client(azurite, tmp_path
     log_path = tmp_path / "devhost.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "devhost", "--app-dir", str(ROOT), "--port", str(port), "--azurite", "none",
-         "--azurite-data", str(tmp_path / "data")],
+         "--broker", "none", "--azurite-data", str(tmp_path / "data")],
         cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         printed = eventually(lambda: dict(re.findall(r"export (TASKCLUSTER_\w+)=(\S+)", log_path.read_text()))
