@@ -238,7 +238,10 @@ class QueueThroughServices(RuleBasedStateMachine):
             in_time = self.before(self.deadline, t0, t1)
             if alive is False or in_time is False:
                 return Conflict     # the claim was lost, even if no sweep has expired it yet
-            return "change" if alive and in_time else None
+            # Times are kept to the millisecond: a reclaim in the very millisecond of the claim
+            # (or of the last reclaim) sets the same takenUntil, which changes nothing.
+            same_millisecond = floor_ms(t0) + timedelta(seconds=CLAIM_TIMEOUT) <= ts(run["takenUntil"])
+            return "change" if alive and in_time and not same_millisecond else None
         self.call("reclaimTask", lambda: self.services.claims.reclaim(self.task_id, run_id), expect)
 
     def report(self, pick, reason):
