@@ -115,6 +115,8 @@ REQUIREMENTS: dict[str, Requirement | None] = {
         stored=lambda record, params: {"taskQueueId": record.summary["taskQueueId"]}),
     # task groups
     "listTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
+    # The browser view's list of recent groups (ours): whoever may list every group.
+    "recentTaskGroups": Requirement("queue:list-task-group:*"),
     "getTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
     "sealTaskGroup": _group_action("queue:seal-task-group:<schedulerId>/<taskGroupId>"),
     "cancelTaskGroup": _group_action("queue:cancel-task-group:<schedulerId>/<taskGroupId>"),

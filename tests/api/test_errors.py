@@ -296,10 +296,11 @@ def raw_get(server, path: bytes) -> tuple[int, bytes]:
     the root client (so that the path's checks are reached)."""
     host, port = server.root_url.removeprefix("http://").split(":")
     signed = mohawk.Sender({"id": server.credentials["clientId"], "key": server.credentials["accessToken"],
-                            "algorithm": "sha256"}, "http://queue" + path.decode("latin-1"), "GET",
+                            "algorithm": "sha256"}, server.root_url + path.decode("latin-1"), "GET",
                            content=b"", content_type="")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: queue\r\nConnection: close\r\nAuthorization: "
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + f"{host}:{port}".encode()
+                     + b"\r\nConnection: close\r\nAuthorization: "
                      + signed.request_header.encode() + b"\r\n\r\n")
         answer = b"".join(iter(lambda: sock.recv(65536), b""))
     head, _, body = answer.partition(b"\r\n\r\n")

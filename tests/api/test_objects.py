@@ -16,7 +16,7 @@ from tests.api.test_errors import rest_error
 
 @pytest.fixture
 def objects(server) -> taskcluster.Object:
-    return taskcluster.Object({"rootUrl": server.root_url, "maxRetries": 0})
+    return taskcluster.Object({"rootUrl": server.root_url, "maxRetries": 0, "credentials": server.credentials})
 
 
 def name() -> str:
@@ -46,7 +46,8 @@ def test_start_download_chooses_a_method_and_download_redirects(server, objects)
     assert check_response("download-object-response", simple) == [] and requests.get(simple["url"]).content == b"hi"
     error = rest_error(objects.startDownload, object_name, {"acceptDownloadMethods": {}})
     assert error.status_code == 406 and error.body["code"] == "NoMatchingMethod"
-    answer = requests.get(f"{server.root_url}/api/object/v1/download/{object_name}", allow_redirects=False)
+    answer = requests.get(f"{server.root_url}/api/object/v1/download/{object_name}", allow_redirects=False,
+                          auth=server.auth)
     assert answer.status_code == 303 and requests.get(answer.headers["Location"]).content == b"hi"
 
 
