@@ -74,11 +74,7 @@ class Artifacts:
         """createArtifact; `authorize` is the caller's scope check on the task as read."""
         now = now or utcnow()
         check_name(name)
-        task = self.tasks.load(task_id)
-        if task is None:
-            raise InvalidInput(f"taskId: task {task_id} not found")
-        if authorize:
-            authorize(task)
+        task = self._task(task_id, authorize, InvalidInput(f"taskId: task {task_id} not found"))
         run = task.status.run(run_id)
         check_run(task_id, run, now)
         wanted = requested(task_id, run_id, name, body, check_expires(body["expires"], task.summary["expires"], now))
@@ -99,6 +95,15 @@ class Artifacts:
                     "expires": to_iso(now + S3_PUT_URL_LIFETIME),
                     "putUrl": self.blobs.block_upload_url(_blob(artifact), now + S3_PUT_URL_LIFETIME)}
         return {"storageType": artifact.storage_type.value}
+
+    def _task(self, task_id: str, authorize, missing: Exception) -> TaskRecord:
+        """The task, checked by the caller's `authorize` before anything is written."""
+        task = self.tasks.load(task_id)
+        if task is None:
+            raise missing
+        if authorize:
+            authorize(task)
+        return task
 
     def _keep(self, wanted: Artifact, task: TaskRecord) -> Artifact:
         """Store `wanted`, or what Taskcluster's rules make of it over the artifact there."""
@@ -154,11 +159,7 @@ class Artifacts:
     def finish(self, task_id: str, run_id: int, name: str, upload_id: str, authorize=None) -> None:
         """finishArtifact: an `object` artifact's upload is finished; serve it from now on."""
         check_name(name)
-        task = self.tasks.load(task_id)
-        if task is None:
-            raise NotFound(f"Task {task_id} not found")
-        if authorize:
-            authorize(task)
+        task = self._task(task_id, authorize, NotFound(f"Task {task_id} not found"))
 
         def finish(artifact: Artifact) -> Artifact:
             if not artifact.storage_type.needs_finish:
