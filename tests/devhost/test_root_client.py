@@ -42,7 +42,10 @@ def test_made_once_and_kept_unless_static_clients_are_set(tmp_path, monkeypatch)
 @pytest.mark.timeout(120)
 def test_the_printed_credentials_work_with_the_official_client(azurite, tmp_path):
     port, prefix = free_port(), unique_prefix()
-    env = {key: value for key, value in os.environ.items() if key not in ("STATIC_CLIENTS",)}
+    # The settings a new checkout has (local.settings.json is made by `make run`, not here),
+    # without STATIC_CLIENTS: what makes the host make its root client.
+    sample = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    env = {key: value for key, value in {**os.environ, **sample}.items() if key != "STATIC_CLIENTS"}
     env.update({"AzureWebJobsStorage": azurite.connection_string, "QUEUE_TABLE_PREFIX": prefix,
                 "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved", "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
                 "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs"})
