@@ -6,15 +6,12 @@ that stopping the group leaves nothing behind.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
-import socket
-import sys
 import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from .processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "3.35.0"
@@ -33,47 +30,6 @@ def ensure_installed() -> Path:
         subprocess.run(["npm", "install", "--prefix", str(REPO / ".tools"), "--no-audit", "--no-fund",
                         "--loglevel=error", f"azurite@{VERSION}"], check=True)
     return binary
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the process that started Azurite dies, even
-    by SIGKILL, so a killed `make run`, test run or benchmark leaves no Azurite holding its
-    ports (Azurite runs in a session of its own, where no Ctrl-C reaches it). Linux sends
-    the signal when the *thread* that started the child ends, so start Azurite from a thread
-    that lives as long as its user (the main thread, as every caller does); a host restarted
-    from a worker thread, as the SIGKILL test does, must not use this."""
-    if sys.platform.startswith("linux"):
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def stop_group(process: subprocess.Popen | None, grace: float) -> None:
-    """Stop a process started in a group of its own, and the whole group: SIGTERM, then
-    SIGKILL if it is still there after `grace` seconds."""
-    if process is None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 class Azurite:
@@ -118,20 +74,13 @@ class Azurite:
             self.log_path = Path(tempfile.mkstemp(prefix="azurite-", suffix=".log")[1])
         self.process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.location or None,
-                                        preexec_fn=_die_with_parent)
+                                        preexec_fn=die_with_parent)
         self._wait_until_listening(timeout)
         return self
 
     def _wait_until_listening(self, timeout: float) -> None:
-        give_up = time.monotonic() + timeout
-        while time.monotonic() < give_up:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Azurite exited: {self.log_tail()}")
-            if all(port_open(port) for port in self.ports.values()):
-                return
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"Azurite did not listen within {timeout} s: {self.log_tail()}")
+        wait_until_ready(self.process, lambda: all(port_open(port) for port in self.ports.values()), timeout, 0.1,
+                         lambda why: RuntimeError(f"Azurite {why}: {self.log_tail()}"))
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""

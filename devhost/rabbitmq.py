@@ -15,10 +15,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from .azurite import free_port, port_open, stop_group
+from .processes import free_port, port_open, stop_group, wait_until_ready
 
 SERVER = "rabbitmq-server"
 SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])
@@ -93,15 +92,8 @@ class RabbitMQ:
         return self
 
     def _wait_until_ready(self, timeout: float) -> None:
-        give_up = time.monotonic() + timeout
-        while time.monotonic() < give_up:
-            if self.process.poll() is not None:
-                raise BrokerUnavailable(f"RabbitMQ exited: {self.log_tail()}")
-            if port_open(self.port) and self._accepts_amqp():
-                return
-            time.sleep(0.25)
-        self.stop()
-        raise BrokerUnavailable(f"RabbitMQ did not accept AMQP within {timeout} s: {self.log_tail()}")
+        wait_until_ready(self.process, lambda: port_open(self.port) and self._accepts_amqp(), timeout, 0.25,
+                         lambda why: BrokerUnavailable(f"RabbitMQ {why}: {self.log_tail()}"))
 
     def _accepts_amqp(self) -> bool:
         import pika

@@ -11,7 +11,6 @@ import atexit
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import requests
 import taskcluster
 
 from devhost.azurite import Azurite
+from devhost.processes import free_port
 from devhost.rabbitmq import RabbitMQ
 from shared.config import Settings
 from shared.domain.ids import new_slugid
@@ -38,12 +38,6 @@ from tests.signing import HawkAuth
 ROOT = Path(__file__).resolve().parent.parent
 # Every test server trusts this client with `*` (STATIC_CLIENTS), and its clients use it.
 ROOT_CREDENTIALS = {"clientId": "static/tests-root", "accessToken": secrets.token_urlsafe(33)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def unique_prefix() -> str:

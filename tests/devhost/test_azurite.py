@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devhost.azurite import port_open
+from devhost.processes import port_open
 
 from .conftest import alive, eventually
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 from azure.storage.queue import QueueClient
 
-from devhost.azurite import port_open
+from devhost.processes import port_open
 from tests.conftest import free_port, launch_host, start_server, unique_prefix
 
 from .conftest import alive, eventually
