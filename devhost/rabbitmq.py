@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .processes import free_port, port_open, stop_group, wait_until_ready
+from .processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
 
 SERVER = "rabbitmq-server"
 SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])
@@ -87,7 +87,8 @@ class RabbitMQ:
         (self.location / "enabled_plugins").write_text("[].\n")
         self.process = subprocess.Popen([server], env=self._environment(), cwd=self.location,
                                         stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=die_with_parent)
         self._wait_until_ready(timeout)
         return self
 

@@ -1,0 +1,30 @@
+"""The local broker's lifecycle: started in a session of its own, it still dies with its
+starter, so a killed `make run` or test run leaves no broker holding its port."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from devhost.processes import port_open
+
+from .conftest import alive, eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER = ("import time; from devhost.rabbitmq import RabbitMQ; broker = RabbitMQ().start(); "
+           "print(broker.process.pid, broker.port, flush=True); time.sleep(120)")
+
+
+def test_the_broker_stops_when_the_process_that_started_it_is_killed():
+    starter = subprocess.Popen([sys.executable, "-c", STARTER], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    pid, port = map(int, starter.stdout.readline().split())
+    try:
+        assert alive(pid) and port_open(port)
+        starter.send_signal(signal.SIGKILL)   # no finally, no atexit: only the kernel can tell the broker
+        starter.wait(timeout=10)
+        eventually(lambda: not port_open(port), timeout=30, message="the broker's port closed")
+    finally:
+        if port_open(port):
+            subprocess.run(["kill", "--", f"-{pid}"], check=False)
