@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import timedelta
 from typing import Protocol
 
@@ -109,9 +110,12 @@ class EventPublisher:
                 self._retrier.start()
 
     def _retry_forever(self) -> None:
-        stop = threading.Event()
-        while not stop.wait(RETRY_EVERY):
-            self.retry_refused()
+        while True:
+            time.sleep(RETRY_EVERY)
+            try:
+                self.retry_refused()
+            except Exception:   # storage unreachable too: the rows stay remembered for the next pass
+                log.warning("retrying refused events failed; trying again", exc_info=True)
 
     def retry_refused(self) -> int:
         """Publish again, from their rows, the events the bus refused; how many rows are done.
