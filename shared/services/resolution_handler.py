@@ -19,15 +19,14 @@ in the task's outbox and published here): until then it is looked at again later
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Callable
 
+from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.task_table import TaskTable
-from ..domain.timestamps import to_iso, utcnow
 from .dependencies import Dependencies
 from .event_publisher import EventPublisher
 from .resolution_events import Resolution, ResolutionEvents
