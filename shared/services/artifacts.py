@@ -34,7 +34,6 @@ from ..storage.object_table import ObjectRecord
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
 from . import artifact_expiry
-from .conditional import change_until_saved
 from .credentials import CredentialIssuer
 from .event_publisher import EventPublisher
 from .objects import SIMPLE_URL_LIFETIME, Objects
@@ -119,16 +118,12 @@ class Artifacts:
     def _change(self, task_id: str, run_id: int, name: str, change, task: TaskRecord) -> ArtifactRecord | None:
         """Change an artifact's row, announcing it if the change made it present (or
         replaced a present one), and publish; the record as it ends up (None if gone)."""
-        carried = [()]
-
         def changed(record: ArtifactRecord) -> ArtifactRecord:
-            carried[0] = record.outbox
             artifact = change(record.artifact)
             if artifact == record.artifact:
                 return record
             return replace(record, artifact=artifact, outbox=record.outbox + self._announced(task, artifact))
-        kept = change_until_saved(self._loader(task_id, run_id, name), changed, self._save)
-        return self._published(kept, carried[0]) and kept
+        return self.publisher.change(self.table, self._loader(task_id, run_id, name), changed, self._save)[0]
 
     def _announced(self, task: TaskRecord, artifact: Artifact) -> tuple:
         """The artifact-created event of `artifact` as written now, if it is announced."""
@@ -137,9 +132,9 @@ class Artifacts:
         return (task_events.artifact_created(task.summary, task.notice, task.status, artifact.run_id,
                                              artifact.to_json(), to_iso(utcnow())),)
 
-    def _published(self, record: ArtifactRecord | None, carried: tuple = ()) -> ArtifactRecord | None:
-        if record is not None and record.outbox:
-            self.publisher.written(self.table, record, carried)
+    def _published(self, record: ArtifactRecord) -> ArtifactRecord:
+        """A new artifact row: its event out."""
+        self.publisher.written(self.table, record)
         return record
 
     def _loader(self, task_id: str, run_id: int, name: str):

@@ -24,11 +24,12 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..domain.task_events import Event
 from ..domain.timestamps import parse_iso, utcnow
 from ..events.bus import EventBus
+from .conditional import change_until_saved
 
 log = logging.getLogger("queue.events")
 GRACE = timedelta(seconds=10)
@@ -62,6 +63,25 @@ class EventPublisher:
         cutoff = utcnow() - self.grace
         due = [event for event in record.outbox if event.id not in carried_ids or parse_iso(event.at) <= cutoff]
         return self._publish(table, record.key, due, record.etag, record.outbox) and len(due) == len(record.outbox)
+
+    def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable) -> tuple[object, bool]:
+        """`change_until_saved` on a row that keeps an outbox, then its events out: those the
+        change added (and stale ones it carried), or, when it wrote nothing, the stale ones
+        the row holds. The record as it ends up (None if there is none), and whether it changed."""
+        read = [None]
+
+        def tracked(record):
+            read[0] = record
+            return change(record)
+        saved = change_until_saved(load, tracked, save)
+        if saved is None:
+            return None, False
+        changed = saved is not read[0]   # an unchanged record comes back as read
+        if changed:
+            self.written(table, saved, read[0].outbox)
+        elif saved.outbox:
+            self.settle(table, saved.key, saved.outbox, saved.etag)
+        return saved, changed
 
     def settle(self, table: Outboxes, key: str, outbox: tuple[Event, ...] | None = None,
                etag: str | None = None) -> bool:

@@ -101,20 +101,7 @@ class TaskGroups:
     def _change(self, load: Callable[[], TaskGroupRecord | None],
                 change: Callable[[TaskGroupRecord], TaskGroupRecord]) -> bool:
         """Change the group's row and publish the events the change added; whether it changed."""
-        changed = [False]   # decided by the attempt whose write went through
-
-        def tracked(group: TaskGroupRecord) -> TaskGroupRecord:
-            after = change(group)
-            changed[0] = after is not group
-            return after
-        saved = change_until_saved(load, tracked, self.groups.save)
-        if saved is None:
-            return False
-        if changed[0]:
-            self.publisher.written(self.groups, saved, saved.outbox[:-1])
-        elif saved.outbox:   # left by a writer that may have died
-            self.publisher.settle(self.groups, saved.task_group_id, saved.outbox, saved.etag)
-        return changed[0]
+        return self.publisher.change(self.groups, load, change, self.groups.save)[1]
 
     def _announced(self, group: TaskGroupRecord, event: task_events.Event) -> TaskGroupRecord:
         return replace(group, outbox=group.outbox + (event,)) if self.publisher.bus else group
