@@ -25,7 +25,6 @@ import time
 import uuid
 from pathlib import Path
 
-import requests
 import taskcluster
 
 from devhost.azurite import Azurite
@@ -33,7 +32,7 @@ from tests.conftest import Server
 
 from . import graphs, http_lifecycles, storage_baseline
 from .graphs import (CLIENT_RETRIES, FAN_IN, ROOT, batching, batching_text, failed, graph_request, host,
-                     host_error_rows, inspected_labels, node_task, part_figures, put_graph, shape)
+                     host_error_rows, inspected_labels, node_task, part_figures, put_graph, shape, signed_session)
 from .lifecycle import latency_text, run
 from .report import percentiles, progress
 
@@ -110,7 +109,7 @@ def _variant(server: Server, requires: dict[str, list[str]], args: argparse.Name
         return failed(out, server, str(error))
     last = max(log.completion_times)
     if ids is None:
-        labels, failure = inspected_labels(requests.Session(), _graph_url(server, group_id), log, n)
+        labels, failure = inspected_labels(signed_session(server), _graph_url(server, group_id), log, n)
         ids = {label: task_id for task_id, label in labels.items()}
     else:
         failure = _checked(log, ids)
@@ -165,7 +164,7 @@ def _create_by_put(server: Server, requires: dict[str, list[str]], task_queue_id
                    bound: float) -> dict:
     body = json.dumps(graph_request(requires, task_queue_id, group_id)).encode()
     progress(f"  PUT task-graph {group_id}: {len(body) / 1e6:.1f} MB of JSON")
-    answer, attempts = put_graph(requests.Session(), _graph_url(server, group_id), body, bound)
+    answer, attempts = put_graph(signed_session(server), _graph_url(server, group_id), body, bound)
     if answer is None or answer.status_code != 200:
         raise RuntimeError(f"PUT failed: {attempts[-1]}" + (f" {answer.text[:2000]}" if answer is not None else ""))
     return {"attempts": attempts}

@@ -41,7 +41,8 @@ from tests.conftest import Server
 
 from . import graphs, http_lifecycles, local_host, storage_baseline
 from .graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
-                     host, host_error_rows, inspected_labels, part_figures, parts, put_graph, shape)
+                     host, host_error_rows, inspected_labels, part_figures, parts, put_graph, shape,
+                     signed_session)
 from .lifecycle import latency_text, run
 from .operation_counts import RESOLVED, InProcess, Step, expect, in_process
 from .report import percentiles, progress
@@ -72,7 +73,7 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
            "request_bytes": len(body), "bound_s": bound, "server_settings": SETTINGS,
            "worker_client_max_retries": CLIENT_RETRIES,
            "taskGraphId": graph_id}
-    session = requests.Session()
+    session = signed_session(server)
 
     progress(f"PUT task-graph {graph_id}: {n} tasks, {out['edges']} edges, {len(body) / 1e6:.1f} MB of JSON")
     put_started = time.perf_counter()

@@ -104,6 +104,13 @@ def host(azurite: Azurite, log_dir: Path, name: str, out: dict):
                  f"(retried by the clients): {out['host_errors']['http_5xx']}")
 
 
+def signed_session(server) -> requests.Session:
+    """HTTP calls as the test servers' root client makes them (every call is authenticated)."""
+    session = requests.Session()
+    session.auth = server.auth
+    return session
+
+
 def put_graph(session: requests.Session, url: str, body: bytes, timeout: float) -> tuple[requests.Response | None,
                                                                                        list[dict]]:
     """PUT the createTaskGraph request, again after a 5xx or a lost answer (it resumes);
