@@ -64,8 +64,8 @@ def signed(credentials: dict, method: str, path: str, body: dict | None = None, 
     return ApiRequest.from_url(method, ROOT_URL + path, "/queue/v1", content, headers)
 
 
-def claimed_task(issuer: CredentialIssuer) -> tuple[str, dict, TaskRecord]:
-    """A task with 20 scopes, claimed by workers/w1, and the credentials its claim hands out."""
+def claimed_task() -> tuple[str, dict, TaskRecord]:
+    """A task with 20 scopes, claimed by workers/w1 (the caller issues its claim's credentials)."""
     now = utcnow()
     task_id = taskcluster.slugId()
     definition = task_definition.normalize(task_id, {
@@ -76,7 +76,6 @@ def claimed_task(issuer: CredentialIssuer) -> tuple[str, dict, TaskRecord]:
     until = now + timedelta(minutes=20)
     status = lifecycle.claim(lifecycle.schedule(TaskStatus.new(task_id, definition), now), 0, "workers", "w1",
                              now, until)
-    credentials = issuer.for_run(task_id, 0, "workers", "w1", definition["scopes"], now, until)
     return task_id, definition, TaskRecord(definition, status, definition)
 
 
@@ -91,7 +90,7 @@ def verify(access: Access, endpoint: str, request: ApiRequest, params: dict, bod
 
 def scenarios(access: Access, issuer: CredentialIssuer, count: int) -> dict[str, list[Callable[[], None]]]:
     admin, pool = ({key: client[key] for key in ("clientId", "accessToken")} for client in CLIENTS)
-    task_id, definition, record = claimed_task(issuer)
+    task_id, definition, record = claimed_task()
     worker = issuer.for_run(task_id, 0, "workers", "w1", definition["scopes"], utcnow(),
                             utcnow() + timedelta(minutes=20))
     create_body = {key: definition[key] for key in ("taskQueueId", "created", "deadline", "scopes", "routes",
@@ -108,7 +107,7 @@ def scenarios(access: Access, issuer: CredentialIssuer, count: int) -> dict[str,
             lambda r=signed(admin, "PUT", f"/api/queue/v1/task/{task_id}", create_body):
             verify(access, "createTask", r, {"taskId": task_id}, create_body, definition) for _ in range(count)],
         "claimWork, static client through a parameterized role": [
-            lambda r=signed(pool, "POST", f"/api/queue/v1/claim-work/bench%2Flinux", claim_body):
+            lambda r=signed(pool, "POST", "/api/queue/v1/claim-work/bench%2Flinux", claim_body):
             verify(access, "claimWork", r, {"taskQueueId": QUEUE_ID}, claim_body) for _ in range(count)],
         "reportCompleted, the claim's temporary credentials (certificate, run binding)": [
             lambda r=signed(worker, "POST", resolve_path):
