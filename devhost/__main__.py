@@ -35,7 +35,7 @@ def _arguments() -> argparse.Namespace:
 def _logging() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    for noisy in ("azure", "urllib3"):
+    for noisy in ("azure", "urllib3", "pika"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
