@@ -58,9 +58,13 @@ def encode_definition(definition: dict) -> str:
     return json.dumps(definition, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
 
 
+def notice_of(definition: dict) -> dict:
+    """What events say of a task besides its status."""
+    return {"routes": definition.get("routes", []), "tags": definition.get("tags", {})}
+
+
 def encode_notice(definition: dict) -> str:
-    return json.dumps({"routes": definition.get("routes", []), "tags": definition.get("tags", {})},
-                      separators=(",", ":"), ensure_ascii=True)
+    return json.dumps(notice_of(definition), separators=(",", ":"), ensure_ascii=True)
 
 
 def _status_columns(status: TaskStatus) -> dict:
@@ -82,18 +86,18 @@ class TaskTable:
     def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
-        notice = encode_notice(definition)
-        events = self._events(summary, json.loads(notice), None, status, ())
+        notice = notice_of(definition)
+        events = self._events(summary, notice, None, status, ())
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary}
         entity.update(long_text.to_columns("definition", encode_definition(definition)))
-        entity.update(long_text.to_columns("notice", notice))
+        entity.update(long_text.to_columns("notice", encode_notice(definition)))
         entity.update(_status_columns(status))
         entity.update(outbox.to_columns(events))
         try:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
             raise AlreadyExists(status.task_id) from exc
-        return TaskRecord(summary, status, definition, meta.get("etag"), json.loads(notice), events)
+        return TaskRecord(summary, status, definition, meta.get("etag"), notice, events)
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS]
