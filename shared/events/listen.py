@@ -13,10 +13,8 @@ import json
 import os
 import sys
 
-import pika
-
 from ..domain.task_events import EXCHANGE_PREFIX
-from .amqp import connection_parameters, declare_exchanges
+from .amqp_subscription import AmqpSubscription
 
 LOCAL_BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
 
@@ -34,24 +32,18 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def listen(exchange: str, patterns: list[str], count: int = 0, url: str | None = None, out=sys.stdout) -> int:
     exchange = exchange if exchange.startswith("exchange/") else EXCHANGE_PREFIX + exchange
-    connection = pika.BlockingConnection(connection_parameters(url or os.environ.get("EVENTS_AMQP_URL") or LOCAL_BROKER))
-    channel = connection.channel()
-    declare_exchanges(channel)
-    queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue
-    for pattern in patterns:
-        channel.queue_bind(queue, exchange, routing_key=pattern)
+    subscription = AmqpSubscription.create(url or os.environ.get("EVENTS_AMQP_URL") or LOCAL_BROKER,
+                                           [(exchange, pattern) for pattern in patterns], exclusive=True)
     print(json.dumps({"listening": exchange, "patterns": patterns}), file=out, flush=True)
     seen = 0
     try:
-        for method, properties, body in channel.consume(queue, auto_ack=True):
-            print(json.dumps({"exchange": method.exchange, "routingKey": method.routing_key,
-                              "messageId": properties.message_id, "cc": (properties.headers or {}).get("CC", []),
-                              "payload": json.loads(body)}), file=out, flush=True)
+        for delivery in subscription.stream():
+            print(json.dumps(delivery.as_json()), file=out, flush=True)
             seen += 1
             if count and seen >= count:
                 break
     except KeyboardInterrupt:
         pass
     finally:
-        connection.close()
+        subscription.close()
     return 0
