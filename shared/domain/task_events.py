@@ -140,3 +140,22 @@ def group_sealed(task_group_id: str, scheduler_id: str, expires: str, sealed: st
 
 def _group_event(exchange: str, body: dict, event_id: str, at: str) -> Event:
     return Event(exchange, f"primary.{body['taskGroupId']}.{body['schedulerId']}._", body, event_id, at)
+
+
+# Following one group: the bindings that select its events, by the routing keys above.
+
+def group_bindings(task_group_id: str) -> list[tuple[str, str]]:
+    """(full exchange name, AMQP pattern) for every event about the group and its tasks, as
+    Taskcluster's client (`QueueEvents` with only `taskGroupId`) would bind them."""
+    task_pattern = f"primary.*.*.*.*.*.*.*.{task_group_id}.#"
+    group_pattern = f"primary.{task_group_id}.#"
+    return ([(EXCHANGE_PREFIX + name, task_pattern) for name in TASK_EXCHANGES]
+            + [(EXCHANGE_PREFIX + name, group_pattern) for name in GROUP_EXCHANGES])
+
+
+def group_of(exchange: str, routing_key: str) -> str | None:
+    """The taskGroupId a primary routing key names (None for a key of another shape)."""
+    words = routing_key.split(".")
+    if exchange in GROUP_EXCHANGES:
+        return words[1] if len(words) >= 2 else None
+    return words[8] if len(words) >= 9 else None

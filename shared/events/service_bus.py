@@ -166,12 +166,13 @@ def _credential() -> Any:
 
 # Subscriptions: what a consumer sets up, AMQP bindings compiled to rules.
 
-def ensure_subscription(admin: Any, topic: str, name: str, patterns: Sequence[str]) -> list[str]:
+def ensure_subscription(admin: Any, topic: str, name: str, patterns: Sequence[str], **options: Any) -> list[str]:
     """Make subscription `name` of `topic` receive exactly the messages AMQP would route to a
     queue bound with `patterns`: one rule per filter (`binding_filters`), named by a digest of
     the filter, so running it again with the same patterns changes nothing, and other patterns
     or a new compiler replace the rules that differ. `admin` is a
-    `ServiceBusAdministrationClient`. Returns the rule names."""
+    `ServiceBusAdministrationClient`; `options` go to `create_subscription` when it is made
+    (`forward_to`, `auto_delete_on_idle`). Returns the rule names."""
     from azure.core.exceptions import ResourceNotFoundError
 
     topic = topic_name(topic)
@@ -179,7 +180,7 @@ def ensure_subscription(admin: Any, topic: str, name: str, patterns: Sequence[st
     try:
         admin.get_subscription(topic, name)
     except ResourceNotFoundError:
-        admin.create_subscription(topic, name)
+        admin.create_subscription(topic, name, **options)
         # Before any rule of ours: a new subscription must not take in every message meanwhile.
         admin.delete_rule(topic, name, "$Default")
     present = {rule.name for rule in admin.list_rules(topic, name)}

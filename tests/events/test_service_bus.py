@@ -28,13 +28,14 @@ SUMMARY = {"provisionerId": "prov", "workerType": "linux", "taskQueueId": "prov/
 NOTICE = {"routes": ["index.project.latest", "notify.email.me@example.com"], "tags": {"kind": "test"}}
 
 
-def lifecycle_events(notice=NOTICE) -> dict[str, Event]:
+def lifecycle_events(notice=NOTICE, task_id="TASK", group_id="GROUP") -> dict[str, Event]:
     """The events of a task created ready, claimed and completed, by exchange."""
-    created = lifecycle.schedule(TaskStatus.new("TASK", {**SUMMARY, "retries": 5}), NOW)
+    summary = {**SUMMARY, "taskGroupId": group_id}
+    created = lifecycle.schedule(TaskStatus.new(task_id, {**summary, "retries": 5}), NOW)
     running = lifecycle.claim(created, 0, "wg", "w1", NOW, NOW + timedelta(minutes=20))
     done = lifecycle.resolve(running, 0, ReasonResolved.COMPLETED, NOW)
-    events = (task_changed(SUMMARY, notice, None, created, AT) + task_changed(SUMMARY, notice, created, running, AT)
-              + task_changed(SUMMARY, notice, running, done, AT))
+    events = (task_changed(summary, notice, None, created, AT) + task_changed(summary, notice, created, running, AT)
+              + task_changed(summary, notice, running, done, AT))
     return {event.exchange: event for event in events}
 
 
@@ -244,7 +245,7 @@ class FakeAdmin:
             self.name, self.filter = name, rule_filter
 
     def __init__(self):
-        self.subscriptions, self.calls = {}, []
+        self.subscriptions, self.calls, self.options = {}, [], {}
 
     def __enter__(self):
         return self
@@ -256,8 +257,9 @@ class FakeAdmin:
         if (topic, name) not in self.subscriptions:
             raise ResourceNotFoundError("no such subscription")
 
-    def create_subscription(self, topic, name):
+    def create_subscription(self, topic, name, **options):
         self.calls.append(("create_subscription", name))
+        self.options[topic, name] = options
         self.subscriptions[topic, name] = {"$Default": self.Rule("$Default", None)}
 
     def list_rules(self, topic, name):
