@@ -192,12 +192,13 @@ def build_services(azurite: Azurite, bus=None, **overrides) -> Services:
     return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus())
 
 
-def memory_services(bus=None, **overrides) -> Services:
+def memory_services(bus=None, feeds=None, **overrides) -> Services:
     """The Queue's services in this process, on a storage account in memory, publishing
-    events on `bus` (by default one in memory: `services.bus`)."""
+    events on `bus` (by default one in memory: `services.bus`); the browser's feeds on
+    `feeds` (by default none: no bus to follow)."""
     prefix = unique_prefix()
     return Services.build(_settings("memory", prefix, overrides), account=MemoryAccount(prefix),
-                          bus=bus or MemoryBus())
+                          bus=bus or MemoryBus(), feeds=feeds)
 
 
 def _settings(connection: str, prefix: str, overrides: dict) -> Settings:

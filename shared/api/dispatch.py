@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..auth.errors import AuthError
 from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
+from ..services.group_feeds import MAX_WAIT
 from ..services.task_groups import DEFAULT_PAGE as MAX_PAGE
 from .access import Access, Guard
 from .errors import InvalidRequestArguments, error_response
@@ -99,6 +100,7 @@ QUERY_OPTIONS = {
     "continuationToken": {"type": "string"},
     "limit": {"type": "integer", "minimum": 1},
     "quarantined": {"enum": ["true", "false"]},
+    "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT},
 }
 
 
@@ -106,6 +108,8 @@ def _check_query(endpoint: Endpoint, query: dict) -> dict:
     checked = {name: value for name, value in query.items() if name in endpoint.query}
     if "limit" in checked:
         checked["limit"] = _limit(checked["limit"])
+    if "wait" in checked:
+        checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
     return checked
@@ -119,6 +123,13 @@ def _limit(text: str) -> int:
     if not re.fullmatch("[0-9]+", text) or not digits:
         raise InvalidRequestArguments(f"limit: {text[:50]!r} must be a positive whole number")
     return MAX_PAGE if len(digits) > len(str(MAX_PAGE)) else min(int(digits), MAX_PAGE)
+
+
+def _wait(text: str) -> int:
+    """Seconds a long poll may wait: whole, from 0; more than it ever waits is clamped."""
+    if not re.fullmatch("[0-9]{1,6}", text):
+        raise InvalidRequestArguments(f"wait: {text[:50]!r} must be a whole number of seconds")
+    return min(int(text), MAX_WAIT)
 
 
 def _parse_body(endpoint: Endpoint, body: bytes):

@@ -19,6 +19,7 @@ STATUS_BY_CODE = {
     "ResourceExpired": 410,
     "PayloadTooLarge": 413,
     "InternalServerError": 500,
+    "ServiceUnavailable": 503,   # not Taskcluster's: the event bus behind a feed is down
 }
 
 

@@ -117,6 +117,10 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "listTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
     # The browser view's list of recent groups (ours): whoever may list every group.
     "recentTaskGroups": Requirement("queue:list-task-group:*"),
+    # Its feeds of a group's events (ours): they tell what listTaskGroup tells, so they ask
+    # what it asks (anonymous callers have it by default, as the page's reads do).
+    "createTaskGroupFeed": Requirement("queue:list-task-group:<taskGroupId>"),
+    "readTaskGroupFeed": Requirement("queue:list-task-group:<taskGroupId>"),
     "getTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
     "sealTaskGroup": _group_action("queue:seal-task-group:<schedulerId>/<taskGroupId>"),
     "cancelTaskGroup": _group_action("queue:cancel-task-group:<schedulerId>/<taskGroupId>"),

@@ -1,11 +1,14 @@
 """The data the browser view needs beyond the Queue API (`/api/ui/data/...`), declared as data.
 
 Everything about a group's tasks comes from the Queue API itself (listTaskGroup, task,
-status, artifacts); only the list of recent groups, which Taskcluster has no call for, is here.
+status, artifacts); here are only what Taskcluster has no call for: the list of recent
+groups, and the feeds that carry a group's events to the page (`services/group_feeds.py`:
+a long poll, since a Functions HTTP answer is one body).
 """
 
 from __future__ import annotations
 
+from ..services.group_feeds import MAX_EVENTS, MAX_WAIT
 from .router import Endpoint
 
 SERVICE_ROOT = "/ui/data"
@@ -14,4 +17,14 @@ RECENT_GROUPS = 50
 ENDPOINTS = [
     Endpoint("recentTaskGroups", "GET", "/task-groups",
              lambda call: call.services.task_groups.recent(RECENT_GROUPS)),
+    # `live: false` (no bus, or none reachable) tells the page to poll listTaskGroup instead.
+    Endpoint("createTaskGroupFeed", "POST", "/task-group/<taskGroupId>/feed",
+             lambda call: call.services.group_feeds.open(call.params["taskGroupId"])),
+    # The events since the last read, waiting up to `wait` seconds for the first; 404 once
+    # the feed expired (open another, and list the group again: events may have been missed).
+    Endpoint("readTaskGroupFeed", "GET", "/task-group/<taskGroupId>/feed/<feedId>",
+             lambda call: call.services.group_feeds.read(call.params["taskGroupId"], call.params["feedId"],
+                                                         call.query.get("wait", MAX_WAIT),
+                                                         call.query.get("limit", MAX_EVENTS)),
+             query=("wait", "limit")),
 ]

@@ -1,4 +1,5 @@
-"""The browser view's HTTP triggers: its pages (`/api/ui/...`) and its data (`/api/ui/data/...`)."""
+"""The browser view's HTTP triggers: its pages (`/api/ui/...`) and its data (`/api/ui/data/...`:
+the recent groups, and the feeds of a group's events, POST to open one, GET to long-poll it)."""
 
 import azure.functions as func
 
@@ -9,7 +10,7 @@ from .http_bindings import serve
 bp = func.Blueprint()
 
 
-@bp.route(route="ui/data/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+@bp.route(route="ui/data/{*path}", methods=["GET", "POST"], auth_level=func.AuthLevel.ANONYMOUS)
 def ui_data(req: func.HttpRequest) -> func.HttpResponse:
     return serve(req, ENDPOINTS, SERVICE_ROOT)
 

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from ..config import Settings
 from ..events.bus import EventBus
-from ..events.connect import event_bus
+from ..events.connect import event_bus, event_feeds
+from ..events.feeds import EventFeeds
 from ..storage.account import StorageAccount
 from ..storage.claim_table import ClaimTable
 from ..storage.pending_table import PendingTable
@@ -27,6 +28,7 @@ from .dependencies import Dependencies
 from .activity_expiry import TaskQueueExpiry, WorkerExpiry
 from .expiration import Expiration
 from .graph_parts import GraphParts
+from .group_feeds import GroupFeeds
 from .repairs import Repairs
 from .resolution_events import ResolutionEvents
 from .resolution_handler import ResolutionHandler
@@ -69,16 +71,19 @@ class Services:
     objects: Objects
     artifacts: Artifacts
     artifact_expiry: ArtifactExpiry
+    group_feeds: GroupFeeds
 
     @property
     def bus(self) -> EventBus | None:
         return self.publisher.bus
 
     @classmethod
-    def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None) -> Services:
+    def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
+              feeds: EventFeeds | None = None) -> Services:
         """The services on `settings`' storage account, or on `account` (one of the same
         shape: the tests' in-memory one), publishing events on the bus the settings name, or
-        on `bus`; with no bus, no events are kept or published."""
+        on `bus`; with no bus, no events are kept or published. The browser's feeds read the
+        bus the settings name, or `feeds`."""
         account = account or StorageAccount(settings.storage_connection, settings.table_prefix)
         bus = bus or event_bus(settings)
         publisher = EventPublisher(bus)
@@ -138,6 +143,7 @@ class Services:
             objects=objects,
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
+            group_feeds=GroupFeeds(feeds or event_feeds(settings)),
         )
 
 

@@ -1,15 +1,20 @@
-"""The browser view's bindings: GET-only anonymous HTTP functions under /api/ui/."""
+"""The browser view's bindings: anonymous HTTP functions under /api/ui/ (the pages GET only;
+the data GET and POST, for the feeds)."""
 
 import azure.functions as func
 
 from tests.functions.test_function_app import functions_by_name
 
 
-def test_pages_and_data_are_two_get_routes_under_ui():
+def _methods(trigger) -> list[str]:
+    return [str(getattr(method, "value", method)) for method in trigger.methods]
+
+
+def test_pages_and_data_are_two_routes_under_ui():
     routes = {name: functions_by_name()[name].get_trigger() for name in ("ui_pages", "ui_data")}
     assert routes["ui_pages"].route == "ui/{*path}" and routes["ui_data"].route == "ui/data/{*path}"
-    for trigger in routes.values():
-        assert [str(getattr(method, "value", method)) for method in trigger.methods] == ["GET"]
+    assert _methods(routes["ui_pages"]) == ["GET"]
+    assert _methods(routes["ui_data"]) == ["GET", "POST"]   # POST opens a feed of a group's events
 
 
 def test_the_page_function_answers_without_storage():
