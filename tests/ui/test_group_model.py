@@ -36,3 +36,41 @@ def test_blockage_and_folding():
     assert out["edges"] == [["a", "b"], ["b", "c"], ["a", "r"]]
     assert out["folded"] == [["task", 1], ["siblings", 1000], ["task", 1]] and out["foldedEdges"] == 2
     assert out["small"] == 10  # what fits is drawn task by task
+
+
+EVENTS = """
+const M = require(%s);
+const status = (id, ...runs) => ({taskId: id, state: runs.length ? runs[runs.length - 1] : 'unscheduled',
+                                  runs: runs.map((state, runId) => ({runId, state}))});
+const event = (s) => ({exchange: 'task-x', payload: {status: s}});
+const entries = new Map([['a', {task: {metadata: {name: 'a'}}, status: status('a', 'pending')}]]);
+const out = {};
+out.running = M.applyEvent(entries, event(status('a', 'running')));
+out.stale = M.applyEvent(entries, event(status('a', 'pending')));          // late, or a repeat
+out.again = M.applyEvent(entries, event(status('a', 'running')));
+out.rerun = M.applyEvent(entries, event(status('a', 'exception', 'pending')));
+out.unknown = M.applyEvent(entries, event(status('b', 'pending')));
+out.group = M.applyEvent(entries, {exchange: 'task-group-resolved', payload: {taskGroupId: 'g'}});
+out.held = entries.get('a').status.runs.map((run) => run.state);
+out.keptTask = entries.get('a').task.metadata.name;
+// A listing read before the latest event does not undo it; one read after it wins; gone is gone.
+const listed = [{task: {}, status: status('a', 'pending')}, {task: {}, status: status('c', 'completed')}];
+const merged = M.reconcile(entries, listed);
+out.merged = [...merged.keys()];
+out.mergedA = merged.get('a').status.runs.length;
+out.newer = M.reconcile(entries, [{task: {}, status: status('a', 'exception', 'completed')}]).get('a').status.state;
+console.log(JSON.stringify(out));
+"""
+
+
+def test_events_move_statuses_forward_only():
+    result = subprocess.run(["node", "-e", EVENTS % json.dumps(str(MODEL))], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["running"] == {"changed": True, "unknown": None}
+    assert out["stale"] == out["again"] == out["group"] == {"changed": False, "unknown": None}
+    assert out["rerun"] == {"changed": True, "unknown": None}
+    assert out["unknown"] == {"changed": False, "unknown": "b"}
+    assert out["held"] == ["exception", "pending"] and out["keptTask"] == "a"
+    assert out["merged"] == ["a", "c"] and out["mergedA"] == 2 and out["newer"] == "completed"

@@ -1,6 +1,6 @@
 """The task-group page in headless Chromium, on a real group of a running host: nodes, edges,
-state colors, the blocked part, live updates without reloading, details; screenshots under
-tests/output/."""
+state colors, the blocked part, live updates by the group's events without reloading or
+re-listing (and polling where the host has no bus), details; screenshots under tests/output/."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from shared.domain.ids import new_slugid
-from tests.conftest import eventually, make_task
+from tests.conftest import eventually, make_task, start_server
 from tests.ui.browser import headless_chromium
 
 OUTPUT = Path(__file__).resolve().parents[1] / "output"
@@ -57,6 +57,15 @@ def _rendered(browser, at_least: int = 1) -> bool:
     return int(browser.execute_script("return Number(document.body.dataset.rendered || 0)")) >= at_least
 
 
+def _mode(browser) -> str:
+    return browser.find_element(By.ID, "mode").get_attribute("data-mode")
+
+
+def _stats(browser) -> dict:
+    """How many times the page listed the group, and how many events it applied."""
+    return browser.execute_script("return Object.assign({}, window.taskGroupView.stats)")
+
+
 def _nodes(browser) -> dict[str, dict]:
     return browser.execute_script("""
         const found = {};
@@ -89,13 +98,31 @@ def test_a_real_group_is_drawn_as_its_graph_colored_by_state_and_kept_current(br
     OUTPUT.mkdir(exist_ok=True)
     browser.save_screenshot(str(OUTPUT / "task-group.png"))
 
-    # Live: the page follows the Queue without reloading.
+    # Live: the page follows the group's events without reloading, and without listing it again.
+    eventually(lambda: _mode(browser) == "live", timeout=10, message="the page following the group's events")
     browser.execute_script("window.stillTheSamePage = true")
+    lists_before = _stats(browser)["lists"]
+    completed_at = time.monotonic()
     queue.reportCompleted(ids["test-a"], "0")
-    eventually(lambda: _nodes(browser)[ids["test-a"]]["state"] == "completed", timeout=20,
+    eventually(lambda: _nodes(browser)[ids["test-a"]]["state"] == "completed", timeout=5,
                message="test-a turning completed on the page")
+    took = time.monotonic() - completed_at
     assert _nodes(browser)[ids["test-a"]]["fill"] == COLORS["completed"]
+    stats = _stats(browser)
+    assert stats["lists"] == lists_before and stats["events"] >= 1, stats   # the event did it, not a re-list
     assert browser.execute_script("return window.stillTheSamePage") is True
+    assert browser.find_element(By.ID, "mode").text == "live"
+    browser.save_screenshot(str(OUTPUT / "task-group-live.png"))
+    print(f"test-a completed on the page {took:.2f} s after reportCompleted, by its event")
+
+    # A task added to the group is drawn from its task-defined event.
+    added = new_slugid()
+    queue.createTask(added, make_task(f"ui-{new_slugid()[:8].replace('_', 'x').replace('-', 'y')}/late",
+                                      taskGroupId=group_id, dependencies=[ids["ship"]],
+                                      metadata={"name": "late", "description": "added later", "owner": "t@e.com",
+                                                "source": "https://example.com/ui"}))
+    eventually(lambda: added in _nodes(browser), timeout=5, message="the new task drawn")
+    assert _nodes(browser)[added]["label"] == "late" and _stats(browser)["lists"] == lists_before
 
     # Details: clicking a task shows its definition and runs.
     browser.find_element(By.CSS_SELECTOR, f'#nodes g[data-task-id="{ids["lint"]}"]').click()
@@ -104,6 +131,23 @@ def test_a_real_group_is_drawn_as_its_graph_colored_by_state_and_kept_current(br
     assert queues["lint"] in browser.find_element(By.ID, "task-definition").text
     assert "run 0: failed" in browser.find_element(By.ID, "details").text
     browser.save_screenshot(str(OUTPUT / "task-group-details.png"))
+
+
+def test_without_a_bus_the_page_polls(browser, azurite, tmp_path):
+    """A host with no event bus: the feed endpoint says so, and the page re-lists instead."""
+    server = start_server(azurite, tmp_path, EVENTS_AMQP_URL="")
+    try:
+        queue = server.client()
+        group_id, task_id, task_queue_id = new_slugid(), new_slugid(), f"ui-{new_slugid()[:6].lower()}x/poll"
+        queue.createTask(task_id, make_task(task_queue_id, taskGroupId=group_id))
+        browser.get(f"{server.root_url}/api/ui/task-group/{group_id}")
+        eventually(lambda: _rendered(browser) and _mode(browser) == "polling", timeout=20, message="polling")
+        assert "no event bus is configured" in browser.find_element(By.ID, "mode").get_attribute("title")
+        queue.reportCompleted(task_id, _claim(queue, task_queue_id))
+        eventually(lambda: _nodes(browser)[task_id]["state"] == "completed", timeout=20, message="a re-list")
+        assert _stats(browser)["lists"] >= 2 and _stats(browser)["events"] == 0
+    finally:
+        server.stop()
 
 
 def test_the_list_of_groups_links_to_each(browser, server, queue, group):

@@ -1,6 +1,7 @@
 // What a task group is, as a graph to draw: its tasks, the edges between them, what blocks
 // it and what can no longer run; and, past `maxNodes`, the same graph with what does not fit
-// folded into aggregate nodes. Plain functions without the DOM, so Node can test them too.
+// folded into aggregate nodes; and how events keep a group's entries current. Plain
+// functions without the DOM, so Node can test them too.
 (function (exports) {
   "use strict";
 
@@ -192,5 +193,47 @@
     return [...graph.nodes.keys()].sort().join(",") + "#" + graph.edges.map((edge) => edge.join(">")).sort().join(",");
   }
 
-  Object.assign(exports, { STATES, buildModel, displayGraph, structureKey, countStates });
+  // ---- keeping the group's entries current from events ---------------------------------
+  // `entries`: a Map of taskId -> listTaskGroup's entry ({task, status}). An event carries its
+  // task's whole status (`payload.status`); events may come twice, or out of order when
+  // several processes publish, so a status replaces the one held only if it is further on:
+  // more runs, or the same last run further along. A status equal to the one held changes nothing.
+  const PROGRESS = { unscheduled: 0, pending: 1, running: 2, completed: 3, failed: 3, exception: 3 };
+
+  function progress(status) {
+    const last = status.runs.length ? status.runs[status.runs.length - 1].state : status.state;
+    return [status.runs.length, PROGRESS[last] || 0];
+  }
+
+  function isNewer(held, incoming) {
+    const [heldRuns, heldStep] = progress(held), [runs, step] = progress(incoming);
+    return runs !== heldRuns ? runs > heldRuns : step > heldStep;
+  }
+
+  // Applies one event to `entries`. Answers what it did: `changed` (a status was replaced)
+  // and `unknown` (the taskId of a task not held yet, whose definition the caller fetches).
+  // Group events (resolved, sealed) carry no status: nothing drawn changes.
+  function applyEvent(entries, event) {
+    const status = event.payload && event.payload.status;
+    if (!status || !status.taskId) return { changed: false, unknown: null };
+    const held = entries.get(status.taskId);
+    if (!held) return { changed: false, unknown: status.taskId };
+    if (!isNewer(held.status, status)) return { changed: false, unknown: null };
+    entries.set(status.taskId, { task: held.task, status });
+    return { changed: true, unknown: null };
+  }
+
+  // A new listing replaces the entries, except where an event applied meanwhile is further on
+  // than what the listing read. Tasks the listing no longer has (expired) are dropped.
+  function reconcile(entries, listed) {
+    const merged = new Map();
+    for (const entry of listed) {
+      const held = entries.get(entry.status.taskId);
+      merged.set(entry.status.taskId, held && isNewer(entry.status, held.status) ? held : entry);
+    }
+    return merged;
+  }
+
+  Object.assign(exports, { STATES, buildModel, displayGraph, structureKey, countStates, isNewer, applyEvent,
+                           reconcile });
 })(typeof module !== "undefined" ? module.exports : (window.GroupModel = {}));

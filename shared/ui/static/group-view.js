@@ -12,27 +12,105 @@
 
   // ---- where updates come from ------------------------------------------------------------
   // The one source of updates: every snapshot of the group reaches `onSnapshot` from here.
-  // It polls the Queue API (all pages of listTaskGroup), more slowly for large groups; an
-  // event stream can take its place without the rest of the page changing.
-  function watchGroup(onSnapshot, onError) {
-    let stopped = false;
-    async function poll() {
-      if (stopped) return;
+  // The first is listTaskGroup's (all pages). Then the group's events, from a feed of the
+  // Function App (POST .../feed opens one; GET .../feed/<id>?wait=20 is a long poll, since an
+  // Azure Functions HTTP answer is one body and cannot stream), are applied to the entries as
+  // they come (GroupModel.applyEvent). The feed is opened before each listing, so nothing
+  // that happens while the listing is read is missed. A re-list every RECONCILE_MS, and after
+  // any feed error or expiry, corrects whatever events could not say. When the Function App
+  // has no feed to offer (no event bus, or none reachable), it polls listTaskGroup instead,
+  // more slowly for large groups, and asks for a feed again every FEED_RETRY_MS.
+  const FEED = `/api/ui/data/task-group/${encodeURIComponent(groupId)}/feed`;
+  const RECONCILE_MS = 60000;
+  const FEED_RETRY_MS = 60000;
+  const FEED_RENEW_MS = 15 * 60000;   // a feed is replaced now and then (see service_bus_feed.py)
+  const stats = { lists: 0, events: 0, mode: "starting" };
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  function watchGroup(onSnapshot, onError, { onMode = () => {}, onTasks = () => {} } = {}) {
+    let stopped = false, entries = new Map(), listed = 0;
+    const emit = () => onSnapshot({ tasks: [...entries.values()], at: new Date() });
+    const setMode = (mode, why) => { stats.mode = mode; onMode(mode, why); };
+
+    async function relist() {
       const started = performance.now();
       try {
-        onSnapshot({ tasks: await listTaskGroup(groupId), at: new Date() });
+        stats.lists += 1;
+        entries = GroupModel.reconcile(entries, await listTaskGroup(groupId));
+        listed = Date.now();
+        emit();
       } catch (error) {
         onError(error);
       }
-      const took = performance.now() - started;
-      setTimeout(poll, Math.max(1000, 3 * took));
+      return performance.now() - started;
     }
-    poll();
+
+    async function openFeed() {
+      try {
+        const feed = await getJson(FEED, { method: "POST" });
+        return feed.live ? feed : { live: false, reason: feed.reason };
+      } catch (error) {
+        return { live: false, reason: `${error.code || error.message}` };
+      }
+    }
+
+    // Reads the feed until it fails, expires or is due for renewal.
+    async function follow(feedId) {
+      const opened = Date.now();
+      while (!stopped && Date.now() - opened < FEED_RENEW_MS) {
+        if (Date.now() - listed > RECONCILE_MS) await relist();
+        let answer;
+        try {
+          answer = await getJson(`${FEED}/${encodeURIComponent(feedId)}?wait=20`);
+        } catch (error) {
+          if (error.status !== 404) await sleep(2000);   // a feed that expired is replaced at once
+          return;
+        }
+        await apply(answer.events);
+      }
+    }
+
+    async function apply(events) {
+      const touched = new Set();
+      let changed = false;
+      for (const event of events) {
+        stats.events += 1;
+        const result = GroupModel.applyEvent(entries, event);
+        if (result.unknown) {   // a task new to the page: its definition is needed to draw it
+          try {
+            entries.set(result.unknown, { task: await getJson(`${QUEUE}/task/${result.unknown}`), status: event.payload.status });
+            changed = true;
+          } catch (error) { /* the next re-list brings it */ }
+        }
+        changed = changed || result.changed;
+        if (event.payload.status) touched.add(event.payload.status.taskId);
+      }
+      if (changed) emit();
+      if (touched.size) onTasks(touched);
+    }
+
+    async function run() {
+      while (!stopped) {
+        const feed = await openFeed();
+        const took = await relist();
+        if (feed.live) {
+          setMode("live");
+          await follow(feed.feedId);
+          continue;
+        }
+        setMode("polling", feed.reason);
+        const until = Date.now() + FEED_RETRY_MS;
+        for (let pause = Math.max(1000, 3 * took); !stopped && Date.now() < until; pause = Math.max(1000, 3 * await relist())) {
+          await sleep(pause);
+        }
+      }
+    }
+    run();
     return () => { stopped = true; };
   }
 
-  async function getJson(url) {
-    const response = await fetch(url, { cache: "no-store" });
+  async function getJson(url, options = {}) {
+    const response = await fetch(url, { cache: "no-store", ...options });
     const body = await response.json().catch(() => ({}));
     if (!response.ok) throw Object.assign(new Error(body.message || response.statusText), { status: response.status, code: body.code });
     return body;
@@ -309,12 +387,28 @@
   }
 
   // ---- start ------------------------------------------------------------------------------
-  window.taskGroupView = { render, watchGroup };
+  // How updates arrive, in the header: "live" (events) or "polling" (and why).
+  function showMode(mode, why) {
+    const badge = $("mode");
+    badge.dataset.mode = mode;
+    badge.textContent = mode === "live" ? "live" : "polling";
+    badge.title = mode === "live" ? "updated by the group's events as they happen"
+      : `re-read every few seconds (no event feed: ${why || "unavailable"})`;
+  }
+
+  // An event about the task whose details are open: show them anew (new runs, artifacts).
+  function refreshDetails(taskIds) {
+    if (view.selected && taskIds.has(view.selected) && view.graph && view.graph.nodes.get(view.selected)
+        && view.graph.nodes.get(view.selected).kind === "task") showTask(view.selected);
+  }
+
+  window.taskGroupView = { render, watchGroup, stats };
   $("group-id").textContent = groupId;
   document.title = `Task group ${groupId}`;
   enablePanAndZoom();
   $("graph").addEventListener("click", () => { view.selected = null; if (view.graph) restyle(view.graph); });
   if (!new URLSearchParams(location.search).has("static")) {
-    watchGroup(render, (error) => { $("status-line").textContent = `cannot read the group: ${error.code || ""} ${error.message}`; });
+    watchGroup(render, (error) => { $("status-line").textContent = `cannot read the group: ${error.code || ""} ${error.message}`; },
+               { onMode: showMode, onTasks: refreshDetails });
   }
 })();
