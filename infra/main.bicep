@@ -206,5 +206,21 @@ resource appSendsEvents 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
+// The browser view's feeds of a group's events (shared/events/service_bus_feed.py) make a
+// queue and forwarding subscriptions per open page, which takes the Manage right: 'Azure
+// Service Bus Data Owner'. Without this assignment the app still publishes, and the page
+// polls listTaskGroup instead (the feed answers `live: false`).
+var serviceBusDataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'   // built-in 'Azure Service Bus Data Owner'
+
+resource appManagesFeeds 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(serviceBus.id, app.id, serviceBusDataOwner)
+  scope: serviceBus
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', serviceBusDataOwner)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
 output rootUrl string = 'https://${app.properties.defaultHostName}'
 output eventsNamespace string = serviceBusHost

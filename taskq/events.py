@@ -3,6 +3,11 @@
 Exchange names and routing-key patterns come from the official client (`QueueEvents`), so a
 subscription here is one that Taskcluster's own queue would serve as well. Used by
 `taskq listen` and by the worker, which listens for the cancellation of its runs.
+
+The server's side has its own (`shared/events/amqp_subscription.py`, for the browser's
+feeds, `python -m shared.events listen` and the tests): this package installs from
+`pyproject.toml` without `shared`, and the Function App's package leaves this one out
+(`.funcignore`), so neither can import the other. Keep this one small: a client's queue.
 """
 
 from __future__ import annotations

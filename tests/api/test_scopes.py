@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.api import openapi, queue_api, scheduler_api
+from shared.api import openapi, queue_api, scheduler_api, ui_api
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -24,9 +24,14 @@ REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 
 def test_every_endpoint_is_in_the_table():
-    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS]
+    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS]
     assert [name for name in served + QUEUE_REFERENCE + OBJECT_REFERENCE if name not in REQUIREMENTS] == []
     assert requirement("somethingNew") is UNLISTED and UNLISTED.scopes == "*"
+
+
+def test_following_a_groups_events_asks_what_listing_it_asks():
+    for name in ("createTaskGroupFeed", "readTaskGroupFeed"):
+        assert expression(name) == expression("listTaskGroup") == "queue:list-task-group:<taskGroupId>"
 
 
 def test_only_the_service_endpoints_are_public():

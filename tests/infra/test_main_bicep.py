@@ -77,6 +77,13 @@ def test_the_app_sends_events_with_its_managed_identity():
     assert {"EVENTS_SERVICE_BUS_CONNECTION", "EVENTS_SERVICE_BUS_NAMESPACE"} <= set(
         re.findall(r"EVENTS_SERVICE_BUS_[A-Z]+", ServiceBusBus.from_settings.__doc__))
 
+def test_the_app_may_manage_the_browsers_feeds():
+    owner = resource("appManagesFeeds")
+    assert "scope: serviceBus\n" in owner and "principalId: app.identity.principalId" in owner
+    assert "var serviceBusDataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'" in BICEP   # Azure's id of the role
+    assert "roleDefinitions', serviceBusDataOwner)" in owner
+
+
 def test_the_artifacts_container_is_private_and_named_by_its_setting():
     container = re.search(r"resource artifactsContainer '([^']+)' = \{(.*?)\n\}", BICEP, re.S)
     assert container and container.group(1).startswith("Microsoft.Storage/storageAccounts/blobServices/containers@")
