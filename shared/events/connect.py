@@ -1,8 +1,11 @@
 """The event bus the settings name: AMQP (`EVENTS_AMQP_URL`), Azure Service Bus
 (`EVENTS_SERVICE_BUS_CONNECTION` or `EVENTS_SERVICE_BUS_NAMESPACE`), or none (no events
-are kept or published); and the feeds a reader follows it by."""
+are kept or published); and the feeds a reader follows it by, on the same bus."""
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from ..config import Settings
 from .bus import EventBus
@@ -10,21 +13,24 @@ from .feeds import EventFeeds
 
 
 def event_bus(settings: Settings) -> EventBus | None:
-    if settings.events_amqp_url:
-        from .amqp import AmqpBus
-        return AmqpBus(settings.events_amqp_url)
-    if settings.service_bus_connection or settings.service_bus_namespace:
-        from .service_bus import ServiceBusBus   # only deployments on Service Bus import its SDK
-        return ServiceBusBus.from_settings(settings.service_bus_connection, settings.service_bus_namespace)
-    return None
+    return _adapter(settings, "amqp.AmqpBus", "service_bus.ServiceBusBus")
 
 
 def event_feeds(settings: Settings) -> EventFeeds | None:
-    """Feeds on the same bus, for readers that follow it through HTTP (the browser view)."""
+    """For readers that follow the bus over HTTP (the browser view)."""
+    return _adapter(settings, "amqp_feed.AmqpFeeds", "service_bus_feed.ServiceBusFeeds")
+
+
+def _adapter(settings: Settings, amqp: str, service_bus: str) -> Any:
+    """The adapter class (`module.Class` of this package) for the bus the settings name, made
+    from them. Imported only when chosen: only deployments on Service Bus import its SDK."""
     if settings.events_amqp_url:
-        from .amqp_feed import AmqpFeeds
-        return AmqpFeeds(settings.events_amqp_url)
+        return _class(amqp)(settings.events_amqp_url)
     if settings.service_bus_connection or settings.service_bus_namespace:
-        from .service_bus_feed import ServiceBusFeeds
-        return ServiceBusFeeds.from_settings(settings.service_bus_connection, settings.service_bus_namespace)
+        return _class(service_bus).from_settings(settings.service_bus_connection, settings.service_bus_namespace)
     return None
+
+
+def _class(path: str) -> Any:
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(f".{module}", __package__), name)

@@ -1,4 +1,5 @@
-"""group-model.js under Node (the same file the page loads): blockage and folding."""
+"""group-model.js under Node (the same file the page loads): blockage, folding, and events
+applied to a group's entries."""
 
 import json
 import subprocess
@@ -26,11 +27,16 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_blockage_and_folding():
-    result = subprocess.run(["node", "-e", SCRIPT % json.dumps(str(MODEL))], capture_output=True, text=True,
+def run_model(script: str) -> dict:
+    """Run `script` (with `%s` where the model's path goes) under Node; what it printed, as JSON."""
+    result = subprocess.run(["node", "-e", script % json.dumps(str(MODEL))], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    return json.loads(result.stdout)
+
+
+def test_blockage_and_folding():
+    out = run_model(SCRIPT)
     # a failed: b cannot run, nor c behind it; r (all-resolved) still can; an edge from outside is not drawn.
     assert out["blockers"] == ["a"] and out["unreachable"] == ["b", "c"]
     assert out["edges"] == [["a", "b"], ["b", "c"], ["a", "r"]]
@@ -64,10 +70,7 @@ console.log(JSON.stringify(out));
 
 
 def test_events_move_statuses_forward_only():
-    result = subprocess.run(["node", "-e", EVENTS % json.dumps(str(MODEL))], capture_output=True, text=True,
-                            timeout=60)
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
+    out = run_model(EVENTS)
     assert out["running"] == {"changed": True, "unknown": None}
     assert out["stale"] == out["again"] == out["group"] == {"changed": False, "unknown": None}
     assert out["rerun"] == {"changed": True, "unknown": None}
