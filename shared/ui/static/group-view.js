@@ -24,6 +24,7 @@
   const RECONCILE_MS = 60000;
   const FEED_RETRY_MS = 60000;
   const FEED_RENEW_MS = 15 * 60000;   // a feed is replaced now and then (see service_bus_feed.py)
+  const MAX_FETCHES = 20;             // new tasks fetched one by one at most; more: list again
   const stats = { lists: 0, events: 0, mode: "starting" };
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -71,19 +72,27 @@
     }
 
     async function apply(events) {
-      const touched = new Set();
+      const touched = new Set(), unknown = new Map();
       let changed = false;
       for (const event of events) {
         stats.events += 1;
         const result = GroupModel.applyEvent(entries, event);
-        if (result.unknown) {   // a task new to the page: its definition is needed to draw it
-          try {
-            entries.set(result.unknown, { task: await getJson(`${QUEUE}/task/${result.unknown}`), status: event.payload.status });
-            changed = true;
-          } catch (error) { /* the next re-list brings it */ }
-        }
+        if (result.unknown) unknown.set(result.unknown, event.payload.status);
         changed = changed || result.changed;
         if (event.payload.status) touched.add(event.payload.status.taskId);
+      }
+      // Tasks new to the page need their definitions to be drawn: a few are fetched, many (a
+      // graph being created) are read faster by listing the group again.
+      if (unknown.size > MAX_FETCHES) {
+        await relist();
+      } else if (unknown.size) {
+        await Promise.all([...unknown].map(async ([taskId, status]) => {
+          try {
+            const task = await getJson(`${QUEUE}/task/${encodeURIComponent(taskId)}`);
+            if (!entries.has(taskId)) entries.set(taskId, { task, status });
+            changed = true;
+          } catch (error) { /* the next re-list brings it */ }
+        }));
       }
       if (changed) emit();
       if (touched.size) onTasks(touched);
