@@ -10,7 +10,6 @@ about a millisecond locally, against a read that waits up to 20 s.
 
 from __future__ import annotations
 
-import logging
 from typing import Sequence
 
 from pika.exceptions import AMQPError
@@ -18,7 +17,6 @@ from pika.exceptions import AMQPError
 from .amqp_subscription import AmqpSubscription, QueueGone
 from .feeds import FeedEvent, FeedNotFound, FeedsUnavailable
 
-log = logging.getLogger("queue.events")
 FEED_IDLE = 120.0   # seconds: a queue unread this long is deleted by the broker
 
 
@@ -39,7 +37,6 @@ class AmqpFeeds:
         except QueueGone:
             raise FeedNotFound(name) from None
         except (AMQPError, OSError) as error:
-            log.warning("reading an event feed failed: %r", error)
             raise FeedsUnavailable(f"the broker could not be read: {error!r}") from error
         return [FeedEvent(delivery.name, delivery.routing_key, delivery.message_id, delivery.body)
                 for delivery in deliveries]

@@ -69,7 +69,9 @@ class GroupFeeds:
             raise NotFound(f"Feed {feed_id} of task group {task_group_id} does not exist, or expired "
                            "unread; open another") from None
         except FeedsUnavailable as error:
-            raise EventsUnavailable(f"The event bus could not be read; poll instead for now ({error})") from None
+            # The details (which may name the broker's host) go to the log, not to the caller.
+            log.warning("reading a feed of task group %s failed: %s", task_group_id, error)
+            raise EventsUnavailable("The event bus could not be read; poll instead for now") from None
         own = [event.to_json() for event in events if group_of(event.exchange, event.routing_key) == task_group_id]
         return {"taskGroupId": task_group_id, "feedId": feed_id, "events": own}
 

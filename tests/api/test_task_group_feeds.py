@@ -1,20 +1,23 @@
 """The feeds of a group's events (`/api/ui/data/task-group/<taskGroupId>/feed`): over HTTP on
 a real host and RabbitMQ, read as the browser reads them (no credentials: anonymous callers
 may list a group, so they may follow it); bad input answered 400 in Taskcluster's shape, an
-unknown or foreign feed 404; and, in process, a deployment without a bus (the page polls)
-and one closed to anonymous callers (403, as listTaskGroup)."""
+unknown or foreign feed 404; and, in process, a deployment without a bus (the page polls),
+a bus that cannot be reached (polls, then 503), and a deployment closed to anonymous callers
+(403, as listTaskGroup)."""
 
 from __future__ import annotations
 
 import pytest
 import requests
 
+from devhost.processes import free_port
 from shared.api import ui_api
 from shared.api.access import Access
 from shared.api.dispatch import dispatch
 from shared.api.http import ApiRequest
 from shared.config import Settings
 from shared.domain.ids import new_slugid
+from shared.events.amqp_feed import AmqpFeeds
 from tests.conftest import memory_services
 
 
@@ -98,3 +101,12 @@ def test_the_feeds_ask_what_listtaskgroup_asks():
         status, body = call(path, method, services, anonymous_scopes="[]")
         assert status == 403 and body["code"] == "InsufficientScopes"
         assert f"queue:list-task-group:{group_id}" in body["message"]
+
+
+def test_a_bus_that_cannot_be_reached_is_polling_then_503_without_its_address():
+    port = free_port()
+    services, group_id = memory_services(feeds=AmqpFeeds(f"amqp://guest:guest@127.0.0.1:{port}/%2F")), new_slugid()
+    status, body = call(f"/task-group/{group_id}/feed", "POST", services)
+    assert status == 200 and body["live"] is False and body["reason"] == "the event bus is unreachable"
+    status, body = call(f"/task-group/{group_id}/feed/{'a' * 22}", "GET", services)
+    assert status == 503 and body["code"] == "ServiceUnavailable" and str(port) not in body["message"]
