@@ -67,7 +67,7 @@
           if (error.status !== 404) await sleep(2000);   // a feed that expired is replaced at once
           return;
         }
-        await apply(answer.events);
+        await apply(answer.events || []);
       }
     }
 
@@ -100,18 +100,28 @@
 
     async function run() {
       while (!stopped) {
-        const feed = await openFeed();
-        const took = await relist();
-        if (feed.live) {
-          setMode("live");
-          await follow(feed.feedId);
-          continue;
+        try {
+          await round();
+        } catch (error) {   // a bug of ours, or an answer of an unexpected shape: keep watching
+          onError(error);
+          await sleep(2000);
         }
-        setMode("polling", feed.reason);
-        const until = Date.now() + FEED_RETRY_MS;
-        for (let pause = Math.max(1000, 3 * took); !stopped && Date.now() < until; pause = Math.max(1000, 3 * await relist())) {
-          await sleep(pause);
-        }
+      }
+    }
+
+    // One feed followed until it ends, or one minute of polling.
+    async function round() {
+      const feed = await openFeed();
+      const took = await relist();
+      if (feed.live) {
+        setMode("live");
+        await follow(feed.feedId);
+        return;
+      }
+      setMode("polling", feed.reason);
+      const until = Date.now() + FEED_RETRY_MS;
+      for (let pause = Math.max(1000, 3 * took); !stopped && Date.now() < until; pause = Math.max(1000, 3 * await relist())) {
+        await sleep(pause);
       }
     }
     run();
