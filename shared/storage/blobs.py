@@ -30,10 +30,13 @@ MAX_BLOCK_BYTES = 4000 * 1024 * 1024   # Put Block's
 class AzureBlobStore:
     """The blobs of one container of the account the connection string names."""
 
-    def __init__(self, connection: str, container: str, transport=None, policies=()) -> None:
+    def __init__(self, connection: str, container: str, transport=None, operation_counter=None) -> None:
         options = {"transport": transport} if transport else {}
-        self._service = BlobServiceClient.from_connection_string(connection, per_call_policies=list(policies),
-                                                                 **options)
+        # The blob SDK takes no per-call policies (it drops them): its request hook counts
+        # each request, as the queues' does.
+        if operation_counter:
+            options["raw_request_hook"] = operation_counter.on_request
+        self._service = BlobServiceClient.from_connection_string(connection, **options)
         self._container = self._service.get_container_client(container)
         self.container = container
         self._ready = False

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from shared.domain.timestamps import utcnow
-from shared.storage.account import StorageAccount
+from shared.storage.account import OPERATIONS, StorageAccount
 from tests.conftest import unique_prefix
 from tests.memory_storage import MemoryBlobStore
 
@@ -57,6 +57,15 @@ def test_put_read_size_list_delete(blobs):
     blobs.delete("t/a/0/x")
     blobs.delete("t/a/0/x")              # deleting twice is no error
     assert blobs.read("t/a/0/x") is None and blobs.keys("t/a/") == ["t/a/1/y"]
+
+
+def test_each_blob_request_is_one_counted_round_trip(blobs):
+    blobs.put("t/a/0/x", b"hello", "text/plain")     # the container exists
+    before = OPERATIONS.value
+    blobs.put("t/a/0/x", b"hello", "text/plain")
+    blobs.size("t/a/0/x")
+    blobs.delete("t/a/0/x")
+    assert OPERATIONS.value - before == 3           # as the benchmarks count them
 
 
 def test_an_upload_url_takes_one_put_with_its_headers(blobs):
