@@ -25,6 +25,7 @@ BLOCK_ID = "single"
 BLOCK_ID_IN_URL = "c2luZ2xl"
 MAX_PUT_BYTES = 5000 * 1024 * 1024     # Put Blob's limit (Azure, API versions since 2019-12-12)
 MAX_BLOCK_BYTES = 4000 * 1024 * 1024   # Put Block's
+MAX_BATCH = 256                        # subrequests in one Blob Batch request
 
 
 class AzureBlobStore:
@@ -75,6 +76,16 @@ class AzureBlobStore:
             self._blob(key).delete_blob()
         except ResourceNotFoundError:
             pass
+
+    def delete_many(self, keys: list[str]) -> None:
+        """Delete blobs by name, up to 256 in one request (a Blob Batch); missing ones are no error."""
+        for start in range(0, len(keys), MAX_BATCH):
+            self._blob(keys[start])   # the container exists
+            answers = self._container.delete_blobs(*keys[start:start + MAX_BATCH], raise_on_any_failure=False)
+            failed = [answer for answer in answers if answer.status_code not in (202, 404)]
+            if failed:
+                raise HttpResponseError(f"deleting {len(failed)} blobs failed: HTTP {failed[0].status_code}",
+                                        response=failed[0])
 
     def keys(self, prefix: str) -> list[str]:
         self._blob(prefix)   # the container exists

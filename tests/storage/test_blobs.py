@@ -68,6 +68,26 @@ def test_each_blob_request_is_one_counted_round_trip(blobs):
     assert OPERATIONS.value - before == 3           # as the benchmarks count them
 
 
+def test_many_blobs_are_deleted_in_one_request_and_missing_ones_are_no_error(blobs):
+    keys = [f"t/a/{run}/public/results.json" for run in range(3)]
+    for key in keys[:2]:
+        blobs.put(key, b"{}", "application/json")
+    blobs.put("t/b/0/public/results.json", b"{}", "application/json")
+    before = OPERATIONS.value
+    blobs.delete_many(keys)
+    assert OPERATIONS.value - before == 1
+    blobs.delete_many(keys)                          # again: no error
+    blobs.delete_many([])
+    assert blobs.keys("t/") == ["t/b/0/public/results.json"]
+
+
+def test_a_batch_takes_256_blobs_at_most_and_a_new_container_is_no_error(blobs):
+    blobs.delete_many(["t/x/0/public/results.json"])
+    before = OPERATIONS.value
+    blobs.delete_many([f"t/x/{run}/public/results.json" for run in range(257)])
+    assert OPERATIONS.value - before == 2
+
+
 def test_an_upload_url_takes_one_put_with_its_headers(blobs):
     url, headers = blobs.upload_url("t/a/0/public/x.bin", "application/x-thing", 3, utcnow() + SOON)
     assert headers == {"x-ms-blob-type": "BlockBlob", "Content-Type": "application/x-thing", "Content-Length": "3"}
