@@ -39,10 +39,13 @@ from azure.storage.queue import QueueClient, TextBase64DecodePolicy
 from devhost.azurite import REPO
 from shared.config import Settings
 from shared.domain.errors import NotFound
+from shared.domain.artifacts import object_name
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
+from shared.services.run_results import RESULTS_NAME
 from shared.services.wiring import Services
 from shared.storage.account import OPERATIONS
+from shared.storage.keys import blob_name
 from tests.conftest import shared_broker
 
 from .tasks import task_definition
@@ -51,6 +54,7 @@ CLAIM_BATCH = 4          # tasks per claimWork, as the HTTP runs ask for
 REPAIR_DELAY = 1         # seconds; the smallest the settings allow, so the sweep finds intents soon
 EVENT_HOLD = 300         # seconds a received message stays hidden while handled (the host's hold)
 PAST_DUE = timedelta(seconds=1)   # how far past what it watches each time-driven sweep runs
+BLOB_CONTAINER = "artifacts"   # after the prefix: the container of these services' blobs
 TARGET = 8               # the issue's target for round trips per lifecycle ("A lean storage core")
 # A queue trigger receives this many messages at a time (host.json's queues.batchSize).
 EVENT_BATCH = json.loads((REPO / "host.json").read_text())["extensions"]["queues"].get("batchSize", 16)
@@ -94,10 +98,13 @@ class Labeller:
 
 
 def _label(method: str, url: str, prefix: str) -> str:
-    """'GET Tasks(entity)', 'POST $batch', 'POST queue:repairs/messages' and the like."""
-    path = url.split("?", 1)[0].split("/", 4)[-1]  # after http://host:port/<account>/
+    """'GET Tasks(entity)', 'POST $batch', 'POST queue:repairs/messages', 'PUT blob' and the like."""
+    path, _, query = url.partition("?")
+    path = path.split("/", 4)[-1]  # after http://host:port/<account>/
     if path.startswith(prefix):
         path = path[len(prefix):].lstrip("-")
+    if path.split("/", 1)[0] == BLOB_CONTAINER:
+        return f"{method} blob{'(batch)' if 'comp=batch' in query else ''}"
     if "/" in path:
         queue, rest = path.split("/", 1)
         return f"{method} queue:{queue}/{'messages' if rest == 'messages' else 'message'}"
@@ -126,6 +133,7 @@ def app_settings(connection: str) -> dict[str, str]:
     settings = {"AzureWebJobsStorage": connection, "QUEUE_TABLE_PREFIX": prefix, "TASK_CLAIM_TIMEOUT": "1200",
                 "CLAIM_WORK_WAIT_SECONDS": "0", "QUEUE_CREDENTIALS_ACCESS_TOKEN": "bench-only",
                 "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_REPAIR_DELAY_SECONDS": str(REPAIR_DELAY),
+                "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-{BLOB_CONTAINER}",
                 # Events on, as `make run` has them: clearing a published outbox is a round trip.
                 "EVENTS_AMQP_URL": shared_broker().url}
     for setting in _queue_functions():
@@ -286,6 +294,9 @@ SWEEPS = (
     Sweep("expiration sweep", "expiration", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),
+    # The same timer's last sweep: artifacts and objects (the tasks' only ones are any the
+    # queue writes itself, which expire with their task).
+    Sweep("artifact expiry sweep", "artifact_expiry", "artifact expires"),
 )
 WORKER = ("bench", "counter")
 RESOLVED = "QUEUE_RESOLVED_QUEUE"   # the app setting naming the queue of 'task resolved' events
@@ -366,8 +377,10 @@ def _sweep_all(harness: InProcess, sweeps: list[Sweep], steps: dict[str, Step], 
     (the last of the two, once the first has tidied up after the real sweep)."""
     services = harness.services
     task_ids = [answer["status"]["taskId"] for answer in claims]
+    # Read before any sweep: an artifact's expiry is read from its task, which goes first.
+    dues = {sweep.step: _due(services, sweep, queue_id, claims) for sweep in sweeps}
     for sweep in sweeps:
-        now = _due(services, sweep, queue_id, claims) + PAST_DUE
+        now = dues[sweep.step] + PAST_DUE
         service = getattr(services, sweep.service)
         with harness.step(steps[sweep.step]):
             service.sweep(now=now)
@@ -387,7 +400,7 @@ def _due(services: Services, sweep: Sweep, queue_id: str, claims: list[dict]) ->
     (outside any counted step)."""
     if sweep.watches == "takenUntil":
         return max(parse_iso(answer["takenUntil"]) for answer in claims)
-    if sweep.watches in ("deadline", "task expires"):
+    if sweep.watches in ("deadline", "task expires", "artifact expires"):
         definition = services.tasks.definition(claims[-1]["status"]["taskId"])  # every task shares these
         return parse_iso(definition["deadline" if sweep.watches == "deadline" else "expires"])
     if sweep.watches == "worker expires":
@@ -406,7 +419,10 @@ def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list
                    f"after the {sweep.step} task {task_id} is {status['state']} with {len(status['runs'])} runs")
         return
     later = utcnow() + timedelta(days=3650)
-    if sweep.watches == "task expires":
+    if sweep.watches == "artifact expires":   # the runs' results documents, by their blobs
+        blobs = services.objects.blobs
+        left = sum(blobs.size(blob_name(object_name(task_id, 0, RESULTS_NAME))) is not None for task_id in task_ids)
+    elif sweep.watches == "task expires":
         left = sum(_found(services.tasks.status, task_id) for task_id in task_ids)
     elif sweep.watches == "worker expires":
         left = _found(services.workers.get, queue_id, *WORKER, later)

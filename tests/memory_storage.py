@@ -32,6 +32,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableEntity, TableTransactionError, UpdateMode
 
 from shared.storage.account import OPERATIONS
+from shared.storage.blobs import MAX_BATCH
 from shared.storage.message_queue import ReceivedMessage, decoded_body
 
 MAX_TRANSACTION = 100
@@ -310,6 +311,14 @@ class MemoryBlobStore:
         with self._lock:
             self._blobs.pop(key, None)
             self._blocks.pop(key, None)
+
+    def delete_many(self, keys: list[str]) -> None:
+        for start in range(0, len(keys), MAX_BATCH):
+            OPERATIONS.on_request(None)
+            with self._lock:
+                for key in keys[start:start + MAX_BATCH]:
+                    self._blobs.pop(key, None)
+                    self._blocks.pop(key, None)
 
     def keys(self, prefix: str) -> list[str]:
         OPERATIONS.on_request(None)

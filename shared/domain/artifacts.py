@@ -10,7 +10,9 @@ task's. The invariants kept here:
   present once `finishArtifact` found their upload finished;
 - creating it again with the same details changes nothing; the only changes allowed are a
   later `expires` (not for `object`, whose expiry the object service fixed at its upload),
-  a `reference`'s URL, and a `reference` becoming a `link`.
+  a `reference`'s URL, and a `reference` becoming a `link`;
+- `public/results.json` is the queue's own: the results document of a resolved run, an
+  `s3` artifact no worker creates (see `results_artifact`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ EXCEPTION_GRACE = timedelta(minutes=25)
 EXPIRES_SLACK = timedelta(minutes=15)
 DEFAULT_CONTENT_TYPE = "application/binary"
 MAX_LINKS = 100   # links followed for one read; a longer chain is refused like a cycle
+RESULTS_NAME = "public/results.json"
+RESULTS_CONTENT_TYPE = "application/json"
 
 
 class StorageType(str, Enum):
@@ -84,6 +88,14 @@ def object_name(task_id: str, run_id: int, name: str) -> str:
     return f"t/{task_id}/{run_id}/{name}"
 
 
+def results_artifact(task_id: str, run_id: int, task_expires: str, size: int) -> Artifact:
+    """A run's results document as its artifact `public/results.json`: one blob the queue
+    wrote when the run's task resolved (no row), served as `s3` artifacts are, with no
+    hashes, and expiring with its task."""
+    return Artifact(task_id, run_id, RESULTS_NAME, StorageType.S3, RESULTS_CONTENT_TYPE, task_expires, True,
+                    {"committed": True}, size, size=size)
+
+
 def check_run(task_id: str, run: Run | None, now: datetime) -> None:
     """A run may take artifacts: claimed, and running (or resolved `exception` lately)."""
     if run is None:
@@ -112,6 +124,9 @@ def check_expires(expires: str, task_expires: str, now: datetime) -> str:
 
 def requested(task_id: str, run_id: int, name: str, body: dict, expires: str) -> Artifact:
     """The artifact a createArtifact body asks for (an object's uploadId comes later)."""
+    if name == RESULTS_NAME:
+        raise Conflict(f"Artifact {RESULTS_NAME} of run {run_id} is the queue's own: the run's results document, "
+                       "written when its task resolves; a worker cannot create it")
     kind = StorageType(body["storageType"])
     details = {
         StorageType.REFERENCE: lambda: {"url": body["url"]},

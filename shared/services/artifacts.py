@@ -10,6 +10,10 @@ anything that depends on it (its expiry is indexed before the row, an object's u
 locked in after it), so a call repeated after a crash finds what the first one left and
 completes it. Reads follow links and answer 404 for an artifact not (yet) present.
 
+`public/results.json` has no row: it is the blob of a resolved run's results document (see
+`run_results`), read as an `s3` artifact once the blob is there (one HEAD; 404 before),
+listed where its name sorts, and expiring with its task.
+
 What a scope check will need is at hand in each call: the taskId and runId
 (`queue:create-artifact:<taskId>/<runId>`, `queue:list-artifacts:...`) and, for a read,
 every name a link led through (`Found.names`, for `queue:get-artifact:<name>`).
@@ -20,17 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ..domain.artifacts import (MAX_LINKS, Artifact, StorageType, check_expires, check_name, check_run,
-                                object_name, recreated, requested)
+from ..domain.artifacts import (MAX_LINKS, RESULTS_NAME, Artifact, StorageType, check_expires, check_name,
+                                check_run, object_name, recreated, requested, results_artifact)
 from ..domain import task_events
 from ..domain.errors import Expired, InvalidInput, NotFound
 from ..domain.ids import new_slugid
 from ..domain.timestamps import parse_iso, to_iso, utcnow
-from ..storage.artifact_table import ArtifactRecord, ArtifactTable
+from ..storage.artifact_table import ArtifactRecord, ArtifactTable, row_key
 from ..storage.blobs import MAX_BLOCK_BYTES
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.keys import blob_name
-from ..storage.object_table import ObjectRecord
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
 from . import artifact_expiry
@@ -172,25 +175,32 @@ class Artifacts:
         if self._change(task_id, run_id, name, finish, task) is None:
             raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
 
-    def attach_object(self, task_id: str, run_id: int, name: str, stored: ObjectRecord) -> Artifact:
-        """A present `object` artifact of a finished object the queue stored itself (the
-        run's results); an artifact already there is left as it is."""
-        artifact = Artifact(task_id, run_id, name, StorageType.OBJECT, stored.content_type, stored.expires, True,
-                            {}, stored.content_length, stored.hashes, stored.content_length)
-        artifact_expiry.watch_artifact(self.expiries, task_id, run_id, name, stored.expires)
-        try:
-            return self.table.save(artifact).artifact
-        except AlreadyExists:
-            return artifact
-
     # -- reads -----------------------------------------------------------------------------
-    def latest_run(self, task_id: str) -> int:
+    def _latest(self, task_id: str) -> TaskRecord:
+        """The task, for its latest run (NotFound if it has none)."""
         task = self.tasks.load(task_id)
         if task is None:
             raise NotFound(f"Task {task_id} not found")
         if not task.status.runs:
             raise NotFound(f"Task {task_id} has no runs")
-        return len(task.status.runs) - 1
+        return task
+
+    def _run(self, task_id: str, run_id: int | None) -> tuple[TaskRecord | None, int]:
+        """The run asked for, or the latest (then with the task, read for it)."""
+        if run_id is not None:
+            return None, run_id
+        task = self._latest(task_id)
+        return task, len(task.status.runs) - 1
+
+    def _load(self, task_id: str, run_id: int, name: str, task: TaskRecord | None = None) -> ArtifactRecord | None:
+        """An artifact's row, or the run's results document once its blob is written (the
+        task read for it unless given)."""
+        if name != RESULTS_NAME:
+            return self.table.load(task_id, run_id, name)
+        task = task or self.tasks.load(task_id)
+        run = task.status.run(run_id) if task else None
+        size = self.blobs.size(results_blob(task_id, run_id)) if run and run.state.is_resolved else None
+        return None if size is None else ArtifactRecord(results_artifact(task_id, run_id, task.summary["expires"], size))
 
     def location(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None,
                  require=None) -> dict:
@@ -231,11 +241,11 @@ class Artifacts:
         """The artifact `name` of the run (the latest if None), following links (each name
         the link leads to checked by `require`, when given)."""
         check_name(name)
-        run_id = self.latest_run(task_id) if run_id is None else run_id
+        task, run_id = self._run(task_id, run_id)
         names: list[str] = []
         while True:
             names.append(name)
-            record = self.table.load(task_id, run_id, name)
+            record = self._load(task_id, run_id, name, task)
             if record is None or not record.artifact.present:
                 raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
             artifact = record.artifact
@@ -267,22 +277,32 @@ class Artifacts:
     def info(self, task_id: str, run_id: int | None, name: str) -> dict:
         """artifactInfo, latestArtifactInfo: the metadata, links not followed."""
         check_name(name)
-        run_id = self.latest_run(task_id) if run_id is None else run_id
-        record = self.table.load(task_id, run_id, name)
+        task, run_id = self._run(task_id, run_id)
+        record = self._load(task_id, run_id, name, task)
         if record is None or not record.artifact.present:
             raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
         return record.artifact.to_json()
 
     def list(self, task_id: str, run_id: int | None, continuation: str | None, limit: int | None) -> dict:
-        """listArtifacts, listLatestArtifacts: a page of the run's artifacts, in name order."""
-        latest = self.latest_run(task_id)
+        """listArtifacts, listLatestArtifacts: a page of the run's artifacts, in name order
+        (by row key, the continuation token), the results document where its name sorts."""
+        task = self._latest(task_id)
+        latest = len(task.status.runs) - 1
         if run_id is not None and run_id > latest:
             raise NotFound(f"Task {task_id} has no run {run_id}")
-        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        page = self.table.page(task_id, latest if run_id is None else run_id, decode_token(continuation), limit + 1)
-        answer = {"artifacts": [record.artifact.to_json() for _, record in page[:limit]]}
-        if len(page) > limit:
-            answer["continuationToken"] = encode_token(page[limit - 1][0])
+        run_id = latest if run_id is None else run_id
+        limit, after = min(limit or DEFAULT_PAGE, DEFAULT_PAGE), decode_token(continuation)
+        page = self.table.page(task_id, run_id, after, limit + 1)
+        found = dict(page)
+        results = row_key(run_id, RESULTS_NAME)
+        if results > after and (len(page) <= limit or results <= page[-1][0]):   # it sorts within this page
+            found.pop(results, None)      # a row of that name, from before the document had none
+            document = self._load(task_id, run_id, RESULTS_NAME, task)
+            found.update({results: document} if document else {})
+        keys = sorted(found)[:limit]
+        answer = {"artifacts": [found[key].artifact.to_json() for key in keys]}
+        if len(found) > limit or len(page) > limit:
+            answer["continuationToken"] = encode_token(keys[-1])
         return answer
 
     def of_run(self, task_id: str, run_id: int) -> list[Artifact]:
@@ -314,3 +334,8 @@ class Artifacts:
 def _blob(artifact: Artifact) -> str:
     """The blob of an `s3` artifact: where an `object` artifact's object keeps its bytes."""
     return blob_name(object_name(artifact.task_id, artifact.run_id, artifact.name))
+
+
+def results_blob(task_id: str, run_id: int) -> str:
+    """The blob of a run's results document, named as an artifact's (`public/results.json`)."""
+    return blob_name(object_name(task_id, run_id, RESULTS_NAME))

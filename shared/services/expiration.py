@@ -1,9 +1,11 @@
 """What happens when a task expires: it is deleted, with everything kept about it.
 
 Taskcluster keeps a task until its `expires`; after that the task, its runs (on the task
-row), its dependency and requirement rows and its group membership are deleted (the progress
-of a long fan-out is an item of the expiry index itself), and a group (with its task graph,
+row), its runs' results documents (a blob each, at a name known from the run: no listing),
+its dependency and requirement rows and its group membership are deleted (the progress of a
+long fan-out is an item of the expiry index itself), and a group (with its task graph,
 which shares its id) once the group's own expiry, the latest of its tasks', has passed.
+Artifacts and objects have expiry items of their own (see `artifact_expiry`).
 
 A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
 is past its deadline and so resolved for good (`expires` is never before the deadline):
@@ -25,6 +27,7 @@ from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_group_table import TaskGroupTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import DueItem, TimeIndex
+from .artifacts import results_blob
 from .time_resolvers import KEEP, TimeResolver
 
 log = logging.getLogger("queue.expiration")
@@ -37,6 +40,7 @@ class _Expiring:
     task_id: str
     group_id: str
     dependencies: list[str]
+    runs: int       # each has a results document (an item noted before they did notes none)
 
 
 class Expiration(TimeResolver):
@@ -44,19 +48,21 @@ class Expiration(TimeResolver):
 
     def __init__(self, index: TimeIndex, tasks: TaskTable, dependencies: DependencyTable,
                  requirements: RequirementTable, groups: TaskGroupTable,
-                 graphs: TaskGraphTable) -> None:
+                 graphs: TaskGraphTable, blobs) -> None:
         super().__init__(index)
         self.tasks = tasks
         self.dependencies = dependencies
         self.requirements = requirements
         self.groups = groups
         self.graphs = graphs
+        self.blobs = blobs
 
     def watch(self, records: list[TaskRecord], not_before: str) -> None:
         """Index tasks past their deadline (so resolved for good) and their groups at their
         expiry, or at `not_before` if that is later (a late sweep's `now`, which the sweep's
-        cursor has not passed). Each task's item notes its group and dependencies, so the
-        expiration reads no task row (unless there are too many to note)."""
+        cursor has not passed). Each task's item notes its group, dependencies and number of
+        runs (final past the deadline), so the expiration reads no task row (unless there
+        are too many dependencies to note)."""
         group_expiry: dict[str, str] = {}
         items, values = [], {}
         for record in records:
@@ -65,7 +71,8 @@ class Expiration(TimeResolver):
             items.append((expires, TASK + record.task_id))
             dependencies = record.definition["dependencies"]
             if len(dependencies) <= NOTED_DEPENDENCIES:
-                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": dependencies})
+                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": dependencies,
+                                                            "runs": len(record.status.runs)})
         self.index.add(items + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()], values)
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
@@ -95,15 +102,17 @@ class Expiration(TimeResolver):
         task_id = item.key[len(TASK):]
         if item.value:
             noted = json.loads(item.value)
-            return _Expiring(task_id, noted["group"], noted["dependencies"]), False
+            return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0)), False
         record = self.tasks.load(task_id, with_definition=True)
         if record is None:
             return None, False
         if not record.status.state.is_resolved:
             return None, True
-        return _Expiring(task_id, record.summary["taskGroupId"], record.definition["dependencies"]), False
+        return _Expiring(task_id, record.summary["taskGroupId"], record.definition["dependencies"],
+                         len(record.status.runs)), False
 
     def _expire_tasks(self, tasks: list[_Expiring], gone_groups: set[str]) -> None:
+        self.blobs.delete_many([results_blob(task.task_id, run_id) for task in tasks for run_id in range(task.runs)])
         for task in tasks:
             self.dependencies.forget(task.task_id, task.dependencies)
             if task.dependencies:

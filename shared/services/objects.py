@@ -137,24 +137,6 @@ class Objects:
             raise NotFound(f"Object {name} not found")
         return {}
 
-    def store(self, name: str, project_id: str, expires: str, data: bytes, content_type: str) -> ObjectRecord:
-        """A finished object of `data`, made here in one go (the queue's own documents). Its
-        row comes first, so an object of that name already there (a repeated call, or
-        another's) is found before its blob could be touched; the blob is written when the
-        row holds `data`'s hashes (again, after a call that died before writing it)."""
-        record = ObjectRecord(name, project_id, "", expires, finished=True, hashes=_hashes_of(data),
-                              content_type=content_type, content_length=len(data))
-        artifact_expiry.watch_object(self.expiries, name, expires)
-        try:
-            record = self.table.save(record)
-        except AlreadyExists:
-            existing = self.table.load(name)
-            if existing is None or existing.hashes != record.hashes:
-                return existing or record
-            record = existing
-        self.blobs.put(blob_name(name), data, content_type)
-        return record
-
     # -- download -------------------------------------------------------------------------
     def finished(self, name: str) -> ObjectRecord | None:
         record = self.table.load(name)
@@ -222,15 +204,11 @@ def _inline_data(method: dict) -> bytes:
 
 def _with_hashes_of(data: bytes, given: dict) -> dict:
     """`given` hashes with those of `data`, which they must agree with."""
-    computed = _hashes_of(data)
+    computed = {"sha256": hashlib.sha256(data).hexdigest(), "sha512": hashlib.sha512(data).hexdigest()}
     for algorithm, value in computed.items():
         if given.get(algorithm, value) != value:
             raise InvalidInput(f"hashes.{algorithm}: {given[algorithm]} is not the {algorithm} of the data given")
     return {**given, **computed}
-
-
-def _hashes_of(data: bytes) -> dict:
-    return {"sha256": hashlib.sha256(data).hexdigest(), "sha512": hashlib.sha512(data).hexdigest()}
 
 
 def _merged(existing: dict, given: dict, name: str, error=Conflict, adding: bool = True) -> dict:

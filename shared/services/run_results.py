@@ -3,12 +3,18 @@ Storage, served as the run's artifact `public/results.json` (seed 004's `result`
 consumers of the resolution events and the browser fetch it like any artifact.
 
 It is written when the task resolves, as one step of the resolution's follow-up (so it is
-repeated until done, like every step there), for each resolved run of the task that has
-no document yet: the run that resolved it, and any run the queue retried before it. The
-document holds the run's resolution, times and worker, and each artifact present then with
-its content type, size and hashes (and a URL through the queue); the log, by convention
-`public/logs/live.log`, is named apart. Writing it again changes nothing: the document is
-made from stored state only, and a run that has one is skipped.
+repeated until done, like every step there), for the run that resolved the task and any
+run the queue retried just before it (earlier runs resolved the task before a rerun, and
+got theirs then). The document holds the run's resolution, times and worker, and each
+artifact present then with its content type, size and hashes (and a URL through the queue);
+the log, by convention `public/logs/live.log`, is named apart.
+
+It is one blob at the run's artifact name, `t/<taskId>/<runId>/public/results.json`, and
+nothing else: no row, no expiry index item. Its artifact is made up when it is read (see
+`artifacts`) and it goes when its task expires (see `expiration`). Writing costs the run's
+artifacts query and the blob's PUT; the task comes with the resolution when the process
+that resolved it follows it up (read otherwise). Writing it again changes nothing: the
+document is made from stored state only, and a PUT over the same blob replaces it.
 """
 
 from __future__ import annotations
@@ -16,16 +22,14 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from ..domain.artifacts import Artifact, object_name
+from ..domain.artifacts import RESULTS_CONTENT_TYPE, RESULTS_NAME, Artifact
+from ..domain.dependencies import resolution_of
 from ..domain.runs import Run
 from ..storage.task_table import TaskRecord, TaskTable
-from .artifacts import Artifacts
-from .objects import Objects
+from .artifacts import Artifacts, results_blob
 from .resolution_events import Resolution
 
-RESULTS_NAME = "public/results.json"
 LOG_NAME = "public/logs/live.log"
-CONTENT_TYPE = "application/json"
 VERSION = 1
 
 
@@ -35,29 +39,30 @@ def artifact_url(root_url: str, task_id: str, run_id: int, name: str) -> str:
 
 
 class RunResults:
-    def __init__(self, tasks: TaskTable, artifacts: Artifacts, objects: Objects, root_url: str) -> None:
+    def __init__(self, tasks: TaskTable, artifacts: Artifacts, blobs, root_url: str) -> None:
         self.tasks = tasks
         self.artifacts = artifacts
-        self.objects = objects
+        self.blobs = blobs
         self.root_url = root_url
 
     def record(self, resolution: Resolution) -> int:
-        """Write the documents of the runs up to the one that resolved the task; how many."""
-        task = self.tasks.load(resolution.task_id)
+        """Write the documents of the runs of this resolution; how many."""
+        task = resolution.task or self.tasks.load(resolution.task_id)
         if task is None:
             return 0
-        runs = [run for run in task.status.runs[:resolution.run_id + 1] if run.state.is_resolved]
-        return sum(self._record(task, run) for run in runs)
+        first = resolution.run_id
+        while first > 0 and resolution_of(task.status, first - 1) is None:   # retried: this resolution's too
+            first -= 1
+        runs = task.status.runs[first:resolution.run_id + 1]
+        for run in runs:
+            self._record(task, run)
+        return len(runs)
 
-    def _record(self, task: TaskRecord, run: Run) -> bool:
-        artifacts = self.artifacts.of_run(task.task_id, run.run_id)
-        if any(artifact.name == RESULTS_NAME for artifact in artifacts):
-            return False
+    def _record(self, task: TaskRecord, run: Run) -> None:
+        artifacts = [artifact for artifact in self.artifacts.of_run(task.task_id, run.run_id)
+                     if artifact.name != RESULTS_NAME]     # a row of that name, from before it had none
         data = json.dumps(self.document(task, run, artifacts), indent=1).encode()
-        stored = self.objects.store(object_name(task.task_id, run.run_id, RESULTS_NAME), task.summary["projectId"],
-                                    task.summary["expires"], data, CONTENT_TYPE)
-        self.artifacts.attach_object(task.task_id, run.run_id, RESULTS_NAME, stored)
-        return True
+        self.blobs.put(results_blob(task.task_id, run.run_id), data, RESULTS_CONTENT_TYPE)
 
     def document(self, task: TaskRecord, run: Run, artifacts: list[Artifact]) -> dict:
         summary = task.summary

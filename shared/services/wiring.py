@@ -105,8 +105,8 @@ class Services:
         expiry = ClaimExpiry(claimed, updater)
         group_table, graph_table = TaskGroupTable(account), TaskGraphTable(account)
         groups = TaskGroups(group_table, task_table, publisher)
-        expiration = Expiration(expiries, task_table,
-                                edges, requirements, group_table, graph_table)
+        blobs = account.blobs(settings.artifacts_container)
+        expiration = Expiration(expiries, task_table, edges, requirements, group_table, graph_table, blobs)
         deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
         parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
@@ -115,12 +115,11 @@ class Services:
         workers = Workers(worker_table, claimed, updater, worker_expiry)
         handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events, publisher)
         updater.on_resolved = handler.follow_up
-        blobs, artifact_expiries = account.blobs(settings.artifacts_container), TimeIndex(
-            account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
+        artifact_expiries = TimeIndex(account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher)
-        handler.record_results = RunResults(task_table, artifacts, objects, settings.public_url or LOCAL_ROOT_URL).record
+        handler.record_results = RunResults(task_table, artifacts, blobs, settings.public_url or LOCAL_ROOT_URL).record
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,

@@ -111,5 +111,5 @@ class StorageAccount:
             store = self._containers.get(container)
             if store is None:
                 store = self._containers[container] = AzureBlobStore(self.connection, container, self._transport,
-                                                                     [OPERATIONS])
+                                                                     OPERATIONS)
             return store

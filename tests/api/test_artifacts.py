@@ -112,6 +112,48 @@ def test_latest_artifact_after_completion_and_the_runs_results(server, queue, ru
     assert names == ["public/logs/live.log", "public/results.json"]
 
 
+def test_the_results_document_is_an_s3_artifact_of_the_resolved_run(server, queue, running, tmp_path):
+    for name in ("public/a.txt", "public/z.txt"):
+        create_and_upload(server, queue, running, name, TEXT)
+    error = rest_error(queue.createArtifact, running, "0", "public/results.json", {
+        "storageType": "s3", "contentType": "application/json", "expires": expires()})
+    assert error.status_code == 409 and error.body["code"] == "RequestConflict"      # the queue's own
+    assert rest_error(queue.artifactInfo, running, "0", "public/results.json").status_code == 404   # not resolved
+    queue.reportFailed(running, "0")
+    task_expires = queue.task(running)["expires"]
+    for info in (queue.artifactInfo(running, "0", "public/results.json"),
+                 queue.latestArtifactInfo(running, "public/results.json")):
+        assert conforms("artifact-response", info)["storageType"] == "s3"
+        assert (info["contentType"], info["expires"]) == ("application/json", task_expires)
+    assert [a["name"] for a in queue.listArtifacts(running, "0", query={"limit": 1})["artifacts"]] == ["public/a.txt"]
+    second = queue.listArtifacts(running, "0", query={"limit": 1, "continuationToken": conforms(
+        "list-artifacts-response", queue.listArtifacts(running, "0", query={"limit": 1}))["continuationToken"]})
+    assert [a["name"] for a in second["artifacts"]] == ["public/results.json"]
+    answer = requests.get(server.url(f"/task/{running}/artifacts/public/results.json"), allow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["x-taskcluster-artifact-storage-type"] == "s3"
+    assert conforms("artifact-content-response", queue.latestArtifact(running, "public/results.json"))["storageType"] \
+        == "s3"
+    with (tmp_path / "results.json").open("wb") as file:
+        content_type = download.downloadArtifactToFile(file=file, taskId=running, runId=0,
+                                                       name="public/results.json", queueService=queue)
+    document = conforms("run-results", json.loads((tmp_path / "results.json").read_bytes()))
+    assert content_type == "application/json" and document["state"] == "failed"
+    assert [artifact["name"] for artifact in document["artifacts"]] == ["public/a.txt", "public/z.txt"]
+
+
+def test_a_results_document_not_written_yet_is_404(server, queue, running):
+    queue.reportCompleted(running, "0")
+    container = ContainerClient.from_connection_string(server.env["AzureWebJobsStorage"],
+                                                       server.env["QUEUE_ARTIFACTS_CONTAINER"])
+    container.delete_blob(f"t/{running}/0/public/results.json")      # as if the follow-up had not run yet
+    for call in (queue.getArtifact, queue.artifact, queue.artifactInfo):
+        assert rest_error(call, running, "0", "public/results.json").status_code == 404
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as failure:
+        download.downloadArtifactToBuf(taskId=running, name="public/results.json", queueService=queue, maxRetries=0)
+    assert failure.value.status_code == 404
+    assert queue.listLatestArtifacts(running) == {"artifacts": []}
+
+
 def test_get_artifact_redirects_303_to_a_url_that_serves_the_bytes(server, queue, running):
     create_and_upload(server, queue, running, "public/report.html", b"<p>ok</p>", "text/html")
     body = conforms("get-artifact-response", queue.getArtifact(running, "0", "public/report.html"))

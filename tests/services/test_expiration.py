@@ -1,5 +1,6 @@
 """Expiration: a task past `expires` is deleted with every record kept about it."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.artifacts import results_blob
 from tests.conftest import make_task
 from tests.services.test_dependencies import run
 from tests.services.test_task_graphs import graph
@@ -120,3 +122,35 @@ def test_a_task_with_more_dependencies_than_its_expiry_notes_is_read_and_deleted
     assert services.dependencies.requirements.remaining(many) == []
     with pytest.raises(NotFound):
         services.tasks.status(many)
+
+
+def test_an_expired_tasks_results_documents_go_with_it(services, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, retries=1, **short_lived(3)))
+    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.resolutions.exception(task_id, 0, "worker-shutdown")       # retried: run 1
+    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.resolutions.completed(task_id, 1)
+    blobs = services.objects.blobs
+    assert [blobs.size(results_blob(task_id, run_id)) is not None for run_id in (0, 1)] == [True, True]
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
+    assert blobs_left(services, task_id) == []
+
+
+def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_queue_id):
+    """An item indexed before the documents were blobs of their own: theirs were objects with
+    expiry items of their own, so the task's expiry leaves blobs alone."""
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    services.tasks.cancel(task_id)
+    due = utcnow() + timedelta(seconds=4)
+    services.deadlines.sweep(now=due)
+    [item] = [item for item in services.expiration.index.due(due, 10) if item.key == f"task.{task_id}"]
+    services.expiration.index.add([(item.due, item.key)], {item.key: json.dumps(
+        {key: value for key, value in json.loads(item.value).items() if key != "runs"})})
+    assert services.expiration.sweep(now=due) == 1
+    assert blobs_left(services, task_id) == [results_blob(task_id, 0)]
+
+
+def blobs_left(services, task_id: str) -> list[str]:
+    return services.objects.blobs.keys(f"t/{task_id}/")

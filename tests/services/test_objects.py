@@ -137,11 +137,3 @@ def test_an_expired_object_is_deleted_with_its_blob(services, objects, upload):
     assert objects.finished(NAME) is not None
     assert services.artifact_expiry.sweep(now=utcnow() + timedelta(days=1, minutes=1)) == 1
     assert objects.table.load(NAME) is None and objects.blobs.read(blob_name(NAME)) is None
-
-
-def test_the_queues_own_documents_are_stored_finished_once(objects):
-    expires = to_iso(utcnow() + timedelta(days=1))
-    first = objects.store("t/x/0/public/results.json", "proj", expires, b"{}", "application/json")
-    again = objects.store("t/x/0/public/results.json", "proj", expires, b"{ }", "application/json")
-    assert first.finished and again.hashes == first.hashes
-    assert objects.blobs.read(blob_name("t/x/0/public/results.json")) == b"{}"

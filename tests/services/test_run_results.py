@@ -1,15 +1,20 @@
 """A run's results document, written when its task resolves and served as the artifact
-`public/results.json` of the run."""
+`public/results.json` of the run: one blob, with no row of its own."""
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from shared.domain.errors import NotFound
+from shared.domain.artifacts import RESULTS_NAME, Artifact, StorageType
+from shared.domain.errors import Conflict, NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.run_results import RESULTS_NAME, artifact_url
+from shared.services.artifacts import results_blob
+from shared.services.resolution_events import Resolution
+from shared.services.run_results import artifact_url
+from shared.storage.account import OPERATIONS
 from shared.validation import check_response
 from tests.conftest import make_task
 from tests.services.test_artifacts import DATA, upload_object
@@ -49,8 +54,74 @@ def test_a_completed_run_has_its_results_with_its_artifacts(services, claimed):
     assert log["contentLength"] == len(DATA) and log["contentType"] == "text/plain" and "sha256" in log["hashes"]
     assert document["logs"] == log["url"] == artifact_url("http://127.0.0.1:7071", claimed, 0, "public/logs/live.log")
     info = services.artifacts.info(claimed, None, RESULTS_NAME)
-    assert info["storageType"] == "object" and info["contentType"] == "application/json"
-    assert info["expires"] == services.tasks.definition(claimed)["expires"]
+    size = len(services.objects.blobs.read(results_blob(claimed, 0)))
+    assert info == {"storageType": "s3", "name": RESULTS_NAME, "contentType": "application/json",
+                    "expires": services.tasks.definition(claimed)["expires"], "contentLength": size}
+
+
+def test_the_document_is_one_blob_written_from_the_resolution_without_rows(services, claimed):
+    services.resolutions.completed(claimed, 0)
+    assert services.artifacts.table.load(claimed, 0, RESULTS_NAME) is None
+    assert services.objects.table.load(f"t/{claimed}/0/{RESULTS_NAME}") is None
+    assert services.artifact_expiry.index.due(utcnow() + timedelta(days=3650), 10) == []
+    resolution = Resolution.of(services.tasks.updater.tasks.load(claimed), 0)
+    before = OPERATIONS.value
+    services.resolution_handler.record_results(resolution)
+    assert OPERATIONS.value - before == 2       # the run's artifacts, the blob; the task came with the resolution
+    before = OPERATIONS.value
+    services.resolution_handler.record_results(replace(resolution, task=None))     # from a message: read
+    assert OPERATIONS.value - before == 3
+
+
+def test_a_worker_cannot_create_the_results_document(services, claimed):
+    for kind in ("s3", "object"):
+        with pytest.raises(Conflict, match="results document"):
+            services.artifacts.create(claimed, 0, RESULTS_NAME, {"storageType": kind, "contentType": "application/json",
+                                                                  "expires": to_iso(utcnow() + timedelta(hours=1))})
+    assert services.artifacts.list(claimed, 0, None, None)["artifacts"] == []
+
+
+def test_until_its_blob_is_written_the_document_is_not_found(services, claimed):
+    services.resolutions.completed(claimed, 0)
+    services.objects.blobs.delete(results_blob(claimed, 0))      # as if the follow-up had not run yet
+    for read in (services.artifacts.info, services.artifacts.location, services.artifacts.content):
+        with pytest.raises(NotFound):
+            read(claimed, 0, RESULTS_NAME)
+    assert services.artifacts.list(claimed, None, None, None)["artifacts"] == []
+    assert services.resolution_handler.handle(claimed, 0)                          # the follow-up, again
+    assert services.artifacts.location(claimed, None, RESULTS_NAME)["storageType"] == "s3"
+
+
+def test_the_document_is_listed_where_its_name_sorts_across_pages(services, claimed):
+    names = ["public/a", "public/q", "public/results", "public/s", "public/z"]
+    for name in names:
+        services.artifacts.create(claimed, 0, name, {"storageType": "reference", "contentType": "text/plain",
+                                                     "url": "https://example.com", "expires": to_iso(
+                                                         utcnow() + timedelta(hours=1))})
+    services.resolutions.completed(claimed, 0)
+    everything = sorted(names + [RESULTS_NAME])
+    for limit in range(1, 8):
+        listed, token, pages = [], None, 0
+        while True:
+            page = services.artifacts.list(claimed, 0, token, limit)
+            listed += [artifact["name"] for artifact in page["artifacts"]]
+            pages += 1
+            token = page.get("continuationToken")
+            if not token:
+                break
+        assert listed == everything and pages <= len(everything) // limit + 1, limit
+
+
+def test_a_row_of_its_name_from_before_is_listed_as_the_document(services, claimed):
+    services.resolutions.completed(claimed, 0)
+    expires = services.tasks.definition(claimed)["expires"]
+    services.artifacts.table.save(Artifact(claimed, 0, RESULTS_NAME, StorageType.OBJECT, "application/json", expires,
+                                           True))
+    for limit in (1, 2):
+        first = services.artifacts.list(claimed, 0, None, limit)
+        assert [artifact["storageType"] for artifact in first["artifacts"]] == ["s3"]
+        assert not first.get("continuationToken") or services.artifacts.list(
+            claimed, 0, first["continuationToken"], limit)["artifacts"] == []
 
 
 def test_handling_the_resolution_again_changes_nothing(services, claimed):
@@ -60,6 +131,16 @@ def test_handling_the_resolution_again_changes_nothing(services, claimed):
     assert results(services, claimed, 0) == first
     page = services.artifacts.list(claimed, 0, None, None)["artifacts"]
     assert [artifact["name"] for artifact in page] == [RESULTS_NAME]
+
+
+def test_a_rerun_leaves_the_earlier_runs_document_as_it_was(services, claimed, task_queue_id):
+    services.resolutions.failed(claimed, 0)
+    services.objects.blobs.put(results_blob(claimed, 0), b'{"written": "once"}', "application/json")
+    services.tasks.rerun(claimed)
+    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.resolutions.completed(claimed, 1)
+    assert services.objects.blobs.read(results_blob(claimed, 0)) == b'{"written": "once"}'
+    assert results(services, claimed, 1)["workerId"] == "w2"
 
 
 def test_a_retried_run_gets_its_results_when_the_task_resolves(services, claimed, task_queue_id):

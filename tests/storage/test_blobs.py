@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from shared.domain.timestamps import utcnow
-from shared.storage.account import StorageAccount
+from shared.storage.account import OPERATIONS, StorageAccount
 from tests.conftest import unique_prefix
 from tests.memory_storage import MemoryBlobStore
 
@@ -57,6 +57,35 @@ def test_put_read_size_list_delete(blobs):
     blobs.delete("t/a/0/x")
     blobs.delete("t/a/0/x")              # deleting twice is no error
     assert blobs.read("t/a/0/x") is None and blobs.keys("t/a/") == ["t/a/1/y"]
+
+
+def test_each_blob_request_is_one_counted_round_trip(blobs):
+    blobs.put("t/a/0/x", b"hello", "text/plain")     # the container exists
+    before = OPERATIONS.value
+    blobs.put("t/a/0/x", b"hello", "text/plain")
+    blobs.size("t/a/0/x")
+    blobs.delete("t/a/0/x")
+    assert OPERATIONS.value - before == 3           # as the benchmarks count them
+
+
+def test_many_blobs_are_deleted_in_one_request_and_missing_ones_are_no_error(blobs):
+    keys = [f"t/a/{run}/public/results.json" for run in range(3)]
+    for key in keys[:2]:
+        blobs.put(key, b"{}", "application/json")
+    blobs.put("t/b/0/public/results.json", b"{}", "application/json")
+    before = OPERATIONS.value
+    blobs.delete_many(keys)
+    assert OPERATIONS.value - before == 1
+    blobs.delete_many(keys)                          # again: no error
+    blobs.delete_many([])
+    assert blobs.keys("t/") == ["t/b/0/public/results.json"]
+
+
+def test_a_batch_takes_256_blobs_at_most_and_a_new_container_is_no_error(blobs):
+    blobs.delete_many(["t/x/0/public/results.json"])
+    before = OPERATIONS.value
+    blobs.delete_many([f"t/x/{run}/public/results.json" for run in range(257)])
+    assert OPERATIONS.value - before == 2
 
 
 def test_an_upload_url_takes_one_put_with_its_headers(blobs):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.taskq_worker.conftest import start_worker  # noqa: F401  (the fixture)
 from tests.taskq_worker.test_worker import _resolved
 
@@ -41,3 +43,5 @@ def test_download_writes_every_artifact_and_reports_error_artifacts(taskq, start
     assert results["public/none.txt"]["error"] == "file-missing-on-worker"
     assert (tmp_path / "all" / "public" / "a.txt").read_text() == "hello\n"
     assert "exit code 0" in (tmp_path / "all" / "public" / "logs" / "live.log").read_text()
+    assert results["public/results.json"]["contentType"] == "application/json"      # the queue's s3 artifact
+    assert json.loads((tmp_path / "all" / "public" / "results.json").read_text())["state"] == "completed"

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 from selenium.webdriver.common.by import By
 
 from shared.domain.ids import new_slugid
@@ -130,6 +131,11 @@ def test_a_real_group_is_drawn_as_its_graph_colored_by_state_and_kept_current(br
     assert ids["lint"] in summary[0].text and "failed" in summary[0].text
     assert queues["lint"] in browser.find_element(By.ID, "task-definition").text
     assert "run 0: failed" in browser.find_element(By.ID, "details").text
+    # Its artifacts: the run's results document (the queue's s3 artifact), linked to getArtifact.
+    results = eventually(lambda: browser.find_elements(By.PARTIAL_LINK_TEXT, "public/results.json"), timeout=10,
+                         message="the run's results document listed")
+    assert results[0].text == "public/results.json (s3)"
+    assert requests.get(results[0].get_attribute("href"), timeout=10).json()["state"] == "failed"
     browser.save_screenshot(str(OUTPUT / "task-group-details.png"))
 
 
