@@ -10,7 +10,8 @@ TASKS = 500
 CLAIMERS = 16
 
 
-def test_every_task_is_claimed_exactly_once(server, new_task, task_queue_id):
+def test_every_task_is_claimed_exactly_once(own_server, new_task, task_queue_id):
+    server = own_server
     creator = server.client()
     task_ids = [new_slugid() for _ in range(TASKS)]
     with ThreadPoolExecutor(8) as pool:

@@ -107,9 +107,10 @@ WORKERS = 2
 
 
 @pytest.mark.timeout(900)   # about 3 minutes on 2 cores; the default 300 s is too tight a margin
-def test_fan_out_and_fan_in_of_a_thousand(server, queue, new_task, task_queue_id):
+def test_fan_out_and_fan_in_of_a_thousand(own_server, new_task, task_queue_id):
     """One root, 1,000 dependents of it, and one sink depending on all 1,000: every task runs
     exactly once, and the sink becomes pending only after the last of the 1,000 resolved."""
+    server, queue = own_server, own_server.client()
     # One group and one deadline for all: the group's expiry is written once, not per task.
     group_id = new_slugid()
     fan_task = functools.partial(new_task, taskGroupId=group_id, deadline=new_task()["deadline"])

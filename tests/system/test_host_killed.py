@@ -125,13 +125,13 @@ def wait_until_finished(server, graph_id: str, timeout: float) -> dict:
 
 
 @pytest.fixture
-def victim(azurite, tmp_path):
-    server = start_server(azurite, tmp_path, TASK_CLAIM_TIMEOUT="4")
+def victim(own_azurite, tmp_path):
+    server = start_server(own_azurite, tmp_path, TASK_CLAIM_TIMEOUT="4")
     yield server
     server.stop()
 
 
-@pytest.mark.timeout(1500)  # 5 to 6 min here; kills and restarts vary a lot with the machine
+@pytest.mark.timeout(1500)  # about a minute here; kills and restarts vary a lot with the machine
 def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_id):
     provisioner, worker_type = task_queue_id.split("/")
     announced = Consumer(shared_broker().url, [
