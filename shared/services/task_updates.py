@@ -57,14 +57,28 @@ class TaskUpdater:
     def apply(self, task_id: str, transition: Transition, action: str,
               with_definition: bool = False, remove_hints: bool = True,
               authorize: Callable[[TaskRecord], None] | None = None) -> TaskRecord:
-        """`authorize(record)`: the caller's scope check on the task as read, before any write."""
+        """`authorize(record)`: the caller's scope check on the task as read, before any write.
+
+        The first attempt starts from the row as this process last wrote it, when it remembers
+        it (a round trip saved). That version may be stale, so it only ever leads to a write
+        conditional on its ETag: any other outcome (nothing to change, a refusal, a write
+        that lost) is decided again on the row read afresh."""
+        remembered = self.tasks.last_written(task_id, with_definition)
         for _ in range(MAX_ATTEMPTS):
-            record = self.tasks.load(task_id, with_definition=with_definition)
+            record, fresh = (remembered, False) if remembered else (self.tasks.load(task_id, with_definition), True)
+            remembered = None
             if record is None:
                 raise NotFound(f"Task {task_id} not found")
-            if authorize is not None:
-                authorize(record)
-            status = transition(record.status)
+            try:
+                if authorize is not None:
+                    authorize(record)
+                status = transition(record.status)
+            except Exception:
+                if fresh:
+                    raise
+                continue
+            if status is record.status and not fresh:
+                continue
             if status is record.status:
                 if record.outbox:   # left by a writer that may have died: see event_publisher
                     self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)

@@ -54,24 +54,26 @@ def load(table, partition_key: str, row_key: str) -> tuple[tuple[Event, ...], st
 
 
 def clear(table, partition_key: str, row_key: str, published: Iterable[str], etag: str,
-          kept: tuple[Event, ...] | None = None) -> None:
+          kept: tuple[Event, ...] | None = None) -> tuple[tuple[Event, ...], str, str] | None:
     """Remove the `published` event ids from the row's outbox; `kept` is the outbox as the
-    caller knows it at `etag` (read again when the row has changed since)."""
+    caller knows it at `etag` (read again when the row has changed since). When it wrote:
+    the outbox left, the ETag the write replaced and the row's new ETag."""
     published = set(published)
     for _ in range(ATTEMPTS):
         if kept is None:
             found = load(table, partition_key, row_key)
             if found is None:
-                return   # the row is gone (expired): nothing left to announce
+                return None   # the row is gone (expired): nothing left to announce
             kept, etag = found
         remaining = tuple(event for event in kept if event.id not in published)
         if len(remaining) == len(kept):
-            return
+            return None
         entity = {"PartitionKey": partition_key, "RowKey": row_key, **to_columns(remaining)}
         try:
-            lost_responses.update(table, entity, etag)
-            return
+            meta = lost_responses.update(table, entity, etag)
+            return remaining, etag, meta.get("etag")
         except (ResourceModifiedError, ResourceNotFoundError):
             kept = None
     log.warning("outbox of %s/%s not cleared: the row keeps changing; its events may be published again",
                 partition_key, row_key)
+    return None

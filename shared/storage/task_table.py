@@ -22,6 +22,7 @@ from . import long_text, lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
+from .recent_writes import RecentWrites
 
 ROW = "task"
 # A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
@@ -34,6 +35,9 @@ _STATUS_COLUMNS = ["retries", "retriesLeft", "runs", "state", "takenUntil"]
 NOTICE_CHUNKS = 1
 MAX_NOTICE_CHARS = NOTICE_CHUNKS * long_text.CHUNK
 _NOTICE_COLUMNS = ["noticeChunks", *(f"notice{i}" for i in range(NOTICE_CHUNKS))]
+# Definitions up to this size are remembered with the row this process wrote (a claim answers
+# with the definition); a larger one is read again when it is needed.
+REMEMBERED_DEFINITION_CHARS = 16_000
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class TaskRecord:
     etag: str | None = None
     notice: dict = field(default_factory=dict)      # routes and tags, for events
     outbox: tuple[Event, ...] = ()                  # events not published yet
+    definition_chars: int = 0                       # the stored definition's size, when it was read or written
 
     @property
     def key(self) -> str:
@@ -82,6 +87,7 @@ class TaskTable:
     def __init__(self, account: StorageAccount, events: bool = True) -> None:
         self._table = account.table("Tasks")
         self.events = events   # False: no bus to publish on, so no outbox to keep
+        self._recent: RecentWrites[TaskRecord] = RecentWrites()
 
     def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
@@ -89,7 +95,8 @@ class TaskTable:
         notice = notice_of(definition)
         events = self._events(summary, notice, None, status, ())
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary}
-        entity.update(long_text.to_columns("definition", encode_definition(definition)))
+        encoded = encode_definition(definition)
+        entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
         entity.update(_status_columns(status))
         entity.update(outbox.to_columns(events))
@@ -97,7 +104,7 @@ class TaskTable:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
             raise AlreadyExists(status.task_id) from exc
-        return TaskRecord(summary, status, definition, meta.get("etag"), notice, events)
+        return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded)))
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS]
@@ -116,8 +123,28 @@ class TaskTable:
         try:
             meta = lost_responses.update(self._table, entity, record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            self._recent.forget(status.task_id)
             raise ChangedSinceRead(status.task_id) from exc
-        return replace(record, status=status, etag=meta.get("etag"), outbox=events)
+        return self._wrote(replace(record, status=status, etag=meta.get("etag"), outbox=events))
+
+    def last_written(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
+        """The row as this process last wrote it, if it remembers it: possibly no longer the
+        row's current version, so only to try a conditional write from (see `recent_writes`)."""
+        record = self._recent.get(task_id)
+        if record is None or (with_definition and record.definition is None):
+            return None
+        return record
+
+    def _wrote(self, record: TaskRecord) -> TaskRecord:
+        remembered = record
+        if record.definition is None:   # a definition never changes: keep the one remembered
+            before = self._recent.get(record.task_id)
+            if before is not None and before.definition is not None:
+                remembered = replace(record, definition=before.definition, definition_chars=before.definition_chars)
+        elif record.definition_chars > REMEMBERED_DEFINITION_CHARS:
+            remembered = replace(record, definition=None)
+        self._recent.wrote(record.task_id, remembered)
+        return record
 
     def _events(self, summary: dict, notice: dict, before: TaskStatus | None, after: TaskStatus,
                 unpublished: tuple[Event, ...]) -> tuple[Event, ...]:
@@ -130,16 +157,25 @@ class TaskTable:
 
     def clear_outbox(self, task_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        outbox.clear(self._table, task_id, ROW, published, etag, kept)
+        cleared = outbox.clear(self._table, task_id, ROW, published, etag, kept)
+        remembered = self._recent.get(task_id)
+        if remembered is None:
+            return
+        if cleared is not None and remembered.etag == cleared[1]:
+            self._wrote(replace(remembered, outbox=cleared[0], etag=cleared[2]))
+        else:   # written since by another process, or not cleared: read it again next time
+            self._recent.forget(task_id)
 
     def delete(self, task_id: str) -> None:
+        self._recent.forget(task_id)
         delete_row(self._table, task_id, ROW)
 
 
 def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
-    definition = None
+    definition, definition_chars = None, 0
     if with_definition:
-        definition = json.loads(long_text.from_columns("definition", entity))
+        encoded = long_text.from_columns("definition", entity)
+        definition, definition_chars = json.loads(encoded), len(encoded)
     status = TaskStatus(
         task_id=task_id,
         retries=entity["retries"],
@@ -149,4 +185,5 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     )
     summary = {name: entity[name] for name in SUMMARY_FIELDS}
     notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
-    return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity))
+    return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity),
+                      definition_chars)

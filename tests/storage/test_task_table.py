@@ -1,5 +1,7 @@
 """The Tasks table against Azurite: round trips, chunked definitions, conditional writes."""
 
+from dataclasses import replace
+
 import pytest
 
 from shared.domain import lifecycle
@@ -54,3 +56,25 @@ def test_a_stale_read_cannot_overwrite(table, task_id):
 
 def test_unknown_task_loads_as_none(table, task_id):
     assert table.load(task_id) is None
+
+
+def test_the_row_last_written_is_remembered_as_stored(table, task_id):
+    """After the insert and the clearing of its outbox, the version remembered is the row's
+    current one (its ETag too), so a change can start from it without reading."""
+    body = definition(task_id)
+    inserted = table.insert(body, TaskStatus.new(task_id, body))
+    assert table.last_written(task_id, with_definition=True) == inserted
+    table.clear_outbox(task_id, [event.id for event in inserted.outbox], inserted.etag, inserted.outbox)
+    remembered, stored = table.last_written(task_id), table.load(task_id, with_definition=True)
+    assert (remembered.etag, remembered.outbox, remembered.definition) == (stored.etag, (), body)
+
+
+def test_a_refused_write_forgets_the_row(table, task_id):
+    body = definition(task_id)
+    inserted = table.insert(body, TaskStatus.new(task_id, body))
+    stale = replace(inserted, etag='W/"datetime\'2000-01-01T00%3A00%3A00.0000000Z\'"')
+    with pytest.raises(ChangedSinceRead):
+        table.save_status(stale, lifecycle.cancel(inserted.status, utcnow()))
+    assert table.last_written(task_id) is None
+    table.delete(task_id)
+    assert table.last_written(task_id) is None
