@@ -19,7 +19,12 @@ from .resolution_handler import ResolutionHandler
 
 log = logging.getLogger("queue.repairs")
 BATCH = 32
-HOLD = timedelta(minutes=5)
+# How long a received intent stays hidden from other sweeps. A sweep settles an intent in
+# milliseconds, but one that dies holding a batch leaves it hidden this long, and the graph
+# check that re-sends a new graph's lost parts is such an intent: with 5 minutes, a host
+# killed at the wrong moment stalled a graph's creation for 5 minutes (the SIGKILL suite).
+# Settling an intent twice is harmless (each is idempotent).
+HOLD = timedelta(minutes=1)
 MAX_ATTEMPTS = 5   # as the host's maxDequeueCount for queue triggers
 
 
