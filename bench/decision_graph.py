@@ -183,10 +183,11 @@ def _checked(log: http_lifecycles.WorkLog, ids: dict[str, str]) -> str | None:
 
 
 def _in_order(log: http_lifecycles.WorkLog, ids: dict[str, str], requires: dict[str, list[str]]) -> str | None:
-    """No task was handed out before every task it requires had been completed."""
+    """No task was handed out before every task it requires had been reported completed (the
+    report's answer comes after its dependents are scheduled, so it is not the yardstick)."""
     claimed_at = {task_id: answered for answered, task_ids in log.answers for task_id in task_ids}
     early = [label for label, required in requires.items() if required and
-             claimed_at[ids[label]] < max(log.completed_at[ids[r]] for r in required)]
+             claimed_at[ids[label]] < max(log.reported_at[ids[r]] for r in required)]
     return f"{len(early)} tasks were claimed before their dependencies completed, e.g. {early[:3]}" if early else None
 
 

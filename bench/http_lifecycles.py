@@ -46,6 +46,9 @@ class WorkLog:
     completed: Counter = field(default_factory=Counter)   # taskId -> times completed
     completion_times: list[float] = field(default_factory=list)
     completed_at: dict[str, float] = field(default_factory=dict)   # taskId -> perf_counter time
+    # When reportCompleted was sent: it answers only after the task's dependents are
+    # scheduled, so a dependent can be claimed before the report's answer arrives.
+    reported_at: dict[str, float] = field(default_factory=dict)
     claim_seconds: list[float] = field(default_factory=list)
     complete_seconds: list[float] = field(default_factory=list)
     claimed_per_call: Counter = field(default_factory=Counter)
@@ -199,6 +202,7 @@ def _complete(client: taskcluster.Queue, claim: dict, log: WorkLog) -> None:
         log.complete_seconds.append(ended - began)
         log.completion_times.append(ended)
         log.completed_at[task_id] = ended
+        log.reported_at[task_id] = began
         log.completed[task_id] += 1
         if state != "completed":
             log.not_completed.append(task_id)
