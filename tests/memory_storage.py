@@ -33,7 +33,7 @@ from azure.data.tables import TableEntity, TableTransactionError, UpdateMode
 
 from shared.storage.account import OPERATIONS
 from shared.storage.blobs import MAX_BATCH
-from shared.storage.message_queue import ReceivedMessage, decoded_body
+from shared.storage.message_queue import ReceivedMessage, SentMessage, decoded_body
 
 MAX_TRANSACTION = 100
 _CLAUSE = re.compile(r"^\s*(\w+)\s+(eq|ne|gt|ge|lt|le)\s+(@\w+|'(?:[^']|'')*')\s*$")
@@ -245,11 +245,13 @@ class MemoryQueue:
         self._lock = threading.Lock()
         self._ids = itertools.count()
 
-    def send(self, body: dict, delay: timedelta = timedelta(0)) -> None:
+    def send(self, body: dict, delay: timedelta = timedelta(0)) -> SentMessage:
         OPERATIONS.on_request(None)
         with self._lock:
-            self._messages.append(_Message(str(next(self._ids)), json.dumps(body),
-                                           time.monotonic() + max(0.0, delay.total_seconds())))
+            message = _Message(str(next(self._ids)), json.dumps(body),
+                               time.monotonic() + max(0.0, delay.total_seconds()), uuid.uuid4().hex)
+            self._messages.append(message)
+        return SentMessage(message.message_id, message.pop_receipt)
 
     def send_raw(self, content: str) -> None:
         """A message that is not ours (for tests of damaged messages)."""
@@ -269,7 +271,7 @@ class MemoryQueue:
             return [ReceivedMessage(decoded_body(message.content), message.message_id, message.pop_receipt,
                                     message.dequeue_count) for message in visible]
 
-    def delete(self, message: ReceivedMessage) -> None:
+    def delete(self, message: ReceivedMessage | SentMessage) -> None:
         OPERATIONS.on_request(None)
         with self._lock:
             self._messages = [kept for kept in self._messages

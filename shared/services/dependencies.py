@@ -25,6 +25,7 @@ from ..domain.errors import Conflict, InvalidInput
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
 from ..storage.dependency_table import Dependent, DependencyTable
+from ..storage.message_queue import SentMessage
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
@@ -40,7 +41,8 @@ FIRST_CHECK = 32   # dependencies read before the first verdict on unknown ones
 @dataclass
 class Registration:
     ready: dict[str, bool]   # taskId -> no dependency left to wait for
-    recheck: list[str]       # tasks waiting on tasks outside the batch: re-check after insert
+    recheck: dict[str, SentMessage]   # tasks waiting on tasks outside the batch: re-check after
+                                      # insert, and the intent standing for that re-check meanwhile
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
 # Reads only, never submitting more work: `recheck` runs inside _POOL's threads (for each
 # dependent of a resolved task), and reads submitted to _POOL itself would wait for threads
@@ -81,7 +83,7 @@ class Dependencies:
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `unresolved`: every dependency is known not to have resolved (a part
         of a graph that has not started)."""
-        edges, waiting_rows, registration = [], [], Registration({}, [])
+        edges, waiting_rows, registration = [], [], Registration({}, {})
         for task_id, definition in definitions.items():
             waiting = []
             for required in definition["dependencies"]:
@@ -93,8 +95,8 @@ class Dependencies:
             waiting_rows += [(task_id, required, definition["expires"]) for required in waiting]
             registration.ready[task_id] = not waiting
             if not unresolved and any(required not in definitions for required in waiting):
-                registration.recheck.append(task_id)
-                events.intend_readiness_check(task_id)  # if this process dies before the re-check
+                # The intent stands for the re-check if this process dies before it.
+                registration.recheck[task_id] = events.intend_readiness_check(task_id)
         self.dependencies.add(edges)
         self.requirements.add(waiting_rows)
         return registration

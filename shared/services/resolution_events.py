@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from ..domain.dependencies import resolution_of
 from ..domain.runs import RunState
-from ..storage.message_queue import MessageQueue
+from ..storage.message_queue import MessageQueue, SentMessage
 from ..storage.task_table import TaskRecord
 
 RESOLVED_QUEUE = "task-resolved"
@@ -90,6 +90,11 @@ class ResolutionEvents:
         self.repairs.send({"kind": "graph-parts", "taskGraphId": graph_id, "partsLeft": parts_left},
                           self.repair_delay)
 
-    def intend_readiness_check(self, task_id: str) -> None:
-        """A new task with dependencies: check it again later in case its creator died."""
-        self.repairs.send({"kind": "check-ready", "taskId": task_id}, self.repair_delay)
+    def intend_readiness_check(self, task_id: str) -> SentMessage:
+        """A new task with dependencies: check it again later in case its creator died before
+        its own re-check; the creator withdraws it once that re-check is done."""
+        return self.repairs.send({"kind": "check-ready", "taskId": task_id}, self.repair_delay)
+
+    def withdraw(self, intent: SentMessage) -> None:
+        """An intent no longer needed (a deleted message is never delivered)."""
+        self.repairs.delete(intent)

@@ -139,9 +139,10 @@ class TaskCreation:
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(new[task_id], statuses[task_id]),
                                                   wave)))
-        for task_id in registration.recheck:
+        for task_id, intent in registration.recheck.items():
             self.dependencies.recheck(task_id, new[task_id]["requires"])
             records[task_id] = self.tasks.load(task_id)
+            self.updater.events.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
             self.queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
             self.updater.signal.notify(queue_id, sum(

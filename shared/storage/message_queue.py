@@ -27,6 +27,13 @@ class ReceivedMessage:
     dequeue_count: int
 
 
+@dataclass(frozen=True)
+class SentMessage:
+    """A message as sent: what it takes to delete it while it is still hidden by its delay."""
+    message_id: str
+    pop_receipt: str
+
+
 class MessageQueue:
     def __init__(self, connection: str, name: str, operation_counter=None, **client_options) -> None:
         # The queue SDK takes no per-call policies; its request hook counts the same requests.
@@ -40,10 +47,11 @@ class MessageQueue:
         except ResourceExistsError:
             pass
 
-    def send(self, body: dict, delay: timedelta = timedelta(0)) -> None:
+    def send(self, body: dict, delay: timedelta = timedelta(0)) -> SentMessage:
         seconds = max(0, min(int(delay.total_seconds() + 0.999), int(MAX_DELAY.total_seconds()) - 1))
-        self._client.send_message(json.dumps(body, separators=(",", ":")),
-                                  visibility_timeout=seconds or None, time_to_live=-1)
+        sent = self._client.send_message(json.dumps(body, separators=(",", ":")),
+                                         visibility_timeout=seconds or None, time_to_live=-1)
+        return SentMessage(sent.id, sent.pop_receipt)
 
     def send_raw(self, content: str) -> None:
         """A message of any text: what another sender (or damage) may leave on the queue."""
@@ -56,7 +64,7 @@ class MessageQueue:
         return [ReceivedMessage(decoded_body(message.content), message.id, message.pop_receipt,
                                 message.dequeue_count) for message in pages]
 
-    def delete(self, message: ReceivedMessage) -> None:
+    def delete(self, message: ReceivedMessage | SentMessage) -> None:
         try:
             self._client.delete_message(message.message_id, message.pop_receipt)
         except ResourceNotFoundError:

@@ -1,5 +1,6 @@
 """Dependencies through the services, with the real event queue drained as the host would."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -236,3 +237,44 @@ def test_a_fan_out_whose_dependents_still_wait_on_others_is_handled_without_dead
     handler.join(timeout=60)
     assert not handler.is_alive(), "the resolution handler is stuck"
     assert {state(services, child) for child in children} == {"unscheduled"}
+
+
+def _intents(services: Services, kind: str) -> list[dict]:
+    """The repair intents of `kind` due by now (their delay is a second here)."""
+    time.sleep(1.2)
+    received = services.repairs.intents.receive(32, timedelta(seconds=1))
+    return [message.body for message in received if message.body and message.body["kind"] == kind]
+
+
+def test_a_creator_that_rechecked_its_task_withdraws_the_intent_standing_for_the_recheck(services, task_queue_id):
+    required = create(services, task_queue_id)
+    create(services, task_queue_id, dependencies=[required])
+    assert _intents(services, "check-ready") == []
+
+
+def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules_the_task(
+        services, task_queue_id, monkeypatch):
+    """The dependency resolves after the creator read it unresolved and before its requirement
+    row exists: the resolution's handler finds no requirement and no task row yet. The
+    creator dies before its own re-check, so only the intent it sent first schedules the task."""
+    required = create(services, task_queue_id)
+    dependencies = services.dependencies
+    real_add = dependencies.requirements.add
+
+    def resolve_first(rows):
+        run(services, task_queue_id)                  # `required` completes, its handler runs
+        return real_add(rows)
+
+    def die(*args, **kwargs):
+        raise RuntimeError("the creator died")
+    monkeypatch.setattr(dependencies.requirements, "add", resolve_first)
+    monkeypatch.setattr(dependencies, "recheck", die)
+    dependent = new_slugid()
+    with pytest.raises(RuntimeError):
+        services.tasks.create(dependent, make_task(task_queue_id, dependencies=[required]))
+    monkeypatch.undo()
+    assert (state(services, required), state(services, dependent)) == ("completed", "unscheduled")
+    assert _intents(services, "check-ready") == [{"kind": "check-ready", "taskId": dependent}]
+    time.sleep(1.1)                                   # the intent's hold in `_intents`
+    services.repairs.sweep()
+    assert state(services, dependent) == "pending"

@@ -160,3 +160,13 @@ def test_queues_hold_received_messages_count_deliveries_and_delay_sends(account)
     queue.delete(again[0])                                        # twice: no error
     time.sleep(1.0)
     assert [message.body for message in queue.receive(32, timedelta(seconds=30))] == [{"n": 2}]
+
+
+def test_a_delayed_message_withdrawn_by_its_sender_is_never_delivered(account):
+    queue = account.queue(f"{unique_prefix()}-withdrawn")
+    withdrawn = queue.send({"n": 1}, timedelta(seconds=1))
+    queue.send({"n": 2}, timedelta(seconds=1))
+    queue.delete(withdrawn)
+    queue.delete(withdrawn)                                        # twice: no error
+    time.sleep(1.5)
+    assert [message.body for message in queue.receive(32, timedelta(seconds=30))] == [{"n": 2}]
