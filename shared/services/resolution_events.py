@@ -15,6 +15,7 @@ Handling a resolution twice changes nothing (see `resolution_handler`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -22,6 +23,8 @@ from ..domain.dependencies import resolution_of
 from ..domain.runs import RunState
 from ..storage.message_queue import MessageQueue, SentMessage
 from ..storage.task_table import TaskRecord
+
+log = logging.getLogger("queue.repairs")
 
 RESOLVED_QUEUE = "task-resolved"
 REPAIR_QUEUE = "repairs"
@@ -96,5 +99,10 @@ class ResolutionEvents:
         return self.repairs.send({"kind": "check-ready", "taskId": task_id}, self.repair_delay)
 
     def withdraw(self, intent: SentMessage) -> None:
-        """An intent no longer needed (a deleted message is never delivered)."""
-        self.repairs.delete(intent)
+        """An intent no longer needed (a deleted message is never delivered). At best: one the
+        repair sweep already holds, or a failed deletion, is only settled as unneeded later."""
+        try:
+            self.repairs.delete(intent)
+        except Exception as error:
+            log.warning("intent %s not withdrawn (%s); the repair sweep will find nothing to do",
+                        intent.message_id, error)

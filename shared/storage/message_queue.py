@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from datetime import timedelta
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 # Azure keeps a message invisible for at most seven days.
@@ -65,10 +65,15 @@ class MessageQueue:
                                 message.dequeue_count) for message in pages]
 
     def delete(self, message: ReceivedMessage | SentMessage) -> None:
+        """Delete `message` if it is still as this process last had it: one whose hold (or
+        delay) ran out and that another handler received since is theirs now, and stays."""
         try:
             self._client.delete_message(message.message_id, message.pop_receipt)
         except ResourceNotFoundError:
-            pass  # its hold ran out and another handler took it; the work is idempotent
+            pass  # already deleted, by its new holder; the work is idempotent
+        except HttpResponseError as error:
+            if error.error_code != "PopReceiptMismatch":
+                raise
 
 
 def decoded_body(content: str) -> dict | None:

@@ -170,3 +170,14 @@ def test_a_delayed_message_withdrawn_by_its_sender_is_never_delivered(account):
     queue.delete(withdrawn)                                        # twice: no error
     time.sleep(1.5)
     assert [message.body for message in queue.receive(32, timedelta(seconds=30))] == [{"n": 2}]
+
+
+def test_a_delayed_message_received_since_is_left_to_its_receiver_when_its_sender_withdraws_it(account):
+    queue = account.queue(f"{unique_prefix()}-taken")
+    sent = queue.send({"n": 1}, timedelta(seconds=1))
+    time.sleep(1.5)
+    [received] = queue.receive(32, timedelta(seconds=1))
+    queue.delete(sent)                                             # too late: no error, and it stays
+    time.sleep(1.2)
+    [again] = queue.receive(32, timedelta(seconds=30))
+    assert (again.body, again.dequeue_count) == ({"n": 1}, 2)
