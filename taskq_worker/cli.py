@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import queue as queue_module
 import re
 import signal
 import socket
@@ -56,12 +57,28 @@ def main(argv: list[str] | None = None) -> int:
                                                             args.live_log_port, args.live_log_host)
     worker = Worker(queue(), args.queue, args.worker_group, args.worker_id, args.capacity,
                     args.work_dir / args.worker_id, live_logs, events_url())
-    # The handler runs in the main thread, which may hold the worker's lock: shut down from
-    # a thread of its own instead.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: threading.Thread(target=worker.shutdown, name="shutdown").start())
+    _shut_down_on_signals(worker)
     worker.run()
     return 0
+
+
+def _shut_down_on_signals(worker: Worker) -> None:
+    """SIGTERM and SIGINT shut the worker down, from a thread waiting for them.
+
+    A signal handler runs in the main thread between two of its instructions, whatever locks
+    it holds then. One that started a thread deadlocked when the signal came while the main
+    thread held threading's own lock (noting a finished run's thread as stopped): the new
+    thread needs that lock to start, and the handler waited for it to start. The handler
+    only puts the signal on a SimpleQueue, whose put takes no lock that the interrupted
+    thread could hold."""
+    received: queue_module.SimpleQueue[int] = queue_module.SimpleQueue()
+
+    def relay() -> None:
+        received.get()
+        worker.shutdown()
+    threading.Thread(target=relay, name="shutdown", daemon=True).start()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, _frame: received.put(number))
 
 
 def main_exit() -> None:
