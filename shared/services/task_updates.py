@@ -77,9 +77,9 @@ class TaskUpdater:
                 if fresh:
                     raise
                 continue
-            if status is record.status and not fresh:
-                continue
             if status is record.status:
+                if not fresh:
+                    continue
                 if record.outbox:   # left by a writer that may have died: see event_publisher
                     self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
                 return record
