@@ -210,12 +210,13 @@ def build_services(azurite: Azurite, bus=None, **overrides) -> Services:
     return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus())
 
 
-def memory_services(bus=None, feeds=None, **overrides) -> Services:
+def memory_services(bus=None, feeds=None, account: MemoryAccount | None = None, **overrides) -> Services:
     """The Queue's services in this process, on a storage account in memory, publishing
     events on `bus` (by default one in memory: `services.bus`); the browser's feeds on
-    `feeds` (by default none: no bus to follow)."""
-    prefix = unique_prefix()
-    return Services.build(_settings("memory", prefix, overrides), account=MemoryAccount(prefix),
+    `feeds` (by default none: no bus to follow). The services of another `account`'s
+    services stand for a second process on the same storage."""
+    account = account or MemoryAccount(unique_prefix())
+    return Services.build(_settings("memory", account.prefix, overrides), account=account,
                           bus=bus or MemoryBus(), feeds=feeds)
 
 

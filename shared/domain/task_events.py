@@ -42,6 +42,10 @@ class Event:
     id: str                    # stable: the same change always has the same id
     at: str                    # when the change was recorded (ISO 8601)
     routes: tuple[str, ...] = ()   # the task's routes: copies go to `route.<r>`
+    # Which process wrote the event into an outbox, and its number there (see
+    # `storage.publication_marks`); not part of what is published. Empty: not written yet.
+    writer: str = ""
+    seq: int = 0
 
     @property
     def exchange_name(self) -> str:
@@ -53,13 +57,16 @@ class Event:
         return [f"route.{route}" for route in self.routes]
 
     def to_json(self) -> dict:
-        return {"exchange": self.exchange, "routingKey": self.routing_key, "body": self.body, "id": self.id,
+        data = {"exchange": self.exchange, "routingKey": self.routing_key, "body": self.body, "id": self.id,
                 "at": self.at, "routes": list(self.routes)}
+        if self.writer:
+            data.update(writer=self.writer, seq=self.seq)
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> Event:
         return cls(data["exchange"], data["routingKey"], data["body"], data["id"], data["at"],
-                   tuple(data.get("routes", ())))
+                   tuple(data.get("routes", ())), data.get("writer", ""), data.get("seq", 0))
 
 
 def encode(events: tuple[Event, ...] | list[Event]) -> str:

@@ -3,17 +3,18 @@ process that wrote them, and again by whoever finds them left over.
 
 The events of a change are written in the changed row's outbox (see `storage.outbox`), so
 none is lost when a process dies; this module gets them out:
-- after a write, the writer publishes the events it wrote, then clears them from the row
-  (events another writer left there are published too once they are older than GRACE:
-  younger ones are still on their way out from their writer);
+- after a write, the writer publishes the events it wrote (and those it took over from a
+  writer that did not publish them: see `storage.publication_marks`), and notes them out
+  in its mark, which it stores every half second, instead of writing the row again;
 - a publish the bus refused is retried by this process every few seconds, from the row,
-  for as long as the process lives;
+  for as long as the process lives; so is the row of a write whose outcome was unknown;
 - a process that died before publishing leaves its events in the row, and every path that
   brings a change back after a crash reads that row anyway: the next change of the task
   (a claim, a reclaim, a resolution, a sweep), a retried createTask, the repair of an
   unclaimed resolution, the claim row of a claimed one (which is removed only once the
-  task's outbox is empty: see `resolution_handler`), the next member resolution or seal of
-  a group. Each publishes what it finds that is older than GRACE.
+  task's events are out: see `resolution_handler`), the next member resolution or seal of
+  a group. Each publishes what it finds that is not known to be out and older than GRACE,
+  and clears it from the row.
 An event may so be published twice (a writer slower than GRACE, a retry); its id is stable,
 so consumers and Service Bus duplicate detection drop the copy.
 """
@@ -23,50 +24,44 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
-from typing import Callable, Protocol
+from typing import Callable
 
 from ..domain.task_events import Event
-from ..domain.timestamps import parse_iso, utcnow
 from ..events.bus import EventBus
+from ..storage.periodic import every
+from ..storage.publication_marks import FLUSH_EVERY, Outboxes, PublicationMarks
 from .conditional import change_until_saved
 
 log = logging.getLogger("queue.events")
-GRACE = timedelta(seconds=10)
 RETRY_EVERY = 2.0        # seconds between attempts at what the bus refused
 MAX_REMEMBERED = 100_000  # rows this process retries; past that, rows keep their events for the recoveries
 
 
-class Outboxes(Protocol):
-    """A table whose rows keep an outbox (tasks, groups)."""
-
-    def load_outbox(self, key: str) -> tuple[tuple[Event, ...], str] | None: ...
-
-    def clear_outbox(self, key: str, published: list[str], etag: str,
-                     kept: tuple[Event, ...] | None = None) -> None: ...
-
-
 class EventPublisher:
-    def __init__(self, bus: EventBus | None, grace: timedelta = GRACE) -> None:
+    def __init__(self, bus: EventBus | None, marks: PublicationMarks) -> None:
         self.bus = bus
-        self.grace = grace
+        self.marks = marks
         self._refused: dict[tuple[int, str], tuple[Outboxes, str]] = {}
         self._lock = threading.Lock()
-        self._retrier: threading.Thread | None = None
+        self._upkeep: threading.Thread | None = None
+        self._retried = time.monotonic()
 
     def written(self, table: Outboxes, record, carried: tuple[Event, ...] = ()) -> bool:
-        """After a write of `record` (whose outbox carried `carried` before it): publish its
-        new events and the stale carried ones; True if its outbox is all out."""
+        """After a write of `record` (whose outbox held `carried` before it): publish the events
+        the write stamped (the change's, and those it took over), and this process's own
+        carried ones that are overdue; True if its outbox is all out."""
         if not record.outbox:
             return True
-        carried_ids = {event.id for event in carried}
-        cutoff = utcnow() - self.grace
-        due = [event for event in record.outbox if event.id not in carried_ids or parse_iso(event.at) <= cutoff]
-        return self._publish(table, record.key, due, record.etag, record.outbox) and len(due) == len(record.outbox)
+        self._keep_up()
+        before = {(event.writer, event.seq) for event in carried}
+        due = [event for event in record.outbox if self.marks.mine_open(event)
+               and ((event.writer, event.seq) not in before or self.marks.overdue(event))]
+        self._publish(table, record.key, due, record.etag, record.outbox)
+        return all(self.marks.covered(event) for event in record.outbox)
 
     def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable) -> tuple[object, bool]:
         """`change_until_saved` on a row that keeps an outbox, then its events out: those the
-        change added (and stale ones it carried), or, when it wrote nothing, the stale ones
+        change added (and those it took over), or, when it wrote nothing, the overdue ones
         the row holds. The record as it ends up (None if there is none), and whether it changed."""
         read = [None]
 
@@ -85,8 +80,8 @@ class EventPublisher:
 
     def settle(self, table: Outboxes, key: str, outbox: tuple[Event, ...] | None = None,
                etag: str | None = None) -> bool:
-        """Publish what a row's outbox (read now unless given) holds that is older than GRACE;
-        True if nothing is left unpublished."""
+        """Publish what a row's outbox (read now unless given) holds that is not known to be
+        out and older than GRACE; True if nothing is left that is not known to be out."""
         if self.bus is None:
             return True
         if outbox is None:
@@ -94,16 +89,14 @@ class EventPublisher:
             if found is None:
                 return True
             outbox, etag = found
-        if not outbox:
-            return True
-        cutoff = utcnow() - self.grace
-        stale = [event for event in outbox if parse_iso(event.at) <= cutoff]
-        return self._publish(table, key, stale, etag, outbox) and len(stale) == len(outbox)
+        unknown = self.marks.unknown(outbox)
+        overdue = [event for event in unknown if self.marks.overdue(event)]
+        return self._publish(table, key, overdue, etag, outbox) and len(overdue) == len(unknown)
 
     def everything(self, table: Outboxes, record) -> bool:
-        """Publish all of a row's outbox, whatever its age (a retried request: its first
-        attempt may have died before publishing)."""
-        return self._publish(table, record.key, list(record.outbox), record.etag, record.outbox)
+        """Publish all of a row's outbox not known to be out, whatever its age (a retried
+        request: its first attempt may have died before publishing)."""
+        return self._publish(table, record.key, self.marks.unknown(record.outbox), record.etag, record.outbox)
 
     def _publish(self, table: Outboxes, key: str, events: list[Event], etag: str,
                  outbox: tuple[Event, ...]) -> bool:
@@ -115,43 +108,55 @@ class EventPublisher:
             log.warning("events of %s not published (%s); retrying", key, error, extra={"key": key})
             self._retry_later(table, key)
             return False
-        try:
-            table.clear_outbox(key, [event.id for event in events], etag, outbox)
-        except Exception:   # published: at worst they are published again later
-            log.warning("events of %s published but not cleared", key, exc_info=True)
+        self.marks.settled(events)
+        # Other writers' events: their marks will never pass them, so they leave the row.
+        taken = [event.id for event in events if event.writer != self.marks.writer]
+        if taken:
+            try:
+                table.clear_outbox(key, taken, etag, outbox)
+            except Exception:   # published: at worst they are published again later
+                log.warning("events of %s published but not cleared", key, exc_info=True)
         return True
 
     def _retry_later(self, table: Outboxes, key: str) -> None:
         with self._lock:
             if len(self._refused) < MAX_REMEMBERED:
                 self._refused[(id(table), key)] = (table, key)
-            if self._retrier is None:
-                self._retrier = threading.Thread(target=self._retry_forever, name="event-retry", daemon=True)
-                self._retrier.start()
+        self._keep_up()
 
-    def _retry_forever(self) -> None:
-        while True:
-            time.sleep(RETRY_EVERY)
-            try:
-                self.retry_refused()
-            except Exception:   # storage unreachable too: the rows stay remembered for the next pass
-                log.warning("retrying refused events failed; trying again", exc_info=True)
+    def _keep_up(self) -> None:
+        """Start the thread that stores this process's mark and retries what is left."""
+        if self._upkeep is not None:
+            return
+        with self._lock:
+            if self._upkeep is None:
+                self._upkeep = every(FLUSH_EVERY, self, "upkeep", "event upkeep")
+
+    def upkeep(self) -> None:
+        """Store the mark every FLUSH_EVERY; every RETRY_EVERY, retry what is left."""
+        self.marks.flush()
+        if time.monotonic() - self._retried >= RETRY_EVERY:
+            self._retried = time.monotonic()
+            self.retry_refused()
 
     def retry_refused(self) -> int:
-        """Publish again, from their rows, the events the bus refused; how many rows are done.
-        Stops at the first refusal: the bus is still down."""
+        """Publish again, from their rows, the events the bus refused, and those of writes
+        whose outcome was not known; how many rows are done. Stops at the first refusal:
+        the bus is still down."""
         with self._lock:
-            waiting = list(self._refused.items())
+            waiting = dict(self._refused)
+        waiting.update(self.marks.unsure())
         done = 0
-        for remembered, (table, key) in waiting:
+        for remembered, (table, key) in waiting.items():
             found = table.load_outbox(key)
-            if found and found[0]:
-                try:
-                    self.bus.publish(found[0])
-                except Exception:
-                    return done
-                table.clear_outbox(key, [event.id for event in found[0]], found[1], found[0])
+            stored = found[0] if found else ()
+            due = [event for event in self.marks.unknown(stored)
+                   if event.writer == self.marks.writer or self.marks.overdue(event)]
+            if found and not self._publish(table, key, due, found[1], stored):
+                return done
+            self.marks.settle_row(table, key, stored)
             with self._lock:
                 self._refused.pop(remembered, None)
             done += 1
         return done
+

@@ -13,6 +13,7 @@ from ..events.feeds import EventFeeds
 from ..storage.account import StorageAccount
 from ..storage.claim_table import ClaimTable
 from ..storage.pending_table import PendingTable
+from ..storage.publication_marks import PublicationMarks
 from ..storage.task_group_table import TaskGroupTable
 from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_queue_table import TaskQueueTable
@@ -86,9 +87,10 @@ class Services:
         bus the settings name, or `feeds`."""
         account = account or StorageAccount(settings.storage_connection, settings.table_prefix)
         bus = bus or event_bus(settings)
-        publisher = EventPublisher(bus)
-        task_table, pending, claimed = TaskTable(account, events=bus is not None), PendingTable(account), \
-            ClaimTable(account)
+        marks = PublicationMarks(account)
+        publisher = EventPublisher(bus, marks)
+        task_table, pending, claimed = TaskTable(account, events=bus is not None, marks=marks), \
+            PendingTable(account), ClaimTable(account)
         repair_queue = account.queue(settings.repair_queue)
         events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
                                   timedelta(seconds=settings.repair_delay))
@@ -103,7 +105,7 @@ class Services:
         expiries = TimeIndex(account, "expires", bucket=timedelta(days=1))
         dependencies = Dependencies(task_table, edges, requirements, updater, expiries)
         expiry = ClaimExpiry(claimed, updater)
-        group_table, graph_table = TaskGroupTable(account), TaskGraphTable(account)
+        group_table, graph_table = TaskGroupTable(account, marks), TaskGraphTable(account)
         groups = TaskGroups(group_table, task_table, publisher)
         blobs = account.blobs(settings.artifacts_container)
         expiration = Expiration(expiries, task_table, edges, requirements, group_table, graph_table, blobs)
@@ -117,7 +119,7 @@ class Services:
         updater.on_resolved = handler.follow_up
         artifact_expiries = TimeIndex(account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
-        artifacts = Artifacts(ArtifactTable(account), task_table, objects, blobs, artifact_expiries, issuer,
+        artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher)
         handler.record_results = RunResults(task_table, artifacts, blobs, settings.public_url or LOCAL_ROOT_URL).record
         return cls(

@@ -19,7 +19,9 @@ from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_row
+from .errors import AlreadyExists, ChangedSinceRead
 from .keys import bounded_key
+from .publication_marks import PublicationMarks
 from .queries import first_rows
 
 _COLUMNS = ["name", "storageType", "contentType", "expires", "present", "details", "contentLength", "hashes", "size"]
@@ -42,8 +44,9 @@ def row_key(run_id: int, name: str) -> str:
 
 
 class ArtifactTable:
-    def __init__(self, account: StorageAccount) -> None:
+    def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("Artifacts")
+        self.marks = marks or PublicationMarks(account)
 
     def load(self, task_id: str, run_id: int, name: str) -> ArtifactRecord | None:
         try:
@@ -56,6 +59,7 @@ class ArtifactTable:
         """Write `artifact`, with `events` in its outbox: a new row when `etag` is None
         (AlreadyExists if there is one), else over the row as read with that ETag
         (ChangedSinceRead if it changed since)."""
+        events = self.marks.prepare(self, f"{artifact.task_id}/{row_key(artifact.run_id, artifact.name)}", events)
         entity = {
             "PartitionKey": artifact.task_id, "RowKey": row_key(artifact.run_id, artifact.name),
             "name": artifact.name, "storageType": artifact.storage_type.value,
@@ -67,7 +71,11 @@ class ArtifactTable:
             "size": _text(artifact.size),
             **outbox.to_columns(events),
         }
-        meta = lost_responses.write(self._table, entity, etag)
+        try:
+            meta = lost_responses.write(self._table, entity, etag)
+        except (AlreadyExists, ChangedSinceRead):
+            self.marks.refused(events)
+            raise
         return ArtifactRecord(artifact, meta.get("etag"), events)
 
     def load_outbox(self, key: str) -> tuple[tuple[Event, ...], str] | None:

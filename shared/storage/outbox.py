@@ -1,13 +1,15 @@
-"""The outbox: events not yet published, kept in the columns of the row whose change they
-announce (a task's row, a group's row), so an event is written in the same atomic write as
-its change and can never exist without it, nor the change without it.
+"""The outbox: events of a change, kept in the columns of the row whose change they
+announce (a task's row, a group's, an artifact's), so an event is written in the same
+atomic write as its change and can never exist without it, nor the change without it.
 
-Once published, the events are cleared from the row by a write conditional on the ETag the
-publisher knows; if the row changed since, it is read again and only the published events
-are removed (the other writer may have added its own). A row keeps at most OUTBOX_CHARS of
-unpublished events (about 60 events of a task with a few runs; a task only has that many
-unpublished when the bus has been down through most of its life): past that the oldest are
-dropped, with an error logged, rather than refusing the change.
+Published events are not cleared by a write of their own: the next write of the row,
+which happens anyway, leaves out those known to be out (see `publication_marks`). Only a
+recovery, which publishes events another writer left, clears them, by a write conditional
+on the ETag the publisher knows; if the row changed since, it is read again and only the
+published events are removed. A row keeps at most OUTBOX_CHARS of events (about 60 events
+of a task with a few runs; a task only has that many unpublished when the bus has been down
+through most of its life): past that the oldest are dropped, with an error logged, rather
+than refusing the change.
 """
 
 from __future__ import annotations

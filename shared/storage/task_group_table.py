@@ -19,6 +19,7 @@ from . import lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_in_batches, delete_partition, delete_row, upsert_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
+from .publication_marks import PublicationMarks
 from .queries import first_rows
 
 GROUP_ROW = "group"
@@ -42,13 +43,16 @@ class TaskGroupRecord:
 
 
 class TaskGroupTable:
-    def __init__(self, account: StorageAccount) -> None:
+    def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("TaskGroups")
+        self.marks = marks or PublicationMarks(account)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
+        group = self._prepared(group)
         try:
             meta = lost_responses.insert(self._table, self._entity(group))
         except ResourceExistsError as exc:
+            self.marks.refused(group.outbox)
             raise AlreadyExists(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))
 
@@ -62,11 +66,17 @@ class TaskGroupTable:
                                outbox.from_entity(entity))
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
+        group = self._prepared(group)
         try:
             meta = lost_responses.update(self._table, self._entity(group), group.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            self.marks.refused(group.outbox)
             raise ChangedSinceRead(group.task_group_id) from exc
         return replace(group, etag=meta.get("etag"))
+
+    def _prepared(self, group: TaskGroupRecord) -> TaskGroupRecord:
+        """The group with the outbox to write (see `publication_marks`)."""
+        return replace(group, outbox=self.marks.prepare(self, group.task_group_id, group.outbox))
 
     def load_outbox(self, task_group_id: str) -> tuple[tuple[Event, ...], str] | None:
         return outbox.load(self._table, task_group_id, GROUP_ROW)

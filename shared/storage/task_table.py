@@ -22,6 +22,7 @@ from . import long_text, lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_row
 from .errors import AlreadyExists, ChangedSinceRead
+from .publication_marks import PublicationMarks
 from .recent_writes import RecentWrites
 
 ROW = "task"
@@ -84,16 +85,17 @@ def _status_columns(status: TaskStatus) -> dict:
 
 
 class TaskTable:
-    def __init__(self, account: StorageAccount, events: bool = True) -> None:
+    def __init__(self, account: StorageAccount, events: bool = True, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("Tasks")
         self.events = events   # False: no bus to publish on, so no outbox to keep
+        self.marks = marks or PublicationMarks(account)
         self._recent: RecentWrites[TaskRecord] = RecentWrites()
 
     def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
-        events = self._events(summary, notice, None, status, ())
+        events = self._events(status.task_id, summary, notice, None, status, ())
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary}
         encoded = encode_definition(definition)
         entity.update(long_text.to_columns("definition", encoded))
@@ -103,6 +105,7 @@ class TaskTable:
         try:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
+            self.marks.refused(events)
             raise AlreadyExists(status.task_id) from exc
         return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded)))
 
@@ -117,12 +120,13 @@ class TaskTable:
     def save_status(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status`, and the events of the change into the outbox, if the row is still
         as `record` read it; else ChangedSinceRead."""
-        events = self._events(record.summary, record.notice, record.status, status, record.outbox)
+        events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **_status_columns(status),
                   **(outbox.to_columns(events) if events != record.outbox else {})}
         try:
             meta = lost_responses.update(self._table, entity, record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            self.marks.refused(events)
             self._recent.forget(status.task_id)
             raise ChangedSinceRead(status.task_id) from exc
         return self._wrote(replace(record, status=status, etag=meta.get("etag"), outbox=events))
@@ -146,11 +150,14 @@ class TaskTable:
         self._recent.wrote(record.task_id, remembered)
         return record
 
-    def _events(self, summary: dict, notice: dict, before: TaskStatus | None, after: TaskStatus,
-                unpublished: tuple[Event, ...]) -> tuple[Event, ...]:
+    def _events(self, task_id: str, summary: dict, notice: dict, before: TaskStatus | None, after: TaskStatus,
+                held: tuple[Event, ...]) -> tuple[Event, ...]:
+        """The outbox to write with a change: what the row `held` and is not known to be out
+        yet, and the change's own events (see `publication_marks`)."""
         if not self.events:
             return ()
-        return unpublished + tuple(task_events.task_changed(summary, notice, before, after, to_iso(utcnow())))
+        return self.marks.prepare(self, task_id, held + tuple(
+            task_events.task_changed(summary, notice, before, after, to_iso(utcnow()))))
 
     def load_outbox(self, task_id: str) -> tuple[tuple[Event, ...], str] | None:
         return outbox.load(self._table, task_id, ROW)

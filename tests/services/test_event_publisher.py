@@ -12,8 +12,10 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
-from tests.conftest import make_task, memory_services
+from shared.storage import publication_marks
+from tests.conftest import make_task, memory_services, unique_prefix
 from tests.memory_bus import MemoryBus
+from tests.memory_storage import MemoryAccount
 from tests.services.test_dependencies import deliver_events
 
 
@@ -43,19 +45,20 @@ def bus() -> DyingBus:
 @pytest.fixture
 def services(bus):
     built = memory_services(bus=bus)
-    built.publisher.grace = timedelta(0)   # a left-over event is stale at once here
+    built.publisher.marks.grace = timedelta(0)   # a left-over event is stale at once here
     return built
 
 
 def unpublished(services, task_id: str) -> list[str]:
-    return [event.exchange for event in services.tasks.tasks.load_outbox(task_id)[0]]
+    """The events the task's row holds that are not known to be out."""
+    return [event.exchange for event in services.publisher.marks.unknown(services.tasks.tasks.load_outbox(task_id)[0])]
 
 
 def claim(services, queue_id: str) -> dict:
     return services.claims.claim_work(queue_id, "wg", "w1", 1)["tasks"][0]
 
 
-def test_a_lifecycle_is_announced_in_order_and_leaves_an_empty_outbox(services, bus, task_queue_id):
+def test_a_lifecycle_is_announced_in_order_and_leaves_nothing_unpublished(services, bus, task_queue_id):
     task_id = new_slugid()
     services.tasks.create(task_id, make_task(task_queue_id))
     claim(services, task_queue_id)
@@ -152,4 +155,65 @@ def test_a_young_left_over_event_is_left_to_its_writer(bus, task_queue_id):
     services.tasks.status(task_id)
     assert not services.publisher.settle(services.tasks.tasks, task_id)
     assert unpublished(services, task_id) == ["task-running"]
-    assert utcnow() - parse_iso(services.tasks.tasks.load_outbox(task_id)[0][0].at) < services.publisher.grace
+    assert utcnow() - parse_iso(services.tasks.tasks.load_outbox(task_id)[0][0].at) < services.publisher.marks.grace
+
+
+def two_processes(bus):
+    """Two hosts on one storage account and bus; their left-over events are overdue at once."""
+    account = MemoryAccount(unique_prefix())
+    processes = memory_services(bus=bus, account=account), memory_services(bus=bus, account=account)
+    for process in processes:
+        process.publisher.marks.grace = timedelta(0)
+    return processes
+
+
+def published_about(bus, task_id: str) -> list[str]:
+    """Every publish about `task_id`, repeats included."""
+    return [event.exchange for event in bus.published if event.body.get("status", {}).get("taskId") == task_id]
+
+
+def test_another_process_drops_what_the_writer_published_without_publishing_it_again(bus, task_queue_id):
+    first, second = two_processes(bus)
+    task_id = new_slugid()
+    first.tasks.create(task_id, make_task(task_queue_id))
+    first.publisher.marks.flush()   # as its upkeep thread does every half second
+    claim(second, task_queue_id)
+    second.resolutions.completed(task_id, 0)
+    assert published_about(bus, task_id) == ["task-defined", "task-pending", "task-running", "task-completed"]
+    held = second.tasks.tasks.load_outbox(task_id)[0]
+    assert [event.exchange for event in held] == ["task-completed"]   # the published ones left with the writes
+    second.publisher.marks.flush()
+    assert first.publisher.marks.unknown(held) == []
+
+
+def test_another_process_publishes_what_a_writer_that_died_left(bus, task_queue_id):
+    first, second = two_processes(bus)
+    task_id = new_slugid()
+    bus.armed = True
+    with pytest.raises(Died):
+        first.tasks.create(task_id, make_task(task_queue_id))
+    claim(second, task_queue_id)
+    assert published_about(bus, task_id) == ["task-defined", "task-pending", "task-running"]
+    assert unpublished(second, task_id) == []
+
+
+def test_a_write_whose_outcome_was_unknown_is_looked_at_and_its_events_published(services, bus, task_queue_id,
+                                                                                monkeypatch):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id))
+    table = services.tasks.tasks._table
+    write = table.update_entity
+
+    def landed_but_failed(*args, **kwargs):
+        write(*args, **kwargs)
+        raise RuntimeError("the connection broke after the write")
+    monkeypatch.setattr(table, "update_entity", landed_but_failed)
+    with pytest.raises(RuntimeError):
+        claim(services, task_queue_id)
+    monkeypatch.undo()
+    assert bus.of(task_id) == ["task-defined", "task-pending"]
+    assert services.publisher.retry_refused() == 0   # too recent to tell: its writer may still publish it
+    monkeypatch.setattr(publication_marks, "UNSURE_AFTER", 0)
+    assert services.publisher.retry_refused() == 1
+    assert bus.of(task_id) == ["task-defined", "task-pending", "task-running"]
+    assert services.publisher.marks.unsure() == {} and unpublished(services, task_id) == []
