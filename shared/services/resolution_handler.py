@@ -101,7 +101,7 @@ class ResolutionHandler:
         if resolution.worker_group:
             row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
             if resolution.published or self.publisher.settle(self.tasks, task_id):
-                self.claims.remove([row])
+                self.claims.remove_soon([row])
             else:   # its events are not out: the claim expiry sweep brings the resolution back
                 self.claims.move(row, to_iso(utcnow() + RECHECK))
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})

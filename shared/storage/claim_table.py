@@ -20,6 +20,7 @@ from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
 from .batches import delete_in_batches, upsert_in_batches
+from .deferred_deletes import DeferredDeletes
 from .keys import escape_key, unescape_key
 from .queries import first_rows
 
@@ -41,6 +42,7 @@ class ClaimRow:
 class ClaimTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("ClaimedRuns")
+        self._later = DeferredDeletes(self._table, "claim rows")
 
     def add(self, rows: list[ClaimRow]) -> None:
         """Write (or move the `takenUntil` of) claim rows, one transaction per queue."""
@@ -59,6 +61,16 @@ class ClaimTable:
     def remove(self, rows: list[ClaimRow]) -> None:
         """Delete claim rows (rows already gone are no error)."""
         delete_in_batches(self._table, [(escape_key(row.task_queue_id), row.row_key) for row in rows])
+
+    def remove_soon(self, rows: list[ClaimRow]) -> None:
+        """Delete the rows of resolutions followed up, within a second, with others of their
+        queue: a row left by a crash before then is only a resolution announced once more
+        (see `deferred_deletes`)."""
+        self._later.add([(escape_key(row.task_queue_id), row.row_key) for row in rows])
+
+    def flush_removals(self) -> int:
+        """Delete at once the rows `remove_soon` was given; how many."""
+        return self._later.flush()
 
     def due(self, now: str, limit: int) -> list[ClaimRow]:
         """Up to `limit` rows whose `takenUntil` is at or before `now`, in every queue."""

@@ -78,7 +78,7 @@ FAULT_POINTS = {
     "after a graph rerun is counted": (lambda s: s.task_graphs.graphs, "save_label", "after"),
     "after a graph label is closed": (lambda s: s.task_graphs.graphs, "close", "after"),
     "after groups.member_resolved": (lambda s: s.resolution_handler.groups, "member_resolved", "after"),
-    "before the claimed run's row is removed": (lambda s: s.resolution_handler.claims, "remove", "before"),
+    "before the claimed run's row is removed": (lambda s: s.resolution_handler.claims, "remove_soon", "before"),
 }
 
 
@@ -198,7 +198,9 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
 
 
 def snapshot(services: Services, work: Workload) -> dict:
-    """Everything a resolution can change: statuses, the graph, the group."""
+    """Everything a resolution can change: statuses, the graph, the group, the queue's counts
+    (claim rows of handled resolutions are deleted within a second: at once here)."""
+    services.claims.claim_rows.flush_removals()
     group = services.task_groups.groups.load(work.group_id)
     statuses = {task_id: services.tasks.status(task_id) for task_id in work.all_tasks}
     last_resolved = max(statuses[task_id]["runs"][-1]["resolved"] for task_id in work.plain.values())

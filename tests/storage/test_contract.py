@@ -135,6 +135,8 @@ def test_the_adapters_behave_alike(account):
     assert claims.held_by("prov/type", "wg", "w") == [("later", 0), ("task", 0)]
     claims.remove([ClaimRow("prov/type", "task", 0, "wg", "w"), ClaimRow("prov/type", "gone", 0, "wg", "w")])
     assert claims.count("prov/type") == 1
+    claims.remove_soon([ClaimRow("prov/type", "later", 0, "wg", "w"), ClaimRow("prov/type", "gone", 0, "wg", "w")])
+    assert claims.flush_removals() == 2 and claims.count("prov/type") == 0   # one gone before: no error
     pending = PendingTable(account)
     pending.add_many([("prov/type", 2, "2030-01-01T00:00:00.000Z", "b", 0),
                       ("prov/type", 1, "2030-01-02T00:00:00.000Z", "a", 0)])
