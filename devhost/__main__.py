@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import queue
 import signal
 import sys
-import threading
 from pathlib import Path
 
 from . import root_client
@@ -42,10 +42,13 @@ def _logging() -> None:
 def main() -> int:
     args = _arguments()
     _logging()
-    stopping = threading.Event()
-    # SIGHUP too: closing the terminal of a `make run` must stop Azurite as Ctrl-C does.
+    # The handlers only put the signal on a SimpleQueue: a handler runs in the main thread
+    # between two of its instructions, and one that took a lock the interrupted code held (an
+    # Event's, say) would deadlock. SIGHUP too: closing the terminal of a `make run` must stop
+    # Azurite as Ctrl-C does.
+    stopping: queue.SimpleQueue[int] = queue.SimpleQueue()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *_: stopping.set())
+        signal.signal(sig, lambda number, _frame: stopping.put(number))
     azurite = None
     storage = load_settings(args.app_dir).get("AzureWebJobsStorage", "")
     if args.azurite == "auto" and storage in ("", DEVELOPMENT_STORAGE):
@@ -79,7 +82,7 @@ def main() -> int:
         if root:
             root.keep()
             print(root.banner(host.base_url), flush=True)
-        stopping.wait()
+        _wait_for(stopping)
         print("==> stopping", flush=True)
         host.stop()
     finally:
@@ -88,6 +91,17 @@ def main() -> int:
         if azurite:
             azurite.stop()
     return 0
+
+
+def _wait_for(signals: queue.SimpleQueue) -> None:
+    """Until a signal arrives. The wait has a timeout so that it is a timed lock acquire,
+    which lets the main thread run the signal's handler while it waits."""
+    while True:
+        try:
+            signals.get(timeout=0.5)
+            return
+        except queue.Empty:
+            continue
 
 
 def _start_broker(location: Path):
