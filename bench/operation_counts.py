@@ -142,7 +142,7 @@ def app_settings(connection: str) -> dict[str, str]:
                 "CLAIM_WORK_WAIT_SECONDS": "0", "QUEUE_CREDENTIALS_ACCESS_TOKEN": "bench-only",
                 "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_REPAIR_DELAY_SECONDS": str(REPAIR_DELAY),
                 "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-{BLOB_CONTAINER}",
-                # Events on, as `make run` has them: clearing a published outbox is a round trip.
+                # Events on, as `make run` has them: storing the publication mark is counted too.
                 "EVENTS_AMQP_URL": shared_broker().url}
     for setting in _queue_functions():
         settings[setting] = f"{prefix}-{setting.lower().removeprefix('queue_').replace('_', '-')}"
