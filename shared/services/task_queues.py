@@ -60,11 +60,7 @@ class TaskQueues:
         return out
 
     def counts(self, task_queue_id: str) -> dict:
-        """Taskcluster's claimedTasks is approximate, and may be higher than the truth: another
-        instance's claim rows of resolved runs wait up to a second for their delete; this
-        process's are deleted first, so a local host counts exactly."""
         out = self.pending_count(task_queue_id)
-        self.claims.flush_removals()
         out["claimedTasks"] = self.claims.count(task_queue_id)
         return out
 

@@ -86,6 +86,10 @@ class ClaimTable:
         return [(row.task_id, row.run_id) for row in map(_row, rows)]
 
     def count(self, task_queue_id: str) -> int:
+        """Claimed runs of the queue. The rows `remove_soon` holds are deleted first, so this
+        process counts exactly; another's rows of handled resolutions may still be counted
+        for up to a second (Taskcluster's claimedTasks is approximate, and may be higher)."""
+        self.flush_removals()
         rows = self._table.query_entities(
             "PartitionKey eq @pk", parameters={"pk": escape_key(task_queue_id)}, select=["RowKey"])
         return len({key.rsplit(".", 2)[0] for key in (row["RowKey"] for row in rows)})

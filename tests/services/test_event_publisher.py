@@ -130,7 +130,6 @@ def test_a_claimed_resolution_keeps_its_claim_row_until_its_events_are_out(servi
     services.claim_expiry.sweep(taken_until + timedelta(seconds=1))   # announces it again
     assert deliver_events(services) == 1
     assert bus.of(task_id)[-1] == "task-completed"
-    services.claims.claim_rows.flush_removals()
     assert unpublished(services, task_id) == [] and services.claims.claim_rows.count(task_queue_id) == 0
 
 

@@ -198,9 +198,7 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
 
 
 def snapshot(services: Services, work: Workload) -> dict:
-    """Everything a resolution can change: statuses, the graph, the group, the queue's counts
-    (claim rows of handled resolutions are deleted within a second: at once here)."""
-    services.claims.claim_rows.flush_removals()
+    """Everything a resolution can change: statuses, the graph, the group."""
     group = services.task_groups.groups.load(work.group_id)
     statuses = {task_id: services.tasks.status(task_id) for task_id in work.all_tasks}
     last_resolved = max(statuses[task_id]["runs"][-1]["resolved"] for task_id in work.plain.values())
