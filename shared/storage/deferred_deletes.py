@@ -23,6 +23,9 @@ class DeferredDeletes:
         self._name = name
         self._waiting: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        # Held through a flush's deletes: a flush that finds nothing waiting must still wait
+        # for one under way, or a count right after it would see rows about to go.
+        self._flushing = threading.Lock()
         self._flusher: threading.Thread | None = None
 
     def add(self, keys: list[tuple[str, str]]) -> None:
@@ -34,8 +37,9 @@ class DeferredDeletes:
 
     def flush(self) -> int:
         """Delete the rows waiting now; how many there were."""
-        with self._lock:
-            keys, self._waiting = self._waiting, set()
-        # Not kept for another try if this fails: rows left behind are safe to leave (see above).
-        delete_in_batches(self._table, sorted(keys))
-        return len(keys)
+        with self._flushing:
+            with self._lock:
+                keys, self._waiting = self._waiting, set()
+            # Not kept for another try if this fails: rows left behind are safe to leave (see above).
+            delete_in_batches(self._table, sorted(keys))
+            return len(keys)
