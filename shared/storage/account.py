@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import urllib.request
 
@@ -15,8 +16,13 @@ from azure.data.tables import TableClient
 from ..config import DEVELOPMENT_STORAGE
 from .blobs import AzureBlobStore
 from .lost_responses import RepeatSafeResend
-from .table_transport import TableTransport
 from .message_queue import MessageQueue
+from .table_transport import TableTransport
+
+# The SDK's HTTP logging policy logs every request and answer, headers and all, at INFO: in a
+# Function App (whose log level is Information) a log line or two per storage round trip,
+# each formatted at a cost. Our own log lines say what happened to which task instead.
+logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
 
 _AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 AZURITE_CONNECTION = (
