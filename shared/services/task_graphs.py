@@ -166,16 +166,20 @@ class TaskGraphs:
         if label is None:
             return
         if resolution.state is RunState.COMPLETED:
-            self._completed(graph_id, label)
+            self._completed(graph_id, label, resolution.run_id)
         elif not self._rerun(graph_id, label, task_id, resolution.run_id):
             self._set_state(graph_id, lambda g: replace(
                 g, state=BLOCKED, blocked_by=tuple(sorted(set(g.blocked_by) | {label}))))
             log.warning("task graph %s blocked by %s (task %s)", graph_id, label, task_id,
                         extra={"taskGraphId": graph_id, "taskId": task_id})
 
-    def _completed(self, graph_id: str, label: str) -> None:
+    def _completed(self, graph_id: str, label: str, run_id: int) -> None:
         self.graphs.close(graph_id, label)
         finished = not self.graphs.any_open(graph_id)
+        if not finished and run_id == 0:
+            # Nothing to change: a label is in blockedBy only after a run of it failed for
+            # good, so its completion is a later run. Most completions skip the graph row.
+            return
 
         def update(graph: GraphRecord) -> GraphRecord:
             blocked_by = tuple(other for other in graph.blocked_by if other != label)

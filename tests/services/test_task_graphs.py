@@ -97,6 +97,30 @@ def test_reruns_then_blocked_with_the_blocker_and_what_cannot_run(services, task
     assert run(services, task_queue_id) == []
 
 
+def test_a_blocker_rerun_by_hand_unblocks_the_graph_when_it_completes(services, task_queue_id):
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, blocker={}, other={},
+                                                after={"requires": ["blocker"]}))
+    names = labels_by_task(services, graph_id)
+    blocker = next(task_id for task_id, label in names.items() if label == "blocker")
+    claims = services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
+    for claim in claims:   # the blocker fails for good (no reruns), the other stays running
+        if claim["status"]["taskId"] == blocker:
+            services.resolutions.failed(blocker, claim["runId"])
+    assert state(services, graph_id) == "blocked"
+
+    services.tasks.rerun(blocker)
+    assert run_labels(services, graph_id, task_queue_id) == ["blocker"]   # its run 1 completes
+
+    # Other labels are still open (the graph is not finished), yet this completion unblocks
+    # it, in its row too: so the last completion, a first run, finishes it.
+    assert services.task_graphs.graphs.load_graph(graph_id).blocked_by == ()
+    other = next(claim for claim in claims if claim["status"]["taskId"] != blocker)
+    services.resolutions.completed(other["status"]["taskId"], other["runId"])
+    assert run_labels(services, graph_id, task_queue_id) == ["after"]
+    assert state(services, graph_id) == "finished"
+
+
 def test_a_redelivered_failure_reruns_only_once(services, task_queue_id):
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, flaky={"reruns": 3}))
