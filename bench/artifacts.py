@@ -34,6 +34,7 @@ from devhost.azurite import Azurite
 from shared.domain.timestamps import utcnow, timedelta
 from shared.storage.account import StorageAccount
 
+from .memory import group_pids, own_peak, peaks
 from .report import command_line, header, machine, progress, table, write_json
 
 MIB = 1024 * 1024
@@ -193,40 +194,6 @@ def helper_transfer(root_url: str, source: str, scratch: str) -> dict:
     queue.reportCompleted(task_id, "0")
     return {"upload_s": round(uploaded - started, 2), "download_s": round(downloaded - uploaded, 2),
             "complete": same, "peak_rss_mib": own_peak()}
-
-
-# -- memory ----------------------------------------------------------------------------------
-def own_peak() -> float:
-    return status_mib(os.getpid(), "VmHWM")
-
-
-def status_mib(pid: int, field: str) -> float:
-    """A /proc/<pid>/status memory figure in MiB (0 if the process is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return 0.0
-
-
-def group_pids(leader: int) -> list[int]:
-    """The processes of a process group (Azurite runs as a few Node.js processes)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) == leader:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def peaks(watched: dict[str, list[int]]) -> dict[str, float]:
-    """The peak resident memory of each watched process (its largest, if several)."""
-    return {name: max(status_mib(pid, "VmHWM") for pid in pids) for name, pids in watched.items()}
 
 
 # -- output ------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tests.conftest import Server
 
 from . import graphs, http_lifecycles, storage_baseline
 from .graphs import (CLIENT_RETRIES, FAN_IN, ROOT, batching, batching_text, failed, graph_request, host,
-                     host_error_rows, inspected_labels, node_task, part_figures, put_graph, shape, signed_session)
+                     host_rows, inspected_labels, node_task, part_figures, put_graph, shape, signed_session)
 from .lifecycle import latency_text, run
 from .report import percentiles, progress
 
@@ -254,7 +254,7 @@ def _rows(results: dict) -> list[tuple[str, str]]:
             ("  ... mean while children pending", batching_text(variant["claim_batching_in_fan_out"])),
             *([("API PROBLEM seen", variant["api_problem"])] if "api_problem" in variant else []),
         ]
-    return rows + host_error_rows(http)
+    return rows + host_rows(http)
 
 
 def _headline(results: dict) -> str:

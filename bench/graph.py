@@ -41,7 +41,7 @@ from tests.conftest import Server
 
 from . import graphs, http_lifecycles, local_host, storage_baseline
 from .graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
-                     host, host_error_rows, inspected_labels, part_figures, parts, put_graph, shape,
+                     host, host_rows, inspected_labels, part_figures, parts, put_graph, shape,
                      signed_session)
 from .lifecycle import latency_text, run
 from .operation_counts import RESOLVED, InProcess, Step, expect, in_process
@@ -344,7 +344,7 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
              f"fan-in, chain of {http['chain']}), {http['edges']} edges, {http['workers']} workers "
              f"(<= {http['claim_batch']} tasks per claimWork)")
     if "failed" in http:
-        return [(title, ""), ("FAILED", http["failed"]), *host_error_rows(http)]
+        return [(title, ""), ("FAILED", http["failed"]), *host_rows(http)]
     seconds, rates, part = http["seconds"], http["rates"], http["parts"]
     drained = seconds["events_drained_after_last_completion"]
     chain = part["chain"]
@@ -373,7 +373,7 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
         ("inspect after finished", f"{seconds['inspect']:8.2f} s   (every task 'completed', each exactly once)"),
         ("host's events drained", f"{drained} s after the last completion" if drained is not None
          else f"NOT drained; left: {http['events_left_undrained']}"),
-        *host_error_rows(http),
+        *host_rows(http),
     ]
 
 

@@ -5,6 +5,7 @@ inside the host, from its log."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
@@ -17,9 +18,10 @@ import requests
 
 from devhost.azurite import Azurite
 from shared.domain.timestamps import to_iso, utcnow
-from tests.conftest import Server
+from tests.conftest import Server, shared_broker
 
 from . import http_lifecycles, local_host
+from .memory import group_pids, peaks, peaks_text
 from .report import RESULTS, progress
 from .tasks import task_definition
 
@@ -90,10 +92,15 @@ def graph_request(requires: dict[str, list[str]], task_queue_id: str, graph_id: 
 
 @contextmanager
 def host(azurite: Azurite, log_dir: Path, name: str, out: dict):
-    """The local host for a graph run; afterwards `out` gets the host's errors from its log,
-    and the log is kept in bench/results/ when anything went wrong."""
+    """The local host for a graph run; afterwards `out` gets the host's errors from its log
+    and the peak memory of every process of the run, and the log is kept in bench/results/
+    when anything went wrong."""
     with local_host.running(azurite, log_dir, progress, SETTINGS) as server:
         yield server
+        out["peak_memory_mib"] = peaks({"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
+                                        "RabbitMQ": group_pids(shared_broker().process.pid),
+                                        "benchmark (clients)": [os.getpid()]})
+        progress(f"peak resident memory: {peaks_text(out['peak_memory_mib'])}")
     out["host_errors"] = host_errors(server.log_path)
     if out["host_errors"]["http_5xx"] or "failed" in out:
         RESULTS.mkdir(exist_ok=True)
@@ -224,7 +231,8 @@ def _call(path: str) -> str:
     return path
 
 
-def host_error_rows(http: dict) -> list[tuple[str, str]]:
+def host_rows(http: dict) -> list[tuple[str, str]]:
+    """What went wrong in the host (from its log), and every process's peak memory."""
     errors = http.get("host_errors", {})
     rows = [("host answers 5xx (retried)", ", ".join(f"{k}: {v}x" for k, v in errors.get("http_5xx", {}).items())
              or "none")]
@@ -235,6 +243,8 @@ def host_error_rows(http: dict) -> list[tuple[str, str]]:
         rows.append(("host log errors/warnings", ", ".join(f"{k}: {v}x" for k, v in errors["logged"].items())))
     if "host_log" in http:
         rows.append(("host log kept", http["host_log"]))
+    if "peak_memory_mib" in http:
+        rows.append(("peak resident memory", peaks_text(http["peak_memory_mib"])))
     return rows
 
 

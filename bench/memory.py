@@ -1,0 +1,44 @@
+"""Peak resident memory (VmHWM, from /proc) of the processes a benchmark runs: the host,
+Azurite (a few Node.js processes in one process group), the broker and the benchmark itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def own_peak() -> float:
+    return status_mib(os.getpid(), "VmHWM")
+
+
+def status_mib(pid: int, field: str) -> float:
+    """A /proc/<pid>/status memory figure in MiB (0 if the process is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
+def group_pids(leader: int) -> list[int]:
+    """The processes of a process group (Azurite runs as a few Node.js processes)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == leader:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def peaks(watched: dict[str, list[int]]) -> dict[str, float]:
+    """The peak resident memory of each watched process (its largest, if several)."""
+    return {name: max((status_mib(pid, "VmHWM") for pid in pids), default=0.0) for name, pids in watched.items()}
+
+
+def peaks_text(figures: dict[str, float]) -> str:
+    return ", ".join(f"{name} {mib:.0f} MiB" for name, mib in figures.items())
