@@ -64,11 +64,16 @@ def shared_transport() -> RequestsTransport:
     session = requests.Session()
     # Unless a proxy is configured, requests' look-ups per request (~/.netrc, the proxy
     # environment) only cost: about a tenth of a busy host's CPU in the graph benchmark.
-    session.trust_env = bool(urllib.request.getproxies())
+    session.trust_env = _proxied()
     adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return RequestsTransport(session=session, session_owner=False)
+
+
+def _proxied() -> bool:
+    """Whether a proxy is configured (NO_PROXY alone configures none)."""
+    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 def resolve_connection(connection: str) -> str:
@@ -88,7 +93,7 @@ class StorageAccount:
         self._lock = threading.Lock()
         self._transport = shared_transport()
         # A proxy, if configured, is honoured by requests' transport only.
-        self._table_transport = self._transport if urllib.request.getproxies() else TableTransport(POOL_SIZE)
+        self._table_transport = self._transport if _proxied() else TableTransport(POOL_SIZE)
 
     def table(self, name: str) -> TableClient:
         """The table `<prefix><name>`, created on first use in this process."""

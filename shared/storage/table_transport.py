@@ -17,6 +17,7 @@ Blob and queue clients keep `RequestsTransport`: blobs stream, and queues are fe
 
 from __future__ import annotations
 
+import certifi
 import urllib3
 from azure.core.exceptions import (ServiceRequestError, ServiceRequestTimeoutError, ServiceResponseError,
                                    ServiceResponseTimeoutError)
@@ -33,7 +34,9 @@ class TableTransport(HttpTransport):
     pool hands each thread its own connection)."""
 
     def __init__(self, pool_size: int) -> None:
-        self._pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, retries=False,
+        # certifi's CAs, as requests used: a host image without system certificates still
+        # reaches Azure over HTTPS.
+        self._pool = urllib3.PoolManager(num_pools=4, maxsize=pool_size, retries=False, ca_certs=certifi.where(),
                                          timeout=urllib3.Timeout(connect=CONNECT_SECONDS, read=READ_SECONDS))
 
     def __enter__(self) -> TableTransport:
@@ -51,10 +54,12 @@ class TableTransport(HttpTransport):
     def send(self, request, **kwargs) -> _Response:
         if getattr(request, "files", None):
             raise ValueError("TableTransport sends no multipart files (a table request never has any)")
+        headers = dict(request.headers)
+        if not request.data and request.method not in ("GET", "HEAD"):
+            headers.setdefault("Content-Length", "0")   # as requests sent it (urllib3 leaves a DELETE without)
         try:
-            answer = self._pool.urlopen(request.method, request.url, body=request.data,
-                                        headers=dict(request.headers), redirect=False, preload_content=True,
-                                        enforce_content_length=True)
+            answer = self._pool.urlopen(request.method, request.url, body=request.data, headers=headers,
+                                        redirect=False, preload_content=True, enforce_content_length=True)
         except urllib3.exceptions.NewConnectionError as error:   # before its base class, the timeout
             raise ServiceRequestError(error, error=error) from error
         except urllib3.exceptions.ConnectTimeoutError as error:

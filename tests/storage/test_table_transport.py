@@ -17,15 +17,18 @@ def transport():
     return TableTransport(pool_size=4)
 
 
-def serve_once(reply: bytes) -> int:
-    """A port whose server reads one request and sends `reply` (b'': closes without a word)."""
+def serve_once(reply: bytes, received: list | None = None) -> int:
+    """A port whose server reads one request (into `received`, if given) and sends `reply`
+    (b'': closes without a word)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
 
     def answer():
         connection, _ = listener.accept()
-        connection.recv(65536)
+        request = connection.recv(65536)
+        if received is not None:
+            received.append(request)
         if reply:
             connection.sendall(reply)
         connection.close()
@@ -42,6 +45,16 @@ def test_an_answer_reaches_the_pipeline_whole(transport):
     assert response.status_code == 201 and response.reason == "Created"
     assert response.headers["etag"] == 'W/"1"' and response.content_type == "application/json"
     assert response.json() == {"value": 1} and response.text() == body.decode()
+
+
+def test_a_request_without_a_body_says_so_as_requests_did(transport):
+    received = []
+    port = serve_once(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", received)
+    response = transport.send(HttpRequest("DELETE", f"http://127.0.0.1:{port}/Rows(PartitionKey='p',RowKey='r')",
+                                          headers={"If-Match": "*"}))
+    assert response.status_code == 204
+    head = received[0].decode().lower()
+    assert "\r\ncontent-length: 0\r\n" in head and "\r\nif-match: *\r\n" in head
 
 
 def test_a_connection_never_made_is_a_request_error(transport):
