@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
-from ..domain.task_graph import CREATING, RUNNING, Node
+from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from ..domain.timestamps import utcnow
 from ..storage.message_queue import MessageQueue
 from ..storage.task_graph_table import LabelRecord, TaskGraphTable
@@ -111,8 +111,10 @@ class GraphParts:
             return
         roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
         list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
+        # The roots may have completed already, every label with them: then it is finished.
         change_until_saved(lambda: self.graphs.load_graph(graph_id),
-                           lambda g: replace(g, state=RUNNING) if g.state == CREATING else g,
+                           lambda g: replace(g, state=RUNNING if self.graphs.any_open(graph_id) else FINISHED)
+                           if g.state == CREATING else g,
                            self.graphs.save_graph)
         log.info("task graph %s started: %d root tasks scheduled", graph_id, len(roots),
                  extra={"taskGraphId": graph_id})

@@ -185,7 +185,9 @@ class TaskGraphs:
             blocked_by = tuple(other for other in graph.blocked_by if other != label)
             state = graph.state
             if state in (RUNNING, BLOCKED) and not blocked_by:
-                state = FINISHED if finished else RUNNING
+                # `finished` was read before this write: another completion may have closed
+                # the last open label since, and found the graph still blocked by this one.
+                state = FINISHED if finished or not self.graphs.any_open(graph_id) else RUNNING
             return replace(graph, state=state, blocked_by=blocked_by)
         self._set_state(graph_id, update)
 

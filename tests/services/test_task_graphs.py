@@ -242,6 +242,53 @@ def test_r4_extending_a_finished_graph_whose_new_task_completes_at_once_finishes
     assert state(services, graph_id) == "finished"
 
 
+def test_a_graph_whose_roots_complete_before_it_starts_running_finishes(services, task_queue_id, monkeypatch):
+    """The quickest worker completes the only root between its scheduling and the graph's
+    state leaving 'creating': the graph must end finished, not running for good."""
+    dependencies, real = services.task_graphs.parts.dependencies, services.task_graphs.parts.dependencies.schedule
+
+    def schedule_and_run(task_id, why):
+        scheduled = real(task_id, why)
+        assert len(run(services, task_queue_id)) == 1
+        return scheduled
+    monkeypatch.setattr(dependencies, "schedule", schedule_and_run)
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, only={}))
+    assert state(services, graph_id) == "finished"
+
+
+def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(services, task_queue_id, monkeypatch):
+    """The blocker's rerun completes and reads that a label is still open; the last label
+    then completes and, finding the graph still blocked, leaves it so; the blocker's write
+    comes last. The graph must end finished, not running with nothing left to run."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, blocker={}, last={}))
+    names = labels_by_task(services, graph_id)
+    blocker, last = (next(t for t, label in names.items() if label == wanted) for wanted in ("blocker", "last"))
+    claims = {claim["status"]["taskId"]: claim["runId"]
+              for claim in services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]}
+    services.resolutions.failed(blocker, claims[blocker])
+    assert state(services, graph_id) == "blocked"
+    services.tasks.rerun(blocker)
+    assert [c["status"]["taskId"] for c in services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]] == \
+        [blocker]
+
+    table, any_open = services.task_graphs.graphs, services.task_graphs.graphs.any_open
+    armed = [True]
+
+    def stale_then_last_completes(wanted_graph):
+        seen = any_open(wanted_graph)
+        if armed[0]:
+            armed[0] = False
+            services.resolutions.completed(last, claims[last])   # handled in full meanwhile
+        return seen
+    monkeypatch.setattr(table, "any_open", stale_then_last_completes)
+    services.resolutions.completed(blocker, 1)
+
+    assert not armed[0]
+    assert table.load_graph(graph_id).state == "finished" and state(services, graph_id) == "finished"
+
+
 def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_repair_sweep(services, task_queue_id):
     import time
 
