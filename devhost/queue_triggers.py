@@ -14,6 +14,8 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.functions.queue import QueueMessage  # not func.QueueMessage: that one takes no dequeue_count
 from azure.storage.queue import QueueClient
 
+from shared.storage.account import shared_transport
+
 from .host_config import HostConfig
 
 log = logging.getLogger("devhost.queue")
@@ -27,8 +29,11 @@ class QueuePoller:
         self.function = function
         self.config = config
         self.stop = stop
-        self.queue = QueueClient.from_connection_string(connection, queue_name)
-        self.poison = QueueClient.from_connection_string(connection, f"{queue_name}-poison")
+        # One pool big enough for the batch's threads, which settle their messages at once
+        # (the SDK's own pool keeps 10 connections and discarded the rest by the hundred).
+        transport = shared_transport()
+        self.queue = QueueClient.from_connection_string(connection, queue_name, transport=transport)
+        self.poison = QueueClient.from_connection_string(connection, f"{queue_name}-poison", transport=transport)
         self.pool = ThreadPoolExecutor(max_workers=config.batch_size, thread_name_prefix=f"queue-{name}")
         self.thread = threading.Thread(target=self._loop, name=f"poll-{name}", daemon=True)
 
