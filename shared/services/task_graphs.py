@@ -166,16 +166,16 @@ class TaskGraphs:
         if label is None:
             return
         if resolution.state is RunState.COMPLETED:
-            self._completed(graph_id, label, resolution.run_id)
+            self._completed(graph_id, label, task_id, resolution.run_id)
         elif not self._rerun(graph_id, label, task_id, resolution.run_id):
             self._set_state(graph_id, lambda g: replace(
                 g, state=BLOCKED, blocked_by=tuple(sorted(set(g.blocked_by) | {label}))))
             log.warning("task graph %s blocked by %s (task %s)", graph_id, label, task_id,
                         extra={"taskGraphId": graph_id, "taskId": task_id})
 
-    def _completed(self, graph_id: str, label: str, run_id: int) -> None:
-        self.graphs.close(graph_id, label)
-        finished = not self.graphs.any_open(graph_id)
+    def _completed(self, graph_id: str, label: str, task_id: str, run_id: int) -> None:
+        self.graphs.close(graph_id, task_id)
+        finished = not self.graphs.any_open(graph_id, task_id)
         if not finished and run_id == 0:
             # Nothing to change: a label is in blockedBy only after a run of it failed for
             # good, so its completion is a later run. Most completions skip the graph row.
@@ -199,7 +199,7 @@ class TaskGraphs:
             if record.rerun_of_run >= run_id or record.reruns_left <= 0:
                 return record  # answered already, or no rerun left
             return replace(record, reruns_left=record.reruns_left - 1, rerun_of_run=run_id)
-        answered = change_until_saved(lambda: self.graphs.load_label(graph_id, label), count, self.graphs.save_label)
+        answered = change_until_saved(lambda: self.graphs.load_label(graph_id, label, task_id), count, self.graphs.save_label)
         if answered.rerun_of_run < run_id:
             return False
         now = utcnow()

@@ -88,7 +88,7 @@ class TaskGroups:
         """Note that a member resolved at `resolved`; True when that made the whole group
         resolved (the group's resolved time only moves forward, so noting it twice is once)."""
         self.groups.member_resolved(task_group_id, task_id)
-        if self.groups.unresolved(task_group_id):
+        if self.groups.any_unresolved(task_group_id, task_id):
             return False
 
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:

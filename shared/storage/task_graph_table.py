@@ -1,16 +1,20 @@
-"""The TaskGraphs table: one partition per graph (PartitionKey = taskGraphId).
+"""The TaskGraphs table: a partition per graph (PartitionKey = taskGraphId), and the graph's
+buckets (see `buckets`) for the rows that come one per task, so that no partition grows
+with the graph.
 
-RowKeys:
+In the graph's partition, RowKeys:
 - "graph": routing, state, the creation request's fingerprint, which labels block it;
-- "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
-  characters: numbered columns, see long_text; labels, up to 128 characters, would not
-  fit), reruns and reruns left;
-- "task.<taskId>": the label of a task, to go from a resolution to its label;
-- "open.<label>": present until the label's task completes; no open row = finished;
 - "part.<number>": nodes of a new graph whose tasks are still to be created (see
   `graph_parts`), deleted once they exist;
 - "extension.<fingerprint>": an extension begun (`progress` EXTENDING: a repeat resumes it)
   or applied (EXTENDED: a repeat is a no-op).
+
+In the bucket of each label's task:
+- "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
+  characters: numbered columns, see long_text; labels, up to 128 characters, would not
+  fit), reruns and reruns left;
+- "task.<taskId>": the label of a task, to go from a resolution to its label;
+- "open.<taskId>": present until the label's task completes; no open row = finished.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
+from .buckets import SEPARATOR, any_key, bucket, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
-from .queries import any_row
+from .queries import any_row, first_rows
 
 EXTENDING, EXTENDED = "extending", "extended"
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
@@ -77,32 +82,45 @@ class TaskGraphTable:
     def add_labels(self, labels: list[LabelRecord]) -> None:
         rows = []
         for record in labels:
+            partition = bucket(record.graph_id, record.task_id)
             rows.append(_label_entity(record))
-            rows.append({"PartitionKey": record.graph_id, "RowKey": f"task.{record.task_id}", "label": record.label})
-            rows.append({"PartitionKey": record.graph_id, "RowKey": f"open.{record.label}"})
+            rows.append({"PartitionKey": partition, "RowKey": f"task.{record.task_id}", "label": record.label})
+            rows.append({"PartitionKey": partition, "RowKey": f"open.{record.task_id}"})
         upsert_in_batches(self._table, rows)
 
-    def load_label(self, graph_id: str, label: str) -> LabelRecord | None:
-        row = self._get(graph_id, f"label.{label}")
-        return _label(row) if row is not None else None
+    def load_label(self, graph_id: str, label: str, task_id: str | None = None) -> LabelRecord | None:
+        """The label's row: read in its task's bucket, or looked for in every bucket of the
+        graph when its taskId is not known (one query; a blocked graph's status)."""
+        if task_id is not None:
+            row = self._get(bucket(graph_id, task_id), f"label.{label}")
+        else:
+            found = first_rows(self._table, "PartitionKey gt @low and PartitionKey lt @high and RowKey eq @row",
+                               {"low": graph_id + SEPARATOR, "high": graph_id + SEPARATOR * 2,
+                                "row": f"label.{label}"}, 1)
+            row = found[0] if found else None
+        return _label(graph_id, row) if row is not None else None
 
     def save_label(self, record: LabelRecord) -> LabelRecord:
         return replace(record, etag=self._save(_label_entity(record), record.etag, record.label))
 
     def labels(self, graph_id: str) -> list[LabelRecord]:
         rows = self._table.query_entities(
-            "PartitionKey eq @pk and RowKey gt 'label.' and RowKey lt 'label/'", parameters={"pk": graph_id})
-        return [_label(row) for row in rows]
+            "PartitionKey gt @low and PartitionKey lt @high and RowKey gt 'label.' and RowKey lt 'label/'",
+            parameters={"low": graph_id + SEPARATOR, "high": graph_id + SEPARATOR * 2})
+        return sorted((_label(graph_id, row) for row in rows), key=lambda record: record.label)
 
     def label_of(self, graph_id: str, task_id: str) -> str | None:
-        row = self._get(graph_id, f"task.{task_id}")
+        row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
         return row["label"] if row is not None else None
 
-    def close(self, graph_id: str, label: str) -> None:
-        delete_row(self._table, graph_id, f"open.{label}")
+    def close(self, graph_id: str, task_id: str) -> None:
+        """The label of task `task_id` completed."""
+        delete_row(self._table, bucket(graph_id, task_id), f"open.{task_id}")
 
-    def any_open(self, graph_id: str) -> bool:
-        return self._any(graph_id, "open")
+    def any_open(self, graph_id: str, task_id: str = "") -> bool:
+        """Whether a label is open; `task_id`, one that just completed, whose bucket is looked
+        at first in a large graph (see `buckets.any_key`)."""
+        return any_key(self._table, graph_id, "open.", task_id)
 
     def _any(self, graph_id: str, kind: str) -> bool:
         """Whether the graph has any row `<kind>.*` (one row read at most)."""
@@ -135,6 +153,7 @@ class TaskGraphTable:
         delete_row(self._table, graph_id, _part_key(number))
 
     def forget(self, graph_id: str) -> None:
+        forget_buckets(self._table, graph_id)
         delete_partition(self._table, graph_id)
 
     def mark_extension(self, graph_id: str, fingerprint: str, progress: str) -> None:
@@ -166,13 +185,14 @@ def _graph_entity(graph: GraphRecord) -> dict:
 
 
 def _label_entity(record: LabelRecord) -> dict:
-    return {"PartitionKey": record.graph_id, "RowKey": f"label.{record.label}", "taskId": record.task_id,
+    return {"PartitionKey": bucket(record.graph_id, record.task_id), "RowKey": f"label.{record.label}",
+            "taskId": record.task_id,
             **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
             "reruns": record.reruns, "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
 
 
-def _label(row) -> LabelRecord:
-    return LabelRecord(row["PartitionKey"], row["RowKey"][len("label."):], row["taskId"],
+def _label(graph_id: str, row) -> LabelRecord:
+    return LabelRecord(graph_id, row["RowKey"][len("label."):], row["taskId"],
                        tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
                        row["rerunOfRun"], row.metadata.get("etag"))
 

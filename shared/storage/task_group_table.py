@@ -1,11 +1,13 @@
-"""The TaskGroups table: each group's row and its member rows, in one partition.
+"""The TaskGroups table: each group's row, and its member rows in bucket partitions.
 
-PartitionKey = taskGroupId; RowKey "group" holds schedulerId, expires and sealed;
-RowKey "member.<taskId>" marks each task of the group, and "unresolved.<taskId>" each
-member that has not resolved yet: the group is resolved when no such row is left, which
-one query of one row tells, however large the group. Member and unresolved rows are
-written together in one transaction. The group's events (resolved, sealed) are written
-with the change they announce, in the group row's outbox columns (see `outbox`).
+PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed and resolved. Each
+task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
+resolves, in the group's bucket for the task (see `buckets`: a partition per first
+character of the taskId, so that no partition grows with the group): the group is resolved
+when no unresolved row is left, which one query of one row tells, however large the group.
+A task's member and unresolved rows are written together in one transaction. The group's
+events (resolved, sealed) are written with the change they announce, in the group row's
+outbox columns (see `outbox`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
-from .batches import delete_in_batches, delete_partition, delete_row, upsert_in_batches
+from .batches import delete_in_batches, delete_row, upsert_in_batches
+from .buckets import any_key, bucket, first_keys, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
 from .queries import first_rows
@@ -89,30 +92,38 @@ class TaskGroupTable:
         """Member and unresolved rows, each task's pair in the same transaction."""
         rows = []
         for task_id in task_ids:
-            rows += [{"PartitionKey": task_group_id, "RowKey": MEMBER_PREFIX + task_id},
-                     {"PartitionKey": task_group_id, "RowKey": UNRESOLVED_PREFIX + task_id}]
+            partition = bucket(task_group_id, task_id)
+            rows += [{"PartitionKey": partition, "RowKey": MEMBER_PREFIX + task_id},
+                     {"PartitionKey": partition, "RowKey": UNRESOLVED_PREFIX + task_id}]
         upsert_in_batches(self._table, rows)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> None:
-        delete_row(self._table, task_group_id, UNRESOLVED_PREFIX + task_id)  # resolved before
+        delete_row(self._table, bucket(task_group_id, task_id), UNRESOLVED_PREFIX + task_id)  # resolved before
 
     def forget_members(self, members: list[tuple[str, str]]) -> None:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
-        transaction per group; their unresolved rows went when they resolved (one a crash
+        transaction per bucket; their unresolved rows went when they resolved (one a crash
         left behind goes with the group)."""
-        delete_in_batches(self._table, [(group_id, MEMBER_PREFIX + task_id) for group_id, task_id in members])
+        delete_in_batches(self._table, [(bucket(group_id, task_id), MEMBER_PREFIX + task_id)
+                                        for group_id, task_id in members])
 
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows are left, then the group's row (so a crash midway
         leaves a group that is found, and deleted, again)."""
-        delete_partition(self._table, task_group_id, last=GROUP_ROW)
+        forget_buckets(self._table, task_group_id)
+        delete_row(self._table, task_group_id, GROUP_ROW)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
-        return self._keys(task_group_id, MEMBER_PREFIX, after, limit)
+        return first_keys(self._table, task_group_id, MEMBER_PREFIX, after, limit)
 
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
-        return self._keys(task_group_id, UNRESOLVED_PREFIX, "", limit)
+        return first_keys(self._table, task_group_id, UNRESOLVED_PREFIX, "", limit)
+
+    def any_unresolved(self, task_group_id: str, task_id: str = "") -> bool:
+        """Whether a member has not resolved yet; `task_id`, one that just did, whose bucket
+        is looked at first in a large group (see `buckets.any_key`)."""
+        return any_key(self._table, task_group_id, UNRESOLVED_PREFIX, task_id)
 
     def recent(self, limit: int, scan: int = 5000) -> list[dict]:
         """Up to `limit` groups' rows (taskGroupId, schedulerId, expires, sealed, resolved, and
@@ -130,12 +141,6 @@ class TaskGroupTable:
         """When storage last wrote the row, as ISO text ('' where the account does not say)."""
         stamp = entity.metadata.get("timestamp")
         return stamp.isoformat() if hasattr(stamp, "isoformat") else str(stamp or "")
-
-    def _keys(self, task_group_id: str, prefix: str, after: str, limit: int) -> list[str]:
-        # '/' sorts right after '.', so [prefix, prefix-with-'/') is exactly the prefix's range.
-        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-                          {"pk": task_group_id, "start": prefix + after, "end": prefix[:-1] + "/"}, limit, ["RowKey"])
-        return [entity["RowKey"][len(prefix):] for entity in rows]
 
     @staticmethod
     def _entity(group: TaskGroupRecord) -> dict:

@@ -276,8 +276,8 @@ def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(ser
     table, any_open = services.task_graphs.graphs, services.task_graphs.graphs.any_open
     armed = [True]
 
-    def stale_then_last_completes(wanted_graph):
-        seen = any_open(wanted_graph)
+    def stale_then_last_completes(wanted_graph, *task_id):
+        seen = any_open(wanted_graph, *task_id)
         if armed[0]:
             armed[0] = False
             services.resolutions.completed(last, claims[last])   # handled in full meanwhile

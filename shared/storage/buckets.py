@@ -1,0 +1,111 @@
+"""Rows that come one per task of a group or graph, spread over bucket partitions.
+
+A partition that grows with the work makes each of its operations cost more: Azurite
+finds a row by scanning its partition (an index narrows the table to the partition, not to
+the row), so writing a group's 20,000 member rows, or a graph's 30,000 label, task and open
+rows, into one partition cost time quadratic in the graph (most of what Azurite did while a
+10,000-task graph was created), and Azure serves one partition at about 2,000 entities/s.
+
+So such rows live in the partition "<owner>~<c>", where <c> is the first character of the
+task's id. Task ids are slugids, whose first character takes 32 values about evenly (64 in
+general, 32 in the "nice" slugids clients make), so a bucket holds a few percent of the rows;
+the price is that a part of a graph writes its rows in a transaction per bucket instead of
+one or two. The buckets of an owner sort together (after its own partition: '~' sorts
+after every slugid character) and in the order of that character, so a range query over
+them reads the rows in task id order, as one partition did.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from azure.data.tables import TableClient
+
+from .batches import MAX_BATCH, delete_in_batches
+from .queries import first_rows
+
+SEPARATOR = "~"
+LARGE = 64              # rows left from which an owner is large: its task's bucket is looked at first
+REMEMBERED = 4096       # large owners this process remembers
+
+
+def bucket(owner: str, task_id: str) -> str:
+    """The partition of `owner`'s row for task `task_id`."""
+    return f"{owner}{SEPARATOR}{task_id[:1]}"
+
+
+def first_keys(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int) -> list[str]:
+    """Up to `limit` task ids of `owner`'s rows `<prefix><taskId>`, in task id order, after
+    `after_task_id` (from the first if empty)."""
+    end = prefix[:-1] + "/"   # '/' sorts right after '.': [prefix, end) is exactly the prefix's rows
+    rows = []
+    if after_task_id:
+        low = bucket(owner, after_task_id)
+        rows = _rows_in(table, low, prefix + after_task_id, end, limit)
+    else:
+        low = owner + SEPARATOR
+    if len(rows) < limit:
+        rows += first_rows(table, "PartitionKey gt @low and PartitionKey lt @high"
+                                  " and RowKey gt @start and RowKey lt @end",
+                           {"low": low, "high": owner + SEPARATOR * 2, "start": prefix, "end": end},
+                           limit - len(rows), ["RowKey"])
+    return [row["RowKey"][len(prefix):] for row in rows]
+
+
+class _LargeOwners:
+    """Owners this process found large, most recent last (a bounded memory: a hint only)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owners: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, owner: str) -> bool:
+        with self._lock:
+            return owner in self._owners
+
+    def add(self, owner: str) -> None:
+        with self._lock:
+            self._owners[owner] = None
+            self._owners.move_to_end(owner)
+            while len(self._owners) > REMEMBERED:
+                self._owners.popitem(last=False)
+
+
+_LARGE = _LargeOwners()
+
+
+def any_key(table: TableClient, owner: str, prefix: str, task_id: str = "") -> bool:
+    """Whether `owner` has any row `<prefix><taskId>` left (say, a member unresolved).
+
+    One query over every bucket answers, but Azurite sorts every row a query matches before
+    it takes the first: asked after each completion of a 10,000-task graph, that sort of the
+    rows left was most of what Azurite did. So once this process has seen `owner` large,
+    `task_id`'s own bucket (a few percent of the rows) is asked first, and the whole only
+    when that bucket is empty. An owner of a few rows costs one query, as before.
+    """
+    if task_id and owner in _LARGE and _rows_in(table, bucket(owner, task_id), prefix, prefix[:-1] + "/", 1):
+        return True
+    left = first_keys(table, owner, prefix, "", LARGE)
+    if len(left) == LARGE:
+        _LARGE.add(owner)
+    return bool(left)
+
+
+def _rows_in(table: TableClient, partition: str, start: str, end: str, limit: int) -> list:
+    """Up to `limit` rows of one bucket with keys in (start, end)."""
+    return first_rows(table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
+                      {"pk": partition, "start": start, "end": end}, limit, ["RowKey"])
+
+
+def forget_buckets(table: TableClient, owner: str) -> int:
+    """Delete every row of `owner`'s buckets, a page of keys at a time; returns rows deleted."""
+    deleted = 0
+    while True:
+        keys = [(row["PartitionKey"], row["RowKey"]) for row in first_rows(
+            table, "PartitionKey gt @low and PartitionKey lt @high",
+            {"low": owner + SEPARATOR, "high": owner + SEPARATOR * 2}, MAX_BATCH, ["PartitionKey", "RowKey"])]
+        if not keys:
+            return deleted
+        delete_in_batches(table, keys)
+        deleted += len(keys)

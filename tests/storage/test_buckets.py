@@ -1,0 +1,140 @@
+"""A group's or graph's rows, one per task, spread over bucket partitions: no partition grows
+with the group, and the rows still read back in task id order, across buckets and pages."""
+
+from collections import Counter
+
+import pytest
+
+from shared.domain.ids import new_slugid
+from shared.storage.account import StorageAccount
+from shared.storage.buckets import SEPARATOR, any_key, bucket, first_keys, forget_buckets
+from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
+from shared.storage.task_group_table import TaskGroupTable
+from tests.conftest import unique_prefix
+from tests.memory_storage import MemoryAccount
+
+
+@pytest.fixture(params=["azurite", "memory"])
+def account(request):
+    if request.param == "memory":
+        return MemoryAccount(unique_prefix())
+    return StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
+
+
+def rows_by_partition(table) -> Counter:
+    return Counter(row["PartitionKey"] for row in table.query_entities("PartitionKey ne ''", select=["PartitionKey"]))
+
+
+def test_a_large_group_keeps_every_partition_small(account):
+    groups, group_id = TaskGroupTable(account), new_slugid()
+    members = sorted(new_slugid() for _ in range(1000))
+    groups.add_members(group_id, members)
+    sizes = rows_by_partition(account.table("TaskGroups"))
+    assert sum(sizes.values()) == 2000
+    assert len(sizes) >= 24 and max(sizes.values()) <= 150   # 32 buckets of about 62 rows each
+    assert all(partition.startswith(group_id + SEPARATOR) for partition in sizes)
+
+
+def test_members_read_back_in_task_id_order_from_any_point(account):
+    groups, group_id = TaskGroupTable(account), new_slugid()
+    members = sorted(new_slugid() for _ in range(300))
+    groups.add_members(group_id, members)
+    assert groups.members(group_id, "", 1000) == members
+    for start in (0, 17, 150, 298):   # the rest of the bucket of `after`, then the buckets after it
+        assert groups.members(group_id, members[start], 40) == members[start + 1:start + 41]
+    assert groups.members(group_id, members[-1], 10) == []
+
+
+def test_a_group_is_resolved_once_its_last_bucket_is_empty(account):
+    groups, group_id = TaskGroupTable(account), new_slugid()
+    members = [new_slugid() for _ in range(100)]
+    groups.add_members(group_id, members)
+    for task_id in members[:-1]:
+        groups.member_resolved(group_id, task_id)
+    assert groups.unresolved(group_id, 5) == [members[-1]]
+    groups.member_resolved(group_id, members[-1])
+    assert groups.unresolved(group_id) == []
+
+
+def test_forgetting_a_group_or_a_graph_leaves_no_row_of_theirs(account):
+    groups, graphs, owner, other = TaskGroupTable(account), TaskGraphTable(account), new_slugid(), new_slugid()
+    groups.add_members(owner, [new_slugid() for _ in range(150)])
+    groups.add_members(other, [new_slugid()])
+    graphs.add_labels([LabelRecord(owner, f"label-{i}", new_slugid(), (), 0, 0) for i in range(150)])
+    groups.forget(owner)
+    graphs.forget(owner)
+    assert set(rows_by_partition(account.table("TaskGroups"))) == {bucket(other, groups.members(other, "", 1)[0])}
+    assert not rows_by_partition(account.table("TaskGraphs"))
+
+
+def test_a_graph_finds_its_labels_by_task_and_by_name(account):
+    graphs, graph_id = TaskGraphTable(account), new_slugid()
+    records = [LabelRecord(graph_id, f"label-{i:03d}", new_slugid(), (), 1, 1) for i in range(120)]
+    graphs.add_labels(records)
+    assert graphs.labels(graph_id) == records
+    some = records[42]
+    assert graphs.label_of(graph_id, some.task_id) == some.label
+    assert graphs.load_label(graph_id, some.label, some.task_id) == some
+    assert graphs.load_label(graph_id, some.label) == some   # a blocked graph's status knows no taskId
+    for record in records[:-1]:
+        graphs.close(graph_id, record.task_id)
+    assert graphs.any_open(graph_id)
+    graphs.close(graph_id, records[-1].task_id)
+    assert not graphs.any_open(graph_id)
+
+
+def test_first_keys_reads_across_storage_pages(account):
+    table, owner = account.table("Buckets"), new_slugid()
+    task_ids = sorted(new_slugid() for _ in range(1200))
+    for partition in {bucket(owner, task_id) for task_id in task_ids}:
+        chunk = [task_id for task_id in task_ids if bucket(owner, task_id) == partition]
+        for start in range(0, len(chunk), 100):
+            table.submit_transaction([("upsert", {"PartitionKey": partition, "RowKey": "x." + task_id})
+                                      for task_id in chunk[start:start + 100]])
+    assert first_keys(table, owner, "x.", "", 1100) == task_ids[:1100]
+    assert forget_buckets(table, owner) == 1200
+    assert first_keys(table, owner, "x.", "", 10) == []
+
+
+def test_a_large_owner_is_asked_in_the_task_bucket_first_and_whole_when_it_is_empty(account):
+    table, owner = Counted(account.table("Buckets")), new_slugid()
+    task_ids = [new_slugid() for _ in range(200)]
+    table.upsert_all([{"PartitionKey": bucket(owner, task_id), "RowKey": "x." + task_id} for task_id in task_ids])
+    assert any_key(table, owner, "x.", task_ids[0]) and table.queries == 1   # learns that it is large
+    table.queries = 0
+    assert any_key(table, owner, "x.", task_ids[0]) and table.queries == 1   # the task's bucket has rows
+    emptied = [task_id for task_id in task_ids if bucket(owner, task_id) == bucket(owner, task_ids[0])]
+    for task_id in emptied:
+        table.delete_entity(bucket(owner, task_id), "x." + task_id)
+    table.queries = 0
+    assert any_key(table, owner, "x.", task_ids[0]) and table.queries == 2   # its bucket is empty: the whole
+    for task_id in task_ids:
+        table.delete_entity(bucket(owner, task_id), "x." + task_id)
+    assert not any_key(table, owner, "x.", task_ids[0])
+
+
+def test_a_small_owner_costs_one_query(account):
+    table, owner, task_id = Counted(account.table("Buckets")), new_slugid(), new_slugid()
+    table.upsert_entity({"PartitionKey": bucket(owner, task_id), "RowKey": "x." + task_id})
+    assert any_key(table, owner, "x.", task_id) and table.queries == 1
+    table.delete_entity(bucket(owner, task_id), "x." + task_id)
+    assert not any_key(table, owner, "x.", task_id) and table.queries == 2
+
+
+class Counted:
+    """A table client that counts the queries sent through it."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+        self.queries = 0
+
+    def query_entities(self, *args, **kwargs):
+        self.queries += 1
+        return self.table.query_entities(*args, **kwargs)
+
+    def upsert_all(self, rows) -> None:
+        for row in rows:
+            self.table.upsert_entity(row)
+
+    def __getattr__(self, name):
+        return getattr(self.table, name)
