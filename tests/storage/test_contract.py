@@ -144,6 +144,15 @@ def test_the_adapters_behave_alike(account):
     assert [hint.task_id for hint in hints] == ["a", "b"]       # priority rank first
     pending.remove_many(hints + hints[:1])
     assert pending.count("prov/type") == 0
+    # One bucket per priority and scheduled second, read as one queue in claim order; a
+    # queue whose id extends another's stays apart.
+    pending.add_many([("prov/type", 1, f"2030-01-01T00:00:{second:02d}.{milli:03d}Z", f"t{second}{milli}", 0)
+                      for second in (9, 0, 5) for milli in (500, 1)]
+                     + [("prov/type2", 0, "2029-01-01T00:00:00.000Z", "x", 0)])
+    assert [hint.task_id for hint in pending.peek("prov/type", 10)] == ["t01", "t0500", "t51", "t5500", "t91", "t9500"]
+    assert pending.count("prov/type") == 6 and pending.count("prov/type2") == 1
+    pending.remove_many(pending.peek("prov/type", 10))
+    assert pending.count("prov/type") == 0 and [hint.task_id for hint in pending.peek("prov/type2", 5)] == ["x"]
 
 
 def test_queues_hold_received_messages_count_deliveries_and_delay_sends(account):
