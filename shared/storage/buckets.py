@@ -26,7 +26,10 @@ from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
 
 SEPARATOR = "~"
-LARGE = 64              # rows left from which an owner is large: its task's bucket is looked at first
+# Rows left from which an owner is large, and its task's bucket is looked at first: with
+# fewer, Azurite's sort is cheap, and an owner of a few rows a bucket would find its bucket
+# empty too often (a second query). Until then a check reads up to this many keys.
+LARGE = 256
 REMEMBERED = 4096       # large owners this process remembers
 
 
@@ -82,7 +85,7 @@ def any_key(table: TableClient, owner: str, prefix: str, task_id: str = "") -> b
     it takes the first: asked after each completion of a 10,000-task graph, that sort of the
     rows left was most of what Azurite did. So once this process has seen `owner` large,
     `task_id`'s own bucket (a few percent of the rows) is asked first, and the whole only
-    when that bucket is empty. An owner of a few rows costs one query, as before.
+    when that bucket is empty. An owner of fewer rows costs one query, as before.
     """
     if task_id and owner in _LARGE and _rows_in(table, bucket(owner, task_id), prefix, prefix[:-1] + "/", 1):
         return True

@@ -7,7 +7,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
-from shared.storage.buckets import SEPARATOR, any_key, bucket, first_keys, forget_buckets
+from shared.storage.buckets import LARGE, SEPARATOR, any_key, bucket, first_keys, forget_buckets
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
 from shared.storage.task_group_table import TaskGroupTable
 from tests.conftest import unique_prefix
@@ -98,7 +98,7 @@ def test_first_keys_reads_across_storage_pages(account):
 
 def test_a_large_owner_is_asked_in_the_task_bucket_first_and_whole_when_it_is_empty(account):
     table, owner = Counted(account.table("Buckets")), new_slugid()
-    task_ids = [new_slugid() for _ in range(200)]
+    task_ids = [new_slugid() for _ in range(LARGE + 50)]
     table.upsert_all([{"PartitionKey": bucket(owner, task_id), "RowKey": "x." + task_id} for task_id in task_ids])
     assert any_key(table, owner, "x.", task_ids[0]) and table.queries == 1   # learns that it is large
     table.queries = 0
