@@ -12,6 +12,7 @@ from shared.storage.account import StorageAccount
 from shared.storage.queries import any_row
 from shared.storage.shared_reads import SharedReads
 from tests.conftest import unique_prefix
+from tests.storage.counted_table import CountedQueries
 
 
 class Store:
@@ -110,17 +111,3 @@ def test_concurrent_identical_queries_cost_fewer_round_trips(azurite):
     table.delete_entity(partition, "x")
     assert not any_row(table, query, parameters)
 
-
-class CountedQueries:
-    """A table client that counts the queries sent through it."""
-
-    def __init__(self, table) -> None:
-        self.table = table
-        self.queries = 0
-
-    def query_entities(self, *args, **kwargs):
-        self.queries += 1
-        return self.table.query_entities(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.table, name)
