@@ -26,6 +26,7 @@ from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
 
 SEPARATOR = "~"
+IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
 # Rows left from which an owner is large, and its task's bucket is looked at first: with
 # fewer, Azurite's sort is cheap, and an owner of a few rows a bucket would find its bucket
 # empty too often (a second query). Until then a check reads up to this many keys.
@@ -38,20 +39,26 @@ def bucket(owner: str, task_id: str) -> str:
     return f"{owner}{SEPARATOR}{task_id[:1]}"
 
 
+def bucket_range(owner: str) -> dict:
+    """The parameters of IN_BUCKETS for every bucket of `owner`."""
+    return {"low": owner + SEPARATOR, "high": owner + SEPARATOR * 2}
+
+
+def _end(prefix: str) -> str:
+    """'/' sorts right after '.': (prefix, _end(prefix)) holds exactly the prefix's keys."""
+    return prefix[:-1] + "/"
+
+
 def first_keys(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int) -> list[str]:
     """Up to `limit` task ids of `owner`'s rows `<prefix><taskId>`, in task id order, after
     `after_task_id` (from the first if empty)."""
-    end = prefix[:-1] + "/"   # '/' sorts right after '.': [prefix, end) is exactly the prefix's rows
+    span = {**bucket_range(owner), "start": prefix, "end": _end(prefix)}
     rows = []
     if after_task_id:
-        low = bucket(owner, after_task_id)
-        rows = _rows_in(table, low, prefix + after_task_id, end, limit)
-    else:
-        low = owner + SEPARATOR
+        span["low"] = bucket(owner, after_task_id)   # the rest of its bucket, then the buckets after it
+        rows = _rows_in(table, span["low"], prefix + after_task_id, span["end"], limit)
     if len(rows) < limit:
-        rows += first_rows(table, "PartitionKey gt @low and PartitionKey lt @high"
-                                  " and RowKey gt @start and RowKey lt @end",
-                           {"low": low, "high": owner + SEPARATOR * 2, "start": prefix, "end": end},
+        rows += first_rows(table, IN_BUCKETS + " and RowKey gt @start and RowKey lt @end", span,
                            limit - len(rows), ["RowKey"])
     return [row["RowKey"][len(prefix):] for row in rows]
 
@@ -87,7 +94,7 @@ def any_key(table: TableClient, owner: str, prefix: str, task_id: str = "") -> b
     `task_id`'s own bucket (a few percent of the rows) is asked first, and the whole only
     when that bucket is empty. An owner of fewer rows costs one query, as before.
     """
-    if task_id and owner in _LARGE and _rows_in(table, bucket(owner, task_id), prefix, prefix[:-1] + "/", 1):
+    if task_id and owner in _LARGE and _rows_in(table, bucket(owner, task_id), prefix, _end(prefix), 1):
         return True
     left = first_keys(table, owner, prefix, "", LARGE)
     if len(left) == LARGE:
@@ -105,9 +112,8 @@ def forget_buckets(table: TableClient, owner: str) -> int:
     """Delete every row of `owner`'s buckets, a page of keys at a time; returns rows deleted."""
     deleted = 0
     while True:
-        keys = [(row["PartitionKey"], row["RowKey"]) for row in first_rows(
-            table, "PartitionKey gt @low and PartitionKey lt @high",
-            {"low": owner + SEPARATOR, "high": owner + SEPARATOR * 2}, MAX_BATCH, ["PartitionKey", "RowKey"])]
+        keys = [(row["PartitionKey"], row["RowKey"])
+                for row in first_rows(table, IN_BUCKETS, bucket_range(owner), MAX_BATCH, ["PartitionKey", "RowKey"])]
         if not keys:
             return deleted
         delete_in_batches(table, keys)

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from .account import StorageAccount
 from .batches import delete_in_batches, delete_row, upsert_in_batches
-from .buckets import SEPARATOR
+from .buckets import IN_BUCKETS, SEPARATOR, bucket_range
 from .keys import escape_key
 from .queries import first_rows
 
@@ -32,7 +32,6 @@ class PendingHint:
     written: datetime
 
 
-_QUEUE = "PartitionKey gt @low and PartitionKey lt @high"   # every bucket of one queue
 SECOND = len("2026-11-24T13:41:05")
 
 
@@ -44,11 +43,6 @@ def _bucket(task_queue_id: str, row_key: str) -> str:
     """The hint's partition: its queue's, for its priority and scheduled second."""
     rank, scheduled = row_key.split(".", 1)
     return f"{escape_key(task_queue_id)}{SEPARATOR}{rank}.{scheduled[:SECOND]}"
-
-
-def _range(task_queue_id: str) -> dict:
-    queue = escape_key(task_queue_id)
-    return {"low": queue + SEPARATOR, "high": queue + SEPARATOR * 2}
 
 
 class PendingTable:
@@ -72,7 +66,8 @@ class PendingTable:
 
     def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
         """The first `limit` hints of the queue in claim order."""
-        page = first_rows(self._table, _QUEUE, _range(task_queue_id), limit, ["RowKey", "taskId", "runId"])
+        page = first_rows(self._table, IN_BUCKETS, bucket_range(escape_key(task_queue_id)), limit,
+                          ["RowKey", "taskId", "runId"])
         return [self._hint(task_queue_id, entity) for entity in page][:limit]
 
     def remove(self, hint: PendingHint) -> None:
@@ -86,7 +81,8 @@ class PendingTable:
         delete_row(self._table, _bucket(task_queue_id, row_key), row_key)  # another claimer cleaned it up first
 
     def count(self, task_queue_id: str) -> int:
-        rows = self._table.query_entities(_QUEUE, parameters=_range(task_queue_id), select=["RowKey"])
+        rows = self._table.query_entities(IN_BUCKETS, parameters=bucket_range(escape_key(task_queue_id)),
+                                          select=["RowKey"])
         return sum(1 for _ in rows)
 
     @staticmethod

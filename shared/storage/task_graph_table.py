@@ -28,7 +28,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from . import long_text, lost_responses
 from .account import StorageAccount
 from .batches import delete_partition, delete_row, upsert_in_batches
-from .buckets import SEPARATOR, any_key, bucket, forget_buckets
+from .buckets import IN_BUCKETS, any_key, bucket, bucket_range, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
 
@@ -94,9 +94,8 @@ class TaskGraphTable:
         if task_id is not None:
             row = self._get(bucket(graph_id, task_id), f"label.{label}")
         else:
-            found = first_rows(self._table, "PartitionKey gt @low and PartitionKey lt @high and RowKey eq @row",
-                               {"low": graph_id + SEPARATOR, "high": graph_id + SEPARATOR * 2,
-                                "row": f"label.{label}"}, 1)
+            found = first_rows(self._table, IN_BUCKETS + " and RowKey eq @row",
+                               {**bucket_range(graph_id), "row": f"label.{label}"}, 1)
             row = found[0] if found else None
         return _label(graph_id, row) if row is not None else None
 
@@ -104,9 +103,8 @@ class TaskGraphTable:
         return replace(record, etag=self._save(_label_entity(record), record.etag, record.label))
 
     def labels(self, graph_id: str) -> list[LabelRecord]:
-        rows = self._table.query_entities(
-            "PartitionKey gt @low and PartitionKey lt @high and RowKey gt 'label.' and RowKey lt 'label/'",
-            parameters={"low": graph_id + SEPARATOR, "high": graph_id + SEPARATOR * 2})
+        rows = self._table.query_entities(IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'",
+                                          parameters=bucket_range(graph_id))
         return sorted((_label(graph_id, row) for row in rows), key=lambda record: record.label)
 
     def label_of(self, graph_id: str, task_id: str) -> str | None:
