@@ -7,7 +7,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
-from shared.storage.buckets import LARGE, SEPARATOR, any_key, bucket, first_keys, forget_buckets
+from shared.storage.buckets import LARGE, SEPARATOR, SIZE_EVERY, any_key, bucket, first_keys, forget_buckets
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
 from shared.storage.task_group_table import TaskGroupTable
 from tests.conftest import unique_prefix
@@ -113,6 +113,17 @@ def test_a_large_owner_is_asked_in_the_task_bucket_first_and_whole_when_it_is_em
     for task_id in task_ids:
         table.delete_entity(bucket(owner, task_id), "x." + task_id)
     assert not any_key(table, owner, "x.", task_ids[0])
+
+
+def test_an_owner_is_sized_at_its_first_check_and_every_so_often_and_asked_for_one_key_between(account):
+    table, owner = CountedQueries(account.table("Buckets")), new_slugid()
+    task_ids = [new_slugid() for _ in range(100)]   # below LARGE: never asked by bucket
+    for task_id in task_ids:
+        table.upsert_entity({"PartitionKey": bucket(owner, task_id), "RowKey": "x." + task_id})
+    for _ in range(SIZE_EVERY + 2):
+        assert any_key(table, owner, "x.", task_ids[0])
+    assert table.queries == SIZE_EVERY + 2
+    assert table.pages == [LARGE] + [1] * (SIZE_EVERY - 1) + [LARGE, 1]
 
 
 def test_a_small_owner_costs_one_query(account):
