@@ -34,6 +34,16 @@ def resolution_of(status: TaskStatus, run_id: int) -> RunState | None:
     return run.state
 
 
+def run_settled(status: TaskStatus, run_id: int) -> bool:
+    """Whether run `run_id` is over for good: it resolved, and so did the task, with it or
+    with the runs the queue retried it with (a retried run's task is still live)."""
+    while (run := status.run(run_id)) is not None and run.state.is_resolved:
+        if resolution_of(status, run_id) is not None:
+            return True
+        run_id += 1
+    return False
+
+
 def became_resolved(before: TaskStatus, after: TaskStatus) -> int | None:
     """The run id with which `after` newly resolved the task, if this change resolved it."""
     if not after.state.is_resolved:

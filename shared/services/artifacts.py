@@ -5,14 +5,15 @@ The bytes of an `object` artifact are an object named `t/<taskId>/<runId>/<name>
 the worker uploads through the object service with the credentials `createArtifact` hands
 out; those of an `s3` artifact are one blob under the same name, PUT by an older worker to
 a signed URL that takes a plain PUT (see `blobs.block_upload_url`) and made the blob the
-first time it is read (or when its run's results are written). A row is written before
+first time it is read (or when its run's results document is). A row is written before
 anything that depends on it (its expiry is indexed before the row, an object's upload is
 locked in after it), so a call repeated after a crash finds what the first one left and
 completes it. Reads follow links and answer 404 for an artifact not (yet) present.
 
-`public/results.json` has no row: it is the blob of a resolved run's results document (see
-`run_results`), read as an `s3` artifact once the blob is there (one HEAD; 404 before),
-listed where its name sorts, and expiring with its task.
+`public/results.json` has no row: it is the blob of a run's results document (see
+`run_results`), written by its first read once the run is over for good (a HEAD finds it
+after that; 404 before the run is over), read as an `s3` artifact, listed where its name
+sorts, and expiring with its task.
 
 What a scope check will need is at hand in each call: the taskId and runId
 (`queue:create-artifact:<taskId>/<runId>`, `queue:list-artifacts:...`) and, for a read,
@@ -27,6 +28,7 @@ from datetime import datetime, timedelta
 from ..domain.artifacts import (MAX_LINKS, RESULTS_NAME, Artifact, StorageType, check_expires, check_name,
                                 check_run, object_name, recreated, requested, results_artifact)
 from ..domain import task_events
+from ..domain.dependencies import run_settled
 from ..domain.errors import Expired, InvalidInput, NotFound
 from ..domain.ids import new_slugid
 from ..domain.timestamps import parse_iso, to_iso, utcnow
@@ -40,6 +42,7 @@ from . import artifact_expiry
 from .credentials import CredentialIssuer
 from .event_publisher import EventPublisher
 from .objects import SIMPLE_URL_LIFETIME, Objects
+from .run_results import RunResults, results_blob
 from .task_groups import DEFAULT_PAGE, decode_token, encode_token
 
 S3_PUT_URL_LIFETIME = timedelta(minutes=45)
@@ -61,7 +64,8 @@ class Found:
 
 class Artifacts:
     def __init__(self, table: ArtifactTable, tasks: TaskTable, objects: Objects, blobs, expiries: TimeIndex,
-                 issuer: CredentialIssuer, publisher: EventPublisher) -> None:
+                 issuer: CredentialIssuer, publisher: EventPublisher, root_url: str) -> None:
+        self.results = RunResults(self.of_run, blobs, root_url)
         self.publisher = publisher
         self.table = table
         self.tasks = tasks
@@ -193,14 +197,17 @@ class Artifacts:
         return task, len(task.status.runs) - 1
 
     def _load(self, task_id: str, run_id: int, name: str, task: TaskRecord | None = None) -> ArtifactRecord | None:
-        """An artifact's row, or the run's results document once its blob is written (the
-        task read for it unless given)."""
+        """An artifact's row, or the run's results document once the run is over for good,
+        written now if no reader wrote it before (the task read for it unless given)."""
         if name != RESULTS_NAME:
             return self.table.load(task_id, run_id, name)
         task = task or self.tasks.load(task_id)
-        run = task.status.run(run_id) if task else None
-        size = self.blobs.size(results_blob(task_id, run_id)) if run and run.state.is_resolved else None
-        return None if size is None else ArtifactRecord(results_artifact(task_id, run_id, task.summary["expires"], size))
+        if task is None or not run_settled(task.status, run_id) or parse_iso(task.summary["expires"]) <= utcnow():
+            return None          # past its task's expiry, a document written now could outlive the task's sweep
+        size = self.blobs.size(results_blob(task_id, run_id))
+        if size is None:
+            size = self.results.write(task, task.status.run(run_id))
+        return ArtifactRecord(results_artifact(task_id, run_id, task.summary["expires"], size))
 
     def location(self, task_id: str, run_id: int | None, name: str, now: datetime | None = None,
                  require=None) -> dict:
@@ -334,8 +341,3 @@ class Artifacts:
 def _blob(artifact: Artifact) -> str:
     """The blob of an `s3` artifact: where an `object` artifact's object keeps its bytes."""
     return blob_name(object_name(artifact.task_id, artifact.run_id, artifact.name))
-
-
-def results_blob(task_id: str, run_id: int) -> str:
-    """The blob of a run's results document, named as an artifact's (`public/results.json`)."""
-    return blob_name(object_name(task_id, run_id, RESULTS_NAME))

@@ -27,7 +27,7 @@ from ..storage.task_graph_table import TaskGraphTable
 from ..storage.task_group_table import TaskGroupTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import DueItem, TimeIndex
-from .artifacts import results_blob
+from .run_results import results_blob
 from .time_resolvers import KEEP, TimeResolver
 
 log = logging.getLogger("queue.expiration")

@@ -16,7 +16,7 @@ Handling a resolution twice changes nothing (see `resolution_handler`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from ..domain.dependencies import resolution_of
@@ -45,9 +45,6 @@ class Resolution:
     worker_group: str = ""     # empty when the run was never claimed
     worker_id: str = ""
     published: bool = False    # its events are out (known only to the process that wrote it)
-    # The task as the resolution left it, to whoever made the Resolution from it (not
-    # carried in messages): what follows reads it here instead of from storage.
-    task: TaskRecord | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:
@@ -58,7 +55,7 @@ class Resolution:
         run, summary = record.status.run(run_id), record.summary
         return cls(record.task_id, run_id, state, run.resolved or "", summary["taskGroupId"],
                    summary["schedulerId"], summary["taskQueueId"], summary["expires"],
-                   run.worker_group or "", run.worker_id or "", task=record)
+                   run.worker_group or "", run.worker_id or "")
 
     @classmethod
     def from_message(cls, body: dict) -> Resolution:

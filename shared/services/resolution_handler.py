@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable
 
 from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
@@ -50,8 +49,6 @@ class ResolutionHandler:
         self.groups = groups
         self.graphs = graphs
         self.claims = claims
-        # The run's results document (see `run_results`), set by the wiring.
-        self.record_results: Callable[[Resolution], object] = lambda resolution: None
 
     def handle_message(self, body: dict) -> None:
         """A 'task resolved' event as the queue carries it."""
@@ -89,13 +86,11 @@ class ResolutionHandler:
         of each other: they are processed at once, the claim row removed after both."""
         task_id, run_id = resolution.task_id, resolution.run_id
         group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
-        results = _ALONGSIDE.submit(self.record_results, resolution)
         try:
             handled = self.dependencies.task_resolved(task_id, run_id, resolution.state, resolution.expires,
                                                       long_fan_out)
         finally:
             group_and_graph.result()   # its errors too; done twice, it changes nothing
-            results.result()
         if not handled:
             return False
         if resolution.worker_group:

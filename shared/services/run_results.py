@@ -2,32 +2,31 @@
 Storage, served as the run's artifact `public/results.json` (seed 004's `result`), so
 consumers of the resolution events and the browser fetch it like any artifact.
 
-It is written when the task resolves, as one step of the resolution's follow-up (so it is
-repeated until done, like every step there), for the run that resolved the task and any
-run the queue retried just before it (earlier runs resolved the task before a rerun, and
-got theirs then). The document holds the run's resolution, times and worker, and each
-artifact present then with its content type, size and hashes (and a URL through the queue);
-the log, by convention `public/logs/live.log`, is named apart.
+It is written the first time it is read, once the run is over for good (it resolved, and
+so did the task, with it or with the runs the queue retried it with: see `run_settled`),
+not when the task resolves: most runs' documents are never read, and writing each would
+cost every resolution two round trips (the run's artifacts query and the blob's PUT). A
+reader finds it as soon as the resolution is written, with no follow-up to wait for. The
+document holds the run's resolution, times and worker, and each artifact present when it
+was written, with its content type, size and hashes (and a URL through the queue); the log,
+by convention `public/logs/live.log`, is named apart. Once written it stays as it was.
 
 It is one blob at the run's artifact name, `t/<taskId>/<runId>/public/results.json`, and
 nothing else: no row, no expiry index item. Its artifact is made up when it is read (see
-`artifacts`) and it goes when its task expires (see `expiration`). Writing costs the run's
-artifacts query and the blob's PUT; the task comes with the resolution when the process
-that resolved it follows it up (read otherwise). Writing it again changes nothing: the
-document is made from stored state only, and a PUT over the same blob replaces it.
+`artifacts`) and it goes when its task expires (see `expiration`). Two first readers at
+once both write it, each from stored state; a PUT over the same blob replaces it.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Callable
 from urllib.parse import quote
 
-from ..domain.artifacts import RESULTS_CONTENT_TYPE, RESULTS_NAME, Artifact
-from ..domain.dependencies import resolution_of
+from ..domain.artifacts import RESULTS_CONTENT_TYPE, RESULTS_NAME, Artifact, object_name
 from ..domain.runs import Run
-from ..storage.task_table import TaskRecord, TaskTable
-from .artifacts import Artifacts, results_blob
-from .resolution_events import Resolution
+from ..storage.keys import blob_name
+from ..storage.task_table import TaskRecord
 
 LOG_NAME = "public/logs/live.log"
 VERSION = 1
@@ -39,30 +38,18 @@ def artifact_url(root_url: str, task_id: str, run_id: int, name: str) -> str:
 
 
 class RunResults:
-    def __init__(self, tasks: TaskTable, artifacts: Artifacts, blobs, root_url: str) -> None:
-        self.tasks = tasks
-        self.artifacts = artifacts
+    def __init__(self, of_run: Callable[[str, int], list[Artifact]], blobs, root_url: str) -> None:
+        self.of_run = of_run      # a run's present artifacts (`Artifacts.of_run`)
         self.blobs = blobs
         self.root_url = root_url
 
-    def record(self, resolution: Resolution) -> int:
-        """Write the documents of the runs of this resolution; how many."""
-        task = resolution.task or self.tasks.load(resolution.task_id)
-        if task is None:
-            return 0
-        first = resolution.run_id
-        while first > 0 and resolution_of(task.status, first - 1) is None:   # retried: this resolution's too
-            first -= 1
-        runs = task.status.runs[first:resolution.run_id + 1]
-        for run in runs:
-            self._record(task, run)
-        return len(runs)
-
-    def _record(self, task: TaskRecord, run: Run) -> None:
-        artifacts = [artifact for artifact in self.artifacts.of_run(task.task_id, run.run_id)
+    def write(self, task: TaskRecord, run: Run) -> int:
+        """Write the run's document; its size in bytes."""
+        artifacts = [artifact for artifact in self.of_run(task.task_id, run.run_id)
                      if artifact.name != RESULTS_NAME]     # a row of that name, from before it had none
         data = json.dumps(self.document(task, run, artifacts), indent=1).encode()
         self.blobs.put(results_blob(task.task_id, run.run_id), data, RESULTS_CONTENT_TYPE)
+        return len(data)
 
     def document(self, task: TaskRecord, run: Run, artifacts: list[Artifact]) -> dict:
         summary = task.summary
@@ -87,3 +74,8 @@ class RunResults:
         if artifact.hashes:
             entry["hashes"] = artifact.hashes
         return entry
+
+
+def results_blob(task_id: str, run_id: int) -> str:
+    """The blob of a run's results document, named as an artifact's (`public/results.json`)."""
+    return blob_name(object_name(task_id, run_id, RESULTS_NAME))

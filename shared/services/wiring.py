@@ -46,7 +46,6 @@ from .workers import Workers
 from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
 from .artifacts import Artifacts
 from .objects import Objects
-from .run_results import RunResults
 from ..storage.artifact_table import ArtifactTable
 from ..storage.object_table import ObjectTable
 
@@ -120,8 +119,7 @@ class Services:
         artifact_expiries = TimeIndex(account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
-                              publisher)
-        handler.record_results = RunResults(task_table, artifacts, blobs, settings.public_url or LOCAL_ROOT_URL).record
+                              publisher, settings.public_url or LOCAL_ROOT_URL)
         return cls(
             tasks=Tasks(task_table, updater, groups, dependencies, creation),
             claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,

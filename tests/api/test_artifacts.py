@@ -141,17 +141,19 @@ def test_the_results_document_is_an_s3_artifact_of_the_resolved_run(server, queu
     assert [artifact["name"] for artifact in document["artifacts"]] == ["public/a.txt", "public/z.txt"]
 
 
-def test_a_results_document_not_written_yet_is_404(server, queue, running):
-    queue.reportCompleted(running, "0")
+def test_a_results_document_is_written_by_its_first_read(server, queue, running):
     container = ContainerClient.from_connection_string(server.env["AzureWebJobsStorage"],
                                                        server.env["QUEUE_ARTIFACTS_CONTAINER"])
-    container.delete_blob(f"t/{running}/0/public/results.json")      # as if the follow-up had not run yet
+    blob = container.get_blob_client(f"t/{running}/0/public/results.json")
     for call in (queue.getArtifact, queue.artifact, queue.artifactInfo):
-        assert rest_error(call, running, "0", "public/results.json").status_code == 404
-    with pytest.raises(taskcluster.TaskclusterRestFailure) as failure:
-        download.downloadArtifactToBuf(taskId=running, name="public/results.json", queueService=queue, maxRetries=0)
-    assert failure.value.status_code == 404
-    assert queue.listLatestArtifacts(running) == {"artifacts": []}
+        assert rest_error(call, running, "0", "public/results.json").status_code == 404   # running: none yet
+    queue.reportCompleted(running, "0")
+    assert not blob.exists()
+    assert queue.artifactInfo(running, "0", "public/results.json")["storageType"] == "s3"
+    assert blob.exists()
+    written = blob.download_blob().readall()
+    data, _ = download.downloadArtifactToBuf(taskId=running, name="public/results.json", queueService=queue)
+    assert bytes(data) == written          # read again, as it was first written
 
 
 def test_get_artifact_redirects_303_to_a_url_that_serves_the_bytes(server, queue, running):

@@ -5,10 +5,11 @@ from datetime import timedelta
 
 import pytest
 
+from shared.domain.artifacts import RESULTS_NAME
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.artifacts import results_blob
+from shared.services.run_results import results_blob
 from tests.conftest import make_task
 from tests.services.test_dependencies import run
 from tests.services.test_task_graphs import graph
@@ -132,6 +133,8 @@ def test_an_expired_tasks_results_documents_go_with_it(services, task_queue_id):
     services.claims.claim_work(task_queue_id, "wg", "w2", 1)
     services.resolutions.completed(task_id, 1)
     blobs = services.objects.blobs
+    for run_id in (0, 1):                        # written by their first read
+        services.artifacts.info(task_id, run_id, RESULTS_NAME)
     assert [blobs.size(results_blob(task_id, run_id)) is not None for run_id in (0, 1)] == [True, True]
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
     assert blobs_left(services, task_id) == []
@@ -143,6 +146,7 @@ def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_q
     task_id = new_slugid()
     services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
     services.tasks.cancel(task_id)
+    services.artifacts.info(task_id, 0, RESULTS_NAME)      # its document written by a read
     due = utcnow() + timedelta(seconds=4)
     services.deadlines.sweep(now=due)
     [item] = [item for item in services.expiration.index.due(due, 10) if item.key == f"task.{task_id}"]

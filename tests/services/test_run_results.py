@@ -1,5 +1,5 @@
-"""A run's results document, written when its task resolves and served as the artifact
-`public/results.json` of the run: one blob, with no row of its own."""
+"""A run's results document, served as the artifact `public/results.json` of the run once
+the run is over for good, and written by its first read: one blob, with no row of its own."""
 
 import json
 from dataclasses import replace
@@ -11,8 +11,7 @@ from shared.domain.artifacts import RESULTS_NAME, Artifact, StorageType
 from shared.domain.errors import Conflict, NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.artifacts import results_blob
-from shared.services.resolution_events import Resolution
+from shared.services.run_results import results_blob
 from shared.services.run_results import artifact_url
 from shared.storage.account import OPERATIONS
 from shared.validation import check_response
@@ -59,18 +58,22 @@ def test_a_completed_run_has_its_results_with_its_artifacts(services, claimed):
                     "expires": services.tasks.definition(claimed)["expires"], "contentLength": size}
 
 
-def test_the_document_is_one_blob_written_from_the_resolution_without_rows(services, claimed):
+def test_the_document_is_one_blob_written_by_its_first_read_without_rows(services, claimed):
+    before = OPERATIONS.value
     services.resolutions.completed(claimed, 0)
+    resolving = OPERATIONS.value - before
+    assert services.objects.blobs.size(results_blob(claimed, 0)) is None        # the resolution wrote none
     assert services.artifacts.table.load(claimed, 0, RESULTS_NAME) is None
     assert services.objects.table.load(f"t/{claimed}/0/{RESULTS_NAME}") is None
     assert services.artifact_expiry.index.due(utcnow() + timedelta(days=3650), 10) == []
-    resolution = Resolution.of(services.tasks.updater.tasks.load(claimed), 0)
     before = OPERATIONS.value
-    services.resolution_handler.record_results(resolution)
-    assert OPERATIONS.value - before == 2       # the run's artifacts, the blob; the task came with the resolution
+    first = services.artifacts.info(claimed, 0, RESULTS_NAME)
+    assert OPERATIONS.value - before == 4        # the task, a HEAD finding no blob, the run's artifacts, the PUT
     before = OPERATIONS.value
-    services.resolution_handler.record_results(replace(resolution, task=None))     # from a message: read
-    assert OPERATIONS.value - before == 3
+    assert services.artifacts.info(claimed, 0, RESULTS_NAME) == first
+    assert OPERATIONS.value - before == 2        # the task, the HEAD
+    assert first["contentLength"] == len(services.objects.blobs.read(results_blob(claimed, 0)))
+    assert resolving < 8
 
 
 def test_a_worker_cannot_create_the_results_document(services, claimed):
@@ -81,15 +84,34 @@ def test_a_worker_cannot_create_the_results_document(services, claimed):
     assert services.artifacts.list(claimed, 0, None, None)["artifacts"] == []
 
 
-def test_until_its_blob_is_written_the_document_is_not_found(services, claimed):
+def test_a_document_lost_is_written_again_by_the_next_read(services, claimed):
     services.resolutions.completed(claimed, 0)
-    services.objects.blobs.delete(results_blob(claimed, 0))      # as if the follow-up had not run yet
-    for read in (services.artifacts.info, services.artifacts.location, services.artifacts.content):
-        with pytest.raises(NotFound):
-            read(claimed, 0, RESULTS_NAME)
-    assert services.artifacts.list(claimed, None, None, None)["artifacts"] == []
-    assert services.resolution_handler.handle(claimed, 0)                          # the follow-up, again
+    assert services.artifacts.list(claimed, None, None, None)["artifacts"][0]["name"] == RESULTS_NAME
+    services.objects.blobs.delete(results_blob(claimed, 0))
     assert services.artifacts.location(claimed, None, RESULTS_NAME)["storageType"] == "s3"
+    assert results(services, claimed, 0)["state"] == "completed"
+
+
+def test_a_running_run_or_an_expired_task_has_none(services, claimed):
+    with pytest.raises(NotFound):
+        services.artifacts.info(claimed, 0, RESULTS_NAME)
+    assert services.artifacts.list(claimed, None, None, None)["artifacts"] == []
+    services.resolutions.completed(claimed, 0)
+    task = services.tasks.updater.tasks.load(claimed)
+    expired = replace(task, summary={**task.summary, "expires": to_iso(utcnow() - timedelta(seconds=1))})
+    assert services.artifacts._load(claimed, 0, RESULTS_NAME, expired) is None
+    assert services.objects.blobs.size(results_blob(claimed, 0)) is None      # none left to outlive the task
+
+
+def test_it_lists_the_artifacts_present_when_first_read(services, task_queue_id):
+    """A run resolved `exception` may take artifacts for 25 minutes more; its task, retried,
+    is still live until then, so its document waits for the task's resolution."""
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, retries=0))
+    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.resolutions.exception(task_id, 0, "worker-shutdown")       # no retries left: resolved
+    upload_object(services, task_id, "public/logs/live.log")
+    assert [artifact["name"] for artifact in results(services, task_id, 0)["artifacts"]] == ["public/logs/live.log"]
 
 
 def test_the_document_is_listed_where_its_name_sorts_across_pages(services, claimed):
@@ -128,7 +150,7 @@ def test_handling_the_resolution_again_changes_nothing(services, claimed):
     services.resolutions.failed(claimed, 0)
     first = results(services, claimed, 0)
     assert services.resolution_handler.handle(claimed, 0)
-    assert results(services, claimed, 0) == first
+    assert results(services, claimed, 0) == first       # and a later read writes nothing new
     page = services.artifacts.list(claimed, 0, None, None)["artifacts"]
     assert [artifact["name"] for artifact in page] == [RESULTS_NAME]
 
