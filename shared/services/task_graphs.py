@@ -162,23 +162,29 @@ class TaskGraphs:
         if resolution.scheduler_id != SCHEDULER_ID:
             return
         graph_id, task_id = resolution.task_group_id, resolution.task_id
+        if resolution.state is RunState.COMPLETED:
+            self._completed(graph_id, task_id, resolution.run_id)
+            return
         label = self.graphs.label_of(graph_id, task_id)
         if label is None:
             return
-        if resolution.state is RunState.COMPLETED:
-            self._completed(graph_id, label, task_id, resolution.run_id)
-        elif not self._rerun(graph_id, label, task_id, resolution.run_id):
+        if not self._rerun(graph_id, label, task_id, resolution.run_id):
             self._set_state(graph_id, lambda g: replace(
                 g, state=BLOCKED, blocked_by=tuple(sorted(set(g.blocked_by) | {label}))))
             log.warning("task graph %s blocked by %s (task %s)", graph_id, label, task_id,
                         extra={"taskGraphId": graph_id, "taskId": task_id})
 
-    def _completed(self, graph_id: str, label: str, task_id: str, run_id: int) -> None:
+    def _completed(self, graph_id: str, task_id: str, run_id: int) -> None:
+        """Close the task's label (no row to close if the task is not the graph's); the
+        label's name is read only when the graph row may change."""
         self.graphs.close(graph_id, task_id)
         finished = not self.graphs.any_open(graph_id, task_id)
         if not finished and run_id == 0:
             # Nothing to change: a label is in blockedBy only after a run of it failed for
             # good, so its completion is a later run. Most completions skip the graph row.
+            return
+        label = self.graphs.label_of(graph_id, task_id)
+        if label is None:
             return
 
         def update(graph: GraphRecord) -> GraphRecord:

@@ -10,6 +10,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError
 
 from .queries import first_rows
+from .shared_writes import SharedWrites
 
 MAX_BATCH = 100
 # Only upsert_in_batches submits to this pool, and never from inside it: no task waits on
@@ -44,10 +45,20 @@ def _chunks(group: list[dict]) -> list[list[dict]]:
 
 
 def _upsert(table: TableClient, chunk: list[dict]) -> None:
+    if len(chunk) <= MAX_BATCH // 2:     # a large chunk is a transaction of its own already
+        _SHARED.upsert(table, chunk)
+    else:
+        _send(table, chunk)
+
+
+def _send(table: TableClient, chunk: list[dict]) -> None:
     if len(chunk) == 1:
         table.upsert_entity(chunk[0])
     else:
         table.submit_transaction([("upsert", row) for row in chunk])
+
+
+_SHARED = SharedWrites(_send)   # concurrent writers of one partition share a transaction
 
 
 def delete_in_batches(table: TableClient, keys: list[tuple[str, str]]) -> None:
