@@ -15,29 +15,45 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 Record = TypeVar("Record")
-SIZE = 4096   # rows remembered; at ~2 KB each (a status and a modest definition), ~8 MB
+# Rows remembered: enough for a graph of 10,000 tasks created by this process to be
+# scheduled and claimed without reading its tasks again (4,096 made its fan-out read most).
+SIZE = 16_384
+# And at most this much of their weight (a task's: the characters of the definition it
+# keeps), so that large definitions cannot make the memory grow past tens of megabytes.
+BUDGET = 8_000_000
 
 
 class RecentWrites(Generic[Record]):
-    def __init__(self, size: int = SIZE) -> None:
+    def __init__(self, size: int = SIZE, weigh: Callable[[Record], int] = lambda record: 0,
+                 budget: int = BUDGET) -> None:
         self.size = size
-        self._rows: OrderedDict[str, Record] = OrderedDict()
+        self.weigh = weigh
+        self.budget = budget
+        self._rows: OrderedDict[str, tuple[Record, int]] = OrderedDict()
+        self._weight = 0
         self._lock = threading.Lock()
 
     def wrote(self, key: str, record: Record) -> None:
+        weight = self.weigh(record)
         with self._lock:
-            self._rows[key] = record
-            self._rows.move_to_end(key)
-            while len(self._rows) > self.size:
-                self._rows.popitem(last=False)
+            self._drop(key)
+            self._rows[key] = (record, weight)
+            self._weight += weight
+            while len(self._rows) > self.size or self._weight > self.budget:
+                self._drop(next(iter(self._rows)))
 
     def get(self, key: str) -> Record | None:
         with self._lock:
-            return self._rows.get(key)
+            found = self._rows.get(key)
+        return found[0] if found else None
 
     def forget(self, key: str) -> None:
         with self._lock:
-            self._rows.pop(key, None)
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        _, weight = self._rows.pop(key, (None, 0))
+        self._weight -= weight

@@ -89,7 +89,8 @@ class TaskTable:
         self._table = account.table("Tasks")
         self.events = events   # False: no bus to publish on, so no outbox to keep
         self.marks = marks or PublicationMarks(account)
-        self._recent: RecentWrites[TaskRecord] = RecentWrites()
+        self._recent: RecentWrites[TaskRecord] = RecentWrites(
+            weigh=lambda record: record.definition_chars if record.definition is not None else 0)
 
     def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
