@@ -66,11 +66,12 @@ class GraphParts:
             for number in numbers:
                 self.create_part(graph_id, number)
 
-    def check(self, graph_id: str, parts_left: int) -> bool:
+    def check(self, graph_id: str, parts_left: int, stalls: int = 0) -> bool:
         """The repair sweep's look at a graph being created, which had `parts_left` parts
         to create when the look was planned. If none was created since, their messages were
         lost or are held by a process that died (for minutes: a queue's hold on a message):
-        send them again. True if it did."""
+        send them again, and look again later each time the graph stalls again (`stalls`
+        looks in a row did). True if it sent them."""
         numbers = self.graphs.parts(graph_id)
         if not numbers:
             self._start_if_complete(graph_id)  # the last part's handler may have died before
@@ -80,7 +81,7 @@ class GraphParts:
             log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(numbers),
                         extra={"taskGraphId": graph_id})
             self._send(graph_id, numbers, timedelta(0))
-        self.events.intend_graph_check(graph_id, len(numbers))
+        self.events.intend_graph_check(graph_id, len(numbers), stalls + 1 if stalled else 0)
         return stalled
 
     def _send(self, graph_id: str, numbers: list[int], delay: timedelta) -> None:

@@ -27,6 +27,7 @@ from ..storage.task_table import TaskRecord
 log = logging.getLogger("queue.repairs")
 
 RESOLVED_QUEUE = "task-resolved"
+MAX_BACKOFF = 5   # a stalled graph is looked at again after at most 2**5 repair delays
 REPAIR_QUEUE = "repairs"
 REPAIR_DELAY = timedelta(seconds=60)
 
@@ -84,11 +85,14 @@ class ResolutionEvents:
     def announce(self, resolution: Resolution) -> None:
         self.resolved.send(resolution.to_message())
 
-    def intend_graph_check(self, graph_id: str, parts_left: int) -> None:
+    def intend_graph_check(self, graph_id: str, parts_left: int, stalls: int = 0) -> None:
         """A new graph with `parts_left` parts to create: look again later, in case the
-        messages of its parts went down with a process."""
-        self.repairs.send({"kind": "graph-parts", "taskGraphId": graph_id, "partsLeft": parts_left},
-                          self.repair_delay)
+        messages of its parts went down with a process. After `stalls` looks in a row that
+        found no progress (and sent the parts again), each waits twice as long as the one
+        before, up to 32 repair delays: parts that are only slow (a busy host, a large
+        backlog) are then sent again a few times in all, not at every look."""
+        self.repairs.send({"kind": "graph-parts", "taskGraphId": graph_id, "partsLeft": parts_left,
+                           "stalls": stalls}, self.repair_delay * 2 ** min(stalls, MAX_BACKOFF))
 
     def intend_readiness_check(self, task_id: str) -> SentMessage:
         """A new task with dependencies: check it again later in case its creator died before

@@ -306,6 +306,31 @@ def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_rep
     assert deliver_parts(services) == 0
 
 
+def test_a_graph_that_stalls_again_is_looked_at_later_each_time(services, task_queue_id):
+    """Parts only slow to be created (a busy host holds their messages) are not sent again
+    at every look: each look that finds no progress doubles the wait before the next."""
+    import time
+
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number}": {} for number in range(150)}))
+    messages = services.task_graphs.parts.messages
+    held = timedelta(minutes=5)
+    assert len(messages.receive(32, held)) == 2            # held by a process still busy with them
+    time.sleep(1.2)                                          # one repair delay
+    assert services.repairs.sweep() == 1                     # no progress: sent again
+    assert len(messages.receive(32, held)) == 2              # and held again
+    time.sleep(1.2)
+    assert services.repairs.sweep() == 0                     # the next look waits two delays
+    time.sleep(1.0)
+    assert services.repairs.sweep() == 1
+    assert len(messages.receive(32, held)) == 2
+    time.sleep(2.2)
+    assert services.repairs.sweep() == 0                     # then four
+    for number in services.task_graphs.graphs.parts(graph_id):
+        services.task_graphs.parts.create_part(graph_id, number)   # the busy process gets through
+    assert state(services, graph_id) == "running"
+
+
 def test_a_graph_whose_group_is_sealed_while_it_is_created_still_gets_every_task(services, task_queue_id):
     """The PUT accepted the graph; a seal that comes while its parts are being created
     refuses new tasks to the group, not the graph's own (they would be poisoned, and the
