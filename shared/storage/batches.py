@@ -11,6 +11,7 @@ from azure.data.tables import TableClient, TableTransactionError
 
 from .queries import first_rows
 from .shared_writes import SharedWrites
+from .transactions import submit
 
 MAX_BATCH = 100
 # Only upsert_in_batches submits to this pool, and never from inside it: no task waits on
@@ -55,7 +56,7 @@ def _send(table: TableClient, chunk: list[dict]) -> None:
     if len(chunk) == 1:
         table.upsert_entity(chunk[0])
     else:
-        table.submit_transaction([("upsert", row) for row in chunk])
+        submit(table, [("upsert", row) for row in chunk])
 
 
 _SHARED = SharedWrites(_send)   # concurrent writers of one partition share a transaction
@@ -77,7 +78,7 @@ def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None
     for start in range(0, len(row_keys), MAX_BATCH):
         chunk = row_keys[start:start + MAX_BATCH]
         try:
-            table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": key}) for key in chunk])
+            submit(table, [("delete", {"PartitionKey": partition, "RowKey": key}) for key in chunk])
         except (TableTransactionError, ResourceNotFoundError):
             for key in chunk:
                 delete_row(table, partition, key)

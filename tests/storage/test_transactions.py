@@ -1,0 +1,54 @@
+"""Transactions written and read without the SDK's multipart code do what the SDK's do."""
+
+import pytest
+from azure.data.tables import TableTransactionError
+
+from shared.domain.ids import new_slugid
+from shared.storage.account import StorageAccount
+from shared.storage.transactions import submit
+from tests.conftest import unique_prefix
+from tests.memory_storage import MemoryAccount
+
+
+@pytest.fixture
+def table(azurite):
+    return StorageAccount(azurite.connection_string, unique_prefix()).table("Rows")
+
+
+def rows_of(table, partition: str) -> dict:
+    return {row["RowKey"]: dict(row) for row in table.query_entities("PartitionKey eq @pk",
+                                                                     parameters={"pk": partition})}
+
+
+def test_upserts_merge_columns_and_keep_their_types(table):
+    partition = f"{new_slugid()}'~:é"                  # a quote, a tilde, a colon, non-ASCII
+    submit(table, [("upsert", {"PartitionKey": partition, "RowKey": "a.'b", "text": 'x\n"é', "on": True, "n": -7}),
+                   ("upsert", {"PartitionKey": partition, "RowKey": "c"})])
+    submit(table, [("upsert", {"PartitionKey": partition, "RowKey": "a.'b", "n": 2 ** 31 - 1, "more": ""}),
+                   ("upsert", {"PartitionKey": partition, "RowKey": "d"})])
+    assert rows_of(table, partition) == {
+        "a.'b": {"PartitionKey": partition, "RowKey": "a.'b", "text": 'x\n"é', "on": True, "n": 2 ** 31 - 1, "more": ""},
+        "c": {"PartitionKey": partition, "RowKey": "c"}, "d": {"PartitionKey": partition, "RowKey": "d"}}
+
+
+def test_a_refused_operation_refuses_the_whole_transaction(table):
+    partition = new_slugid()
+    submit(table, [("upsert", {"PartitionKey": partition, "RowKey": key}) for key in "ab"])
+    with pytest.raises(TableTransactionError) as refused:
+        submit(table, [("delete", {"PartitionKey": partition, "RowKey": "a"}),
+                       ("delete", {"PartitionKey": partition, "RowKey": "gone"})])
+    assert refused.value.error_code == "ResourceNotFound"
+    assert set(rows_of(table, partition)) == {"a", "b"}          # nothing applied
+    submit(table, [("delete", {"PartitionKey": partition, "RowKey": key}) for key in "ab"])
+    assert rows_of(table, partition) == {}
+
+
+def test_other_columns_and_other_clients_go_through_the_sdk(table):
+    partition = new_slugid()
+    submit(table, [("upsert", {"PartitionKey": partition, "RowKey": "f", "ratio": 0.5}),
+                   ("upsert", {"PartitionKey": partition, "RowKey": "g"})])
+    assert rows_of(table, partition)["f"]["ratio"] == 0.5
+    fake = MemoryAccount().table("Rows")
+    submit(fake, [("upsert", {"PartitionKey": "p", "RowKey": key}) for key in "xy"])
+    assert sorted(row["RowKey"] for row in fake.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})) \
+        == ["x", "y"]
