@@ -49,6 +49,8 @@ S3_PUT_URL_LIFETIME = timedelta(minutes=45)
 UPLOAD_CREDENTIALS = timedelta(hours=24)     # or until the artifact expires, if sooner
 DOWNLOAD_CREDENTIALS = timedelta(hours=1)
 MIN_CREDENTIALS = timedelta(minutes=5)
+# A results document not written yet is not written this close to its task's expiry.
+RESULTS_WRITE_MARGIN = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -202,10 +204,13 @@ class Artifacts:
         if name != RESULTS_NAME:
             return self.table.load(task_id, run_id, name)
         task = task or self.tasks.load(task_id)
-        if task is None or not run_settled(task.status, run_id) or parse_iso(task.summary["expires"]) <= utcnow():
-            return None          # past its task's expiry, a document written now could outlive the task's sweep
+        if task is None or not run_settled(task.status, run_id):
+            return None
+        expires = parse_iso(task.summary["expires"])
         size = self.blobs.size(results_blob(task_id, run_id))
         if size is None:
+            if expires - utcnow() < RESULTS_WRITE_MARGIN:
+                return None      # written this close to expiry, it could land after the task's sweep, for good
             size = self.results.write(task, task.status.run(run_id))
         return ArtifactRecord(results_artifact(task_id, run_id, task.summary["expires"], size))
 

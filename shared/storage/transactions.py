@@ -19,11 +19,14 @@ import re
 import uuid
 from urllib.parse import quote
 
-from azure.core.exceptions import HttpResponseError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.core.rest import HttpRequest
-from azure.data.tables import TableClient, TableTransactionError
+from azure.data.tables import RequestTooLargeError, TableClient, TableTransactionError
 
 _INT32 = range(-2 ** 31, 2 ** 31)
+# Answers refusing a transaction whole, as the SDK raises them (a batch over 4 MiB is a
+# TableTransactionError, so that writers sharing it are sent again one by one).
+_REFUSED_WHOLE = {413: RequestTooLargeError, 404: ResourceNotFoundError, 409: ResourceExistsError}
 _STATUS = re.compile(rb"^HTTP/1\.1 (\d{3})", re.MULTILINE)
 _ERROR = re.compile(rb'"code"\s*:\s*"([^"]*)".*?"value"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
 
@@ -45,10 +48,12 @@ def submit(table, operations: list[tuple[str, dict]]) -> None:
         "x-ms-version": table.api_version, "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
         "Content-Type": f"multipart/mixed; boundary={batch}", "Accept": "application/json"})
     response = table._client._client.send_request(request, stream=True)   # noqa: SLF001 (its pipeline; not decoded)
+    answer = response.read()
     if response.status_code != 202:
-        raise HttpResponseError(message=f"transaction answered HTTP {response.status_code}: {response.text()[:500]}",
-                                response=response)
-    _check(response.read())
+        error_type = _REFUSED_WHOLE.get(response.status_code, HttpResponseError)
+        raise error_type(message=f"transaction answered HTTP {response.status_code}: "
+                                 f"{answer[:500].decode(errors='replace')}", response=response)
+    _check(answer)
 
 
 def _plain(row: dict) -> bool:

@@ -52,3 +52,23 @@ def test_other_columns_and_other_clients_go_through_the_sdk(table):
     submit(fake, [("upsert", {"PartitionKey": "p", "RowKey": key}) for key in "xy"])
     assert sorted(row["RowKey"] for row in fake.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})) \
         == ["x", "y"]
+
+
+def test_a_transaction_refused_whole_is_raised_as_the_sdk_raises_it(table, monkeypatch):
+    """Storage answering the whole request with 413 (Azure's 4 MiB limit, which Azurite does
+    not enforce): a TableTransactionError, so writers sharing it are sent again one by one."""
+    from azure.data.tables import RequestTooLargeError
+
+    class TooLarge:
+        status_code, reason, headers, content_type = 413, "Request Entity Too Large", {}, "application/json"
+        body = b'{"odata.error":{"code":"RequestBodyTooLarge","message":{"value":"too large"}}}'
+
+        def read(self):
+            return self.body
+
+        def text(self, encoding=None):
+            return self.body.decode()
+    monkeypatch.setattr(table._client._client, "send_request", lambda request, **kwargs: TooLarge())
+    with pytest.raises(RequestTooLargeError) as refused:
+        submit(table, [("upsert", {"PartitionKey": "p", "RowKey": key}) for key in "ab"])
+    assert isinstance(refused.value, TableTransactionError) and "413" in str(refused.value)
