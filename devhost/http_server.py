@@ -100,9 +100,15 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
 
+class _Server(ThreadingHTTPServer):
+    # Connections waiting to be accepted: socketserver's 5 is overrun when dozens of
+    # workers and a benchmark's clients connect at once.
+    request_queue_size = 128
+
+
 def make_server(host: str, port: int, functions: list[HttpFunction]) -> ThreadingHTTPServer:
     ordered = sorted(functions, key=lambda function: function.template.precedence)
     handler = type("Handler", (_Handler,), {"functions": ordered})
-    server = ThreadingHTTPServer((host, port), handler)
+    server = _Server((host, port), handler)
     server.daemon_threads = True
     return server

@@ -5,7 +5,6 @@ from datetime import timedelta
 
 import pytest
 
-from shared.domain.artifacts import RESULTS_NAME
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
@@ -133,8 +132,9 @@ def test_an_expired_tasks_results_documents_go_with_it(services, task_queue_id):
     services.claims.claim_work(task_queue_id, "wg", "w2", 1)
     services.resolutions.completed(task_id, 1)
     blobs = services.objects.blobs
-    for run_id in (0, 1):                        # written by their first read
-        services.artifacts.info(task_id, run_id, RESULTS_NAME)
+    task = services.tasks.updater.tasks.load(task_id)
+    for run_id in (0, 1):                        # as their first reads write them (this task expires in seconds)
+        services.artifacts.results.write(task, task.status.run(run_id))
     assert [blobs.size(results_blob(task_id, run_id)) is not None for run_id in (0, 1)] == [True, True]
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
     assert blobs_left(services, task_id) == []
@@ -146,7 +146,8 @@ def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_q
     task_id = new_slugid()
     services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
     services.tasks.cancel(task_id)
-    services.artifacts.info(task_id, 0, RESULTS_NAME)      # its document written by a read
+    task = services.tasks.updater.tasks.load(task_id)
+    services.artifacts.results.write(task, task.status.run(0))     # as a read writes it
     due = utcnow() + timedelta(seconds=4)
     services.deadlines.sweep(now=due)
     [item] = [item for item in services.expiration.index.due(due, 10) if item.key == f"task.{task_id}"]
