@@ -13,55 +13,39 @@ of 10,000 tasks these repeated checks were most of what storage did for a comple
 
 from __future__ import annotations
 
-import threading
 from typing import Callable, Hashable, TypeVar
+
+from .rounds import Round, Rounds
 
 T = TypeVar("T")
 
 
-class _Read:
+class _Read(Round):
     def __init__(self) -> None:
-        self.done = threading.Event()
+        super().__init__()
         self.value = None
         self.error: BaseException | None = None
 
 
 class SharedReads:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._waiting: dict[Hashable, _Read] = {}   # not started: askers join it
-        self._running: dict[Hashable, _Read] = {}
+        self._rounds = Rounds()
 
     def read(self, key: Hashable, fetch: Callable[[], T]) -> T:
         """`fetch()`'s value, from a call of it that started after this one. The value may be
         shared with other askers of the same key: read it, do not change it."""
-        with self._lock:
-            read = self._waiting.get(key)
-            leads = read is None
-            if leads:
-                read = self._waiting[key] = _Read()
-        if not leads:
+        read, leads = self._rounds.join(key, _Read, lambda read: True)
+        if leads:
+            self._rounds.lead(key, read, lambda: _fetch(read, fetch))
+        else:
             read.done.wait()
-            return _outcome(read)
-        with self._lock:
-            ahead = self._running.get(key)
-        if ahead is not None:
-            ahead.done.wait()
-        with self._lock:
-            del self._waiting[key]   # whoever asks from now on asked after this read began
-            self._running[key] = read
-        try:
-            read.value = fetch()
-        except BaseException as error:
-            read.error = error
-        finally:
-            with self._lock:
-                del self._running[key]
-            read.done.set()
-        return _outcome(read)
+        if read.error is not None:
+            raise read.error
+        return read.value
 
 
-def _outcome(read: _Read):
-    if read.error is not None:
-        raise read.error
-    return read.value
+def _fetch(read: _Read, fetch: Callable[[], T]) -> None:
+    try:
+        read.value = fetch()
+    except BaseException as error:
+        read.error = error

@@ -19,56 +19,45 @@ again writer by writer, so each gets its own outcome.
 
 from __future__ import annotations
 
-import threading
 from typing import Callable
 
 from azure.data.tables import TableClient, TableTransactionError
 
+from .rounds import Round, Rounds
+
 MAX_ROWS = 100
 
 
-class _Transaction:
+class _Transaction(Round):
     def __init__(self) -> None:
+        super().__init__()
         self.rows: dict[str, dict] = {}     # RowKey -> the row, merged
-        self.done = threading.Event()
         self.error: BaseException | None = None
         self.split = False                  # refused whole: each writer sends its own
 
-    def fits(self, rows: list[dict]) -> bool:
-        return len(self.rows.keys() | {row["RowKey"] for row in rows}) <= MAX_ROWS
-
-    def join(self, rows: list[dict]) -> None:
+    def join(self, rows: list[dict]) -> bool:
+        """Merge `rows` in, if they fit (at most MAX_ROWS rows in all)."""
+        if len(self.rows.keys() | {row["RowKey"] for row in rows}) > MAX_ROWS:
+            return False
         for row in rows:
             self.rows[row["RowKey"]] = {**self.rows.get(row["RowKey"], {}), **row}
+        return True
 
 
 class SharedWrites:
     def __init__(self, send: Callable[[TableClient, list[dict]], None]) -> None:
         self._send = send                   # upserts rows of one partition in one request
-        self._lock = threading.Lock()
-        self._filling: dict[tuple, _Transaction] = {}
-        self._running: dict[tuple, _Transaction] = {}
+        self._rounds = Rounds()
 
     def upsert(self, table: TableClient, rows: list[dict]) -> None:
         """Upsert `rows`, all of one partition, possibly with other writers' rows."""
         key = (id(table), rows[0]["PartitionKey"])
-        with self._lock:
-            filling, leads = self._filling.get(key), False
-            if key not in self._running and filling is None:
-                mine = self._running[key] = _Transaction()     # nothing in flight: send now
-                leads = True
-            elif filling is not None:
-                mine = filling if filling.fits(rows) else None
-            else:
-                mine = self._filling[key] = _Transaction()
-                leads = True
-            if mine is not None:
-                mine.join(rows)
+        mine, leads = self._rounds.join(key, _Transaction, lambda transaction: transaction.join(rows))
         if mine is None:
             self._send(table, rows)        # no room beside the others: alone, at once
             return
         if leads:
-            self._lead(table, key, mine)
+            self._rounds.lead(key, mine, lambda: self._commit(table, mine))
         else:
             mine.done.wait()
         if mine.split:
@@ -76,15 +65,7 @@ class SharedWrites:
         elif mine.error is not None:
             raise mine.error
 
-    def _lead(self, table: TableClient, key: tuple, mine: _Transaction) -> None:
-        with self._lock:
-            ahead = self._running.get(key) if self._running.get(key) is not mine else None
-        if ahead is not None:
-            ahead.done.wait()
-        with self._lock:
-            if self._filling.get(key) is mine:
-                del self._filling[key]      # whoever writes from now on joins the next one
-            self._running[key] = mine
+    def _commit(self, table: TableClient, mine: _Transaction) -> None:
         try:
             self._send(table, list(mine.rows.values()))
         except TableTransactionError as error:
@@ -92,7 +73,3 @@ class SharedWrites:
             mine.error = None if mine.split else error
         except BaseException as error:
             mine.error = error
-        finally:
-            with self._lock:
-                del self._running[key]
-            mine.done.set()
