@@ -1,19 +1,21 @@
-"""A task graph of N tasks, created in one request and run to completion, beside the storage
-it is made of.
+"""A task graph of N tasks, created in one request (more than 10,000: a PUT and then
+extensions of 10,000 each) and run to completion, beside the storage it is made of.
 
     python -m bench.graph [--tasks N] [--workers W]
 
 The graph (default N = 10,000) has three parts, each testing something else:
 - fan-out: one root task required by about 95% of the tasks (one resolution that
   schedules thousands of dependents);
-- fan-in: one task requiring every child (a task with thousands of requirements);
+- fan-in: one task requiring every child (a task with thousands of requirements; beyond
+  10,000 children, requiring sub-fan-ins of 10,000 at most each);
 - chain: the last 5% of the tasks, each requiring the previous one (sequential latency: each
   link is a completion, a 'task resolved' event and a claim, one after another).
 
 One Azurite (in memory, free ports) serves every measurement:
 1. the raw storage baseline (single-entity inserts and point reads), the yardstick;
 2. the graph over HTTP against the real local host: one PUT to the scheduler API with raw
-   `requests`, then W no-op workers (each its own official taskcluster client) loop
+   `requests` (and the extensions, each once the graph is no longer 'creating', while the
+   workers run), then W no-op workers (each its own official taskcluster client) loop
    claimWork (up to 32 tasks) -> reportCompleted until GET .../status says finished;
 3. the ratio of the two;
 4. storage operations per task and per edge, counted exactly in-process over a smaller
@@ -41,7 +43,7 @@ from tests.conftest import Server
 
 from . import graphs, http_lifecycles, local_host, storage_baseline
 from .graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
-                     host, host_rows, inspected_labels, part_figures, parts, put_graph, shape,
+                     host, host_rows, inspected_labels, part_figures, parts, put_graph, requests_of, shape,
                      signed_session)
 from .lifecycle import latency_text, run
 from .operation_counts import RESOLVED, InProcess, Step, expect, in_process
@@ -66,33 +68,35 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     graph_id = taskcluster.slugId()
     requires = shape(n)
     task_queue_id = f"bench-{uuid.uuid4().hex[:8]}/graph"
-    body = json.dumps(graph_request(requires, task_queue_id, graph_id)).encode()
+    bodies = [json.dumps(graph_request(part, task_queue_id, graph_id)).encode() for part in requests_of(requires)]
     base = f"{server.root_url}/api/scheduler/v1/task-graph/{graph_id}"
     out = {"tasks": n, "edges": edges(requires), "children": len(parts(requires)["children"]),
            "chain": len(parts(requires)["chain"]), "workers": workers, "claim_batch": CLAIM_BATCH,
-           "request_bytes": len(body), "bound_s": bound, "server_settings": SETTINGS,
-           "worker_client_max_retries": CLIENT_RETRIES,
-           "taskGraphId": graph_id}
+           "request_bytes": sum(map(len, bodies)), "requests": len(bodies), "bound_s": bound,
+           "server_settings": SETTINGS, "worker_client_max_retries": CLIENT_RETRIES, "taskGraphId": graph_id}
     session = signed_session(server)
 
-    progress(f"PUT task-graph {graph_id}: {n} tasks, {out['edges']} edges, {len(body) / 1e6:.1f} MB of JSON")
+    progress(f"PUT task-graph {graph_id}: {n} tasks, {out['edges']} edges, {out['request_bytes'] / 1e6:.1f} MB "
+             f"of JSON" + (f" in a PUT and {len(bodies) - 1} extensions" if len(bodies) > 1 else ""))
     put_started = time.perf_counter()
-    answer, attempts = put_graph(session, base, body, bound)
+    answer, attempts = put_graph(session, base, bodies[0], bound)
     put_answered = time.perf_counter()
     out["put"] = {"attempts": attempts, "seconds": round(put_answered - put_started, 3)}
     if answer is None or answer.status_code != 200:
         return failed(out, server, f"PUT failed after {out['put']['seconds']} s: {attempts[-1]}"
                                    + (f" {answer.text[:2000]}" if answer is not None else ""))
-    progress(f"created in {put_answered - put_started:.2f} s ({n / (put_answered - put_started):.1f} tasks/s); "
+    progress(f"created in {put_answered - put_started:.2f} s ({len(requests_of(requires)[0]) / (put_answered - put_started):.1f} tasks/s); "
              f"graph {answer.json()['status']['state']}; {workers} workers claim (<= {CLAIM_BATCH}) and complete")
 
     log = http_lifecycles.WorkLog(target=n, claim_batch=CLAIM_BATCH)
     threads = http_lifecycles.start_workers(server, task_queue_id, workers, log, maxRetries=CLIENT_RETRIES)
     try:
-        finished_seen, polls, failure = _until_finished(session, base, log, put_answered, bound)
+        out["extensions"], failure = _extend(session, base, bodies[1:], log, put_started, bound)
+        if failure is None:
+            finished_seen, polls, failure = _until_finished(session, base, log, put_answered, bound)
+            out["status_polls"] = polls
     finally:
         http_lifecycles.stop_workers(threads, log)
-    out["status_polls"] = polls
     if failure is None and log.errors:
         failure = f"{len(log.errors)} worker calls failed; first: {log.errors[0]!r}"
     if failure is not None:
@@ -114,6 +118,7 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
 
     by_label = {labels[task_id]: at for task_id, at in log.completed_at.items()}
     out.update(_timings(requires, by_label, put_started, put_answered, last, finished_seen))
+    out["rates"]["created_per_s"] = round(len(requests_of(requires)[0]) / (put_answered - put_started), 1)
     out["seconds"]["inspect"] = round(inspect_seconds, 3)
     out["seconds"]["events_drained_after_last_completion"] = None if left else round(settled, 2)
     out["events_left_undrained"] = left
@@ -123,9 +128,35 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     return out
 
 
-def _until_finished(session: requests.Session, base: str, log, started: float,
-                    bound: float) -> tuple[float, int, str | None]:
-    """Poll GET .../status until 'finished'; (when it was seen, polls, why it failed or None)."""
+def _extend(session: requests.Session, base: str, bodies: list[bytes], log, started: float,
+            bound: float) -> tuple[list[dict], str | None]:
+    """Send each extension once the graph is no longer 'creating' (an extension waits for the
+    graph's tasks to exist), while the workers run; each one's timings, and why it failed (or None)."""
+    extensions = []
+    for number, body in enumerate(bodies, 1):
+        waited = time.perf_counter()
+        _, _, failure = _until_finished(session, base, log, started, bound, until=("running", "finished"))
+        if failure is not None:
+            return extensions, f"before extension {number}: {failure}"
+        began = time.perf_counter()
+        answer, attempts = put_graph(session, f"{base}/extend", body, bound, method="POST")
+        answered = time.perf_counter()
+        extensions.append({"waited_for_creation_s": round(began - waited, 3), "seconds": round(answered - began, 3),
+                           "attempts": attempts, "answered_after_put_s": round(answered - started, 3)})
+        if answer is None or answer.status_code != 200:
+            return extensions, (f"extension {number} failed after {answered - began:.1f} s: {attempts[-1]}"
+                                + (f" {answer.text[:2000]}" if answer is not None else ""))
+        with log.lock:
+            completed = sum(log.completed.values())
+        progress(f"extension {number}/{len(bodies)}: {answered - began:.1f} s (after {began - waited:.1f} s waiting "
+                 f"for the graph's creation); {completed} tasks completed so far")
+    return extensions, None
+
+
+def _until_finished(session: requests.Session, base: str, log, started: float, bound: float,
+                    until: tuple[str, ...] = ("finished",)) -> tuple[float, int, str | None]:
+    """Poll GET .../status until its state is one of `until`; (when it was seen, polls, why it
+    failed or None)."""
     give_up = time.monotonic() + bound
     polls, failures, last_line, last_count = 0, 0, time.monotonic(), 0
     while True:
@@ -143,7 +174,7 @@ def _until_finished(session: requests.Session, base: str, log, started: float,
             continue
         failures = 0
         state = answer.json()["status"]["state"]
-        if state == "finished":
+        if state in until:
             return time.perf_counter(), polls, None
         with log.lock:
             completed, errors = sum(log.completed.values()), len(log.errors)
@@ -350,9 +381,10 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
     chain = part["chain"]
     return [
         (title, ""),
-        ("create (one PUT)", f"{seconds['create_put']:8.2f} s   ({rates['created_per_s']} tasks/s, "
+        ("create (the PUT)" if http.get("requests", 1) > 1 else "create (one PUT)", f"{seconds['create_put']:8.2f} s   ({rates['created_per_s']} tasks/s, "
                              f"{http['request_bytes'] / 1e6:.1f} MB request, {len(http['put']['attempts'])} "
                              f"attempt{'s' if len(http['put']['attempts']) > 1 else ''})"),
+        *_extension_rows(http),
         ("full resolution after the PUT", f"{seconds['run_after_put']:8.2f} s   (to the last completion; "
                                           f"{rates['completed_per_s_after_put']} tasks/s)"),
         ("PUT to full resolution", f"{seconds['total_put_to_last_completion']:8.2f} s   "
@@ -364,7 +396,8 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
                     f"{part['fan_out']['tasks_per_s']} tasks/s; first child "
                     f"{part['fan_out']['first_child_after_root_s']} s after the root)"),
         ("fan-in", f"{part['fan_in']['completed_after_last_child_s']:8.2f} s   from the last child to the "
-                   f"fan-in task's completion ({part['fan_in']['requirements']} requirements)"),
+                   f"fan-in task's completion ({part['fan_in']['requirements']} requirements"
+                   + (", each a sub-fan-in of a slice of the children)" if part["fan_in"].get("sub_fan_ins") else ")")),
         ("chain", f"{chain['seconds']:8.2f} s   ({chain['tasks']} links, {chain['seconds_per_link']} s per link, "
                   f"{chain['tasks_per_s']} tasks/s)" if chain["tasks"] else "-"),
         *[(f"{call} latency", latency_text(http["latency"][call])) for call in ("claimWork", "reportCompleted")],
@@ -375,6 +408,16 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
          else f"NOT drained; left: {http['events_left_undrained']}"),
         *host_rows(http),
     ]
+
+
+def _extension_rows(http: dict) -> list[tuple[str, str]]:
+    """Each extension of a graph larger than one request: its time, and when it was answered."""
+    rows = []
+    for number, extension in enumerate(http.get("extensions", []), 1):
+        rows.append((f"  extension {number}", f"{extension['seconds']:8.2f} s   (answered "
+                                               f"{extension['answered_after_put_s']:.1f} s after the PUT began; "
+                                               f"waited {extension['waited_for_creation_s']:.1f} s for 'running')"))
+    return rows
 
 
 def _ratio_rows(results: dict) -> list[tuple[str, str]]:

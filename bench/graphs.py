@@ -27,6 +27,11 @@ from .tasks import task_definition
 
 DEADLINE = timedelta(hours=12)   # the tasks must outlive the longest run a bound allows
 ROOT, FAN_IN = "root", "fan-in"
+MAX_REQUEST_TASKS = 10_000   # the most tasks one createTaskGraph or extendTaskGraph request holds
+MAX_REQUIRES = 10_000        # the most labels one task may require
+# An extension creates each link of a chain after the next one (dependents first), one
+# insertion at a time: 500 links measure a link's latency as well as 5,000 would.
+MAX_CHAIN = 500
 # Workers retry as the official client does by default (5xx and connection errors, with
 # backoff): a long run on a busy machine meets a transient storage error now and then, and
 # a real worker would not give up. Every 5xx the host answered is counted from its log.
@@ -51,24 +56,52 @@ def bound(args, tasks: int) -> float:
 # -- the graph ----------------------------------------------------------------------------
 
 def shape(n: int, chain_share: float = 0.05) -> dict[str, list[str]]:
-    """label -> the labels it requires: a root, its children, a fan-in requiring them all,
-    then a chain of `chain_share` of the tasks (the chain measures latency, one link at a
-    time; at 0.5 s a link, half of 10,000 tasks would be a 40-minute chain)."""
+    """label -> the labels it requires, in an order where each label comes after those it
+    requires: a root, its children, a fan-in requiring them all, then a chain of
+    `chain_share` of the tasks, at most MAX_CHAIN links (the chain measures latency, one
+    link at a time; at 0.5 s a link, half of 10,000 tasks would be a 40-minute chain).
+
+    A graph larger than one request (MAX_REQUEST_TASKS) is sent as a PUT and extensions,
+    each holding a slice of the children and a sub-fan-in (`fan-in-00`, ...) requiring that
+    slice (at most MAX_REQUIRES labels); the fan-in then requires the sub-fan-ins. Each
+    slice fills its request, so a sub-fan-in is in the request of its children."""
     if n < 4:
         raise ValueError("a graph needs at least 4 tasks (root, 2 children, fan-in)")
-    links = min(round(n * chain_share), n - 4)
-    children = [f"child-{i:05d}" for i in range(n - links - 2)]
-    chain = [f"chain-{i:05d}" for i in range(links)]
-    requires = {ROOT: [], **{child: [ROOT] for child in children}, FAN_IN: list(children)}
+    links = min(round(n * chain_share), MAX_CHAIN, n - 4)
+    requires: dict[str, list[str]] = {ROOT: []}
+    if n - links - 2 <= MAX_REQUEST_TASKS - 1:
+        children = [f"child-{i:05d}" for i in range(n - links - 2)]
+        requires.update({child: [ROOT] for child in children})
+        requires[FAN_IN] = children
+    else:
+        left, room, subs = n - links - 2, MAX_REQUEST_TASKS - 1, []   # children and sub-fan-ins
+        while left:
+            size = min(room, left, MAX_REQUIRES + 1) - 1
+            first = len(requires) - 1 - len(subs)
+            slice_ = [f"child-{first + i:05d}" for i in range(size)]
+            requires.update({child: [ROOT] for child in slice_})
+            subs.append(f"{FAN_IN}-{len(subs):02d}")
+            requires[subs[-1]] = slice_
+            left, room = left - size - 1, MAX_REQUEST_TASKS
+        requires[FAN_IN] = subs
     previous = FAN_IN
-    for link in chain:
+    for link in (f"chain-{i:05d}" for i in range(links)):
         requires[link] = [previous]
         previous = link
     return requires
 
 
+def requests_of(requires: dict[str, list[str]]) -> list[dict[str, list[str]]]:
+    """The graph in requests of at most MAX_REQUEST_TASKS labels, in order: the first is the
+    PUT, each later one an extension whose labels require labels of itself or of earlier ones."""
+    labels = list(requires)
+    return [{label: requires[label] for label in labels[start:start + MAX_REQUEST_TASKS]}
+            for start in range(0, len(labels), MAX_REQUEST_TASKS)]
+
+
 def parts(requires: dict[str, list[str]]) -> dict[str, list[str]]:
     return {"children": [label for label in requires if label.startswith("child-")],
+            "sub_fan_ins": [label for label in requires if label.startswith(f"{FAN_IN}-")],
             "chain": [label for label in requires if label.startswith("chain-")]}
 
 
@@ -118,16 +151,17 @@ def signed_session(server) -> requests.Session:
     return session
 
 
-def put_graph(session: requests.Session, url: str, body: bytes, timeout: float) -> tuple[requests.Response | None,
-                                                                                       list[dict]]:
-    """PUT the createTaskGraph request, again after a 5xx or a lost answer (it resumes);
-    the last answer (None if none came) and every attempt's outcome."""
+def put_graph(session: requests.Session, url: str, body: bytes, timeout: float,
+              method: str = "PUT") -> tuple[requests.Response | None, list[dict]]:
+    """PUT the createTaskGraph request (or POST an extension to `url`), again after a 5xx or
+    a lost answer (both resume); the last answer (None if none came) and every attempt's outcome."""
     attempts = []
     answer = None
     for _ in range(PUT_ATTEMPTS):
         began = time.perf_counter()
         try:
-            answer = session.put(url, data=body, headers={"Content-Type": "application/json"}, timeout=timeout)
+            answer = session.request(method, url, data=body, headers={"Content-Type": "application/json"},
+                                     timeout=timeout)
         except requests.RequestException as error:
             answer = None
             attempts.append({"error": repr(error), "seconds": round(time.perf_counter() - began, 3)})
@@ -136,7 +170,7 @@ def put_graph(session: requests.Session, url: str, body: bytes, timeout: float) 
             if answer.status_code < 500:
                 break
             attempts[-1]["body"] = answer.text[:2000]
-        progress(f"PUT attempt {len(attempts)} failed: {attempts[-1]}")
+        progress(f"{method} attempt {len(attempts)} failed: {attempts[-1]}")
     return answer, attempts
 
 
@@ -172,7 +206,7 @@ def part_figures(requires: dict[str, list[str]], at: dict[str, float], created: 
                     "first_child_after_root_s": round(children_first - root_done, 3),
                     "seconds": round(children_done - root_done, 3),
                     "tasks_per_s": round(len(children) / (children_done - root_done), 1)},
-        "fan_in": {"requirements": len(children),
+        "fan_in": {"requirements": len(requires[FAN_IN]), "sub_fan_ins": len(split["sub_fan_ins"]),
                    "completed_after_last_child_s": round(fan_in_done - children_done, 3)},
         "chain": {"tasks": len(chain), "seconds": round(chain_done - fan_in_done, 3),
                   "seconds_per_link": round((chain_done - fan_in_done) / len(chain), 4) if chain else None,
