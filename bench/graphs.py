@@ -178,7 +178,7 @@ def inspected_labels(session: requests.Session, url: str, log: http_lifecycles.W
                      n: int) -> tuple[dict[str, str], str | None]:
     """After the run: GET <graph>/inspect must show all `n` tasks completed, and the workers
     must have completed each exactly once. taskId -> label, and why the run failed (or None)."""
-    inspected = session.get(f"{url}/inspect", timeout=600)
+    inspected = session.get(f"{url}/inspect", timeout=max(600.0, n / 50))   # a read per task
     if inspected.status_code != 200:
         return {}, f"GET inspect answered {inspected.status_code}: {inspected.text[:2000]}"
     labels = {entry["taskId"]: entry["label"] for entry in inspected.json()["tasks"]}
