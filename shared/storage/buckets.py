@@ -1,4 +1,5 @@
-"""Rows that come one per task of a group or graph, spread over bucket partitions.
+"""Rows that come one per task of a group or graph (or per dependent of a task), spread
+over bucket partitions.
 
 A partition that grows with the work makes each of its operations cost more: Azurite
 finds a row by scanning its partition (an index narrows the table to the partition, not to
@@ -46,22 +47,31 @@ def bucket_range(owner: str) -> dict:
 
 
 def _end(prefix: str) -> str:
-    """'/' sorts right after '.': (prefix, _end(prefix)) holds exactly the prefix's keys."""
-    return prefix[:-1] + "/"
+    """'/' sorts right after '.': (prefix, _end(prefix)) holds exactly the prefix's keys
+    (a prefix ends with '.'; no prefix: every task id, which all sort before '~')."""
+    return prefix[:-1] + "/" if prefix else SEPARATOR
 
 
 def first_keys(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int) -> list[str]:
     """Up to `limit` task ids of `owner`'s rows `<prefix><taskId>`, in task id order, after
     `after_task_id` (from the first if empty)."""
+    return [row["RowKey"][len(prefix):] for row in first_bucket_rows(table, owner, prefix, after_task_id, limit)]
+
+
+def first_bucket_rows(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int,
+                      select: list[str] | None = None) -> list:
+    """Up to `limit` of `owner`'s rows `<prefix><taskId>` (their `select` columns, RowKey
+    by default), in task id order, after `after_task_id` (from the first if empty)."""
     span = {**bucket_range(owner), "start": prefix, "end": _end(prefix)}
+    select = select or ["RowKey"]
     rows = []
     if after_task_id:
         span["low"] = bucket(owner, after_task_id)   # the rest of its bucket, then the buckets after it
-        rows = _rows_in(table, span["low"], prefix + after_task_id, span["end"], limit)
+        rows = _rows_in(table, span["low"], prefix + after_task_id, span["end"], limit, select)
     if len(rows) < limit:
         rows += first_rows(table, IN_BUCKETS + " and RowKey gt @start and RowKey lt @end", span,
-                           limit - len(rows), ["RowKey"])
-    return [row["RowKey"][len(prefix):] for row in rows]
+                           limit - len(rows), select)
+    return rows
 
 
 class _Sizes:
@@ -113,10 +123,11 @@ def any_key(table: TableClient, owner: str, prefix: str, task_id: str = "") -> b
     return bool(left)
 
 
-def _rows_in(table: TableClient, partition: str, start: str, end: str, limit: int) -> list:
+def _rows_in(table: TableClient, partition: str, start: str, end: str, limit: int,
+             select: list[str] | None = None) -> list:
     """Up to `limit` rows of one bucket with keys in (start, end)."""
     return first_rows(table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-                      {"pk": partition, "start": start, "end": end}, limit, ["RowKey"])
+                      {"pk": partition, "start": start, "end": end}, limit, select or ["RowKey"])
 
 
 def forget_buckets(table: TableClient, owner: str) -> int:

@@ -1,8 +1,10 @@
 """The TaskDependencies table: who waits on a task, read when that task resolves.
 
-PartitionKey = the required taskId, RowKey = the dependent taskId, with the dependent's
-`requires` relation. One partition per required task, so a resolution reads its
-dependents page by page, and a fan-out's rows are written in 100-row transactions.
+PartitionKey = the required taskId's bucket for the dependent (see `buckets`: a root of
+95,000 dependents would otherwise be one partition that every write of its fan-out walks),
+RowKey = the dependent taskId, with the dependent's `requires` relation and how many tasks
+it waits on. A resolution reads its dependents page by page in taskId order, over the
+buckets; a fan-out's rows are written in 100-row transactions per bucket.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 from .account import StorageAccount
 from .batches import delete_row, upsert_in_batches
-from .queries import first_rows
+from .buckets import bucket, first_bucket_rows
 
 
 @dataclass(frozen=True)
@@ -28,13 +30,12 @@ class DependencyTable:
     def add(self, edges: list[tuple[str, Dependent, str]]) -> None:
         """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
         upsert_in_batches(self._table, [
-            {"PartitionKey": required_id, "RowKey": dependent.task_id, "requires": dependent.requires,
+            {"PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id, "requires": dependent.requires,
              "waitsOn": dependent.waits_on, "expires": expires} for required_id, dependent, expires in edges])
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
-        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
-                          {"pk": required_id, "after": after}, limit, ["RowKey", "requires", "waitsOn"])
+        rows = first_bucket_rows(self._table, required_id, "", after, limit, ["RowKey", "requires", "waitsOn"])
         return [Dependent(row["RowKey"], row["requires"], row.get("waitsOn") or 0) for row in rows]
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
@@ -43,4 +44,4 @@ class DependencyTable:
         way by each dependent as it expires (none expires before its dependencies' deadline,
         and none is left waiting: an expired task was resolved)."""
         for required_id in dependencies:
-            delete_row(self._table, required_id, task_id)
+            delete_row(self._table, bucket(required_id, task_id), task_id)

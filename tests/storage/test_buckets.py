@@ -1,5 +1,6 @@
-"""A group's or graph's rows, one per task, spread over bucket partitions: no partition grows
-with the group, and the rows still read back in task id order, across buckets and pages."""
+"""A group's or graph's rows, one per task, and a task's dependents, spread over bucket
+partitions: no partition grows with the group, and the rows still read back in task id
+order, across buckets and pages."""
 
 from collections import Counter
 
@@ -8,6 +9,7 @@ import pytest
 from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
 from shared.storage.buckets import LARGE, SEPARATOR, SIZE_EVERY, any_key, bucket, first_keys, forget_buckets
+from shared.storage.dependency_table import Dependent, DependencyTable
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
 from shared.storage.task_group_table import TaskGroupTable
 from tests.conftest import unique_prefix
@@ -66,6 +68,24 @@ def test_forgetting_a_group_or_a_graph_leaves_no_row_of_theirs(account):
     graphs.forget(owner)
     assert set(rows_by_partition(account.table("TaskGroups"))) == {bucket(other, groups.members(other, "", 1)[0])}
     assert not rows_by_partition(account.table("TaskGraphs"))
+
+
+def test_a_fan_out_keeps_every_partition_small_and_reads_its_dependents_in_order(account):
+    edges, root, other = DependencyTable(account), new_slugid(), new_slugid()
+    dependents = sorted(new_slugid() for _ in range(1000))
+    edges.add([(root, Dependent(task_id, "all-completed", 1), "2030-01-01T00:00:00.000Z") for task_id in dependents]
+              + [(other, Dependent(dependents[0], "all-resolved", 2), "2030-01-01T00:00:00.000Z")])
+    sizes = rows_by_partition(account.table("TaskDependencies"))
+    assert sum(sizes.values()) == 1001 and max(sizes.values()) <= 80   # 32 buckets of about 31 rows each
+    pages, after = [], ""
+    while page := edges.dependents(root, after, 300):
+        pages.append(page)
+        after = page[-1].task_id
+    assert [len(page) for page in pages] == [300, 300, 300, 100]
+    assert [dependent.task_id for page in pages for dependent in page] == dependents
+    assert edges.dependents(other, "", 5) == [Dependent(dependents[0], "all-resolved", 2)]
+    edges.forget(dependents[0], [root, other])
+    assert edges.dependents(other, "", 5) == [] and edges.dependents(root, "", 1)[0].task_id == dependents[1]
 
 
 def test_a_graph_finds_its_labels_by_task_and_by_name(account):
