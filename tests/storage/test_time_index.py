@@ -36,3 +36,18 @@ def test_removed_items_are_not_returned_again(azurite):
     times.remove([item])
     times.remove([item])                                             # a second sweeper's remove is harmless
     assert times.due(NOON + timedelta(hours=1), 10) == []
+
+
+def test_items_due_at_one_time_are_spread_over_partitions_and_all_come_due(azurite):
+    times = index(azurite, timedelta(minutes=1))
+    keys = [f"task{i:03d}" for i in range(300)]
+    times.add([(to_iso(NOON), key) for key in keys])                  # a graph's tasks share a deadline
+    partitions = {row["PartitionKey"] for row in times._table.query_entities(   # noqa: SLF001
+        "PartitionKey gt @low and PartitionKey lt @high", parameters={"low": "test.", "high": "test/"})}
+    assert len(partitions) >= 24                                        # of SPREAD 32: none holds them all
+    due = times.due(NOON, 500)
+    assert sorted(item.key for item in due) == keys
+    times.put(to_iso(NOON), "progress", "page 3")
+    assert times.get(to_iso(NOON), "progress") == "page 3"
+    times.remove(due)
+    assert [item.key for item in times.due(NOON, 500)] == ["progress"]
