@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
@@ -143,8 +142,7 @@ class Dependencies:
             if after:
                 page = self.dependencies.dependents(task_id, after, PAGE)
         while True:
-            now = utcnow()   # one scheduled time a page: the page's pending hints share transactions
-            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state, now), page))
+            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
             if len(page) < PAGE:
                 break
             self.expiries.put(expires, progress, page[-1].task_id)
@@ -153,12 +151,12 @@ class Dependencies:
             self.expiries.put(expires, progress, ALL_DONE)
         return True
 
-    def _satisfy(self, dependent: Dependent, required_id: str, state: RunState, now: datetime) -> None:
+    def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):
             return
         self.requirements.satisfy(dependent.task_id, required_id)
         if dependent.waits_on == 1:
-            self.schedule(dependent.task_id, now=now)   # its only dependency: nothing else to look at
+            self.schedule(dependent.task_id)   # its only dependency: nothing else to look at
             return
         # What is left may be stale: a concurrent creator of the dependent (a graph PUT sent
         # again while the first still ran) can write a requirement again after it was
@@ -166,11 +164,11 @@ class Dependencies:
         # dependent really waits, and lets the last resolver clear any stale row.
         self.recheck(dependent.task_id, dependent.requires, page=1)
 
-    def schedule(self, task_id: str, why: str = "dependencies done", now: datetime | None = None) -> bool:
-        """Give a task whose wait is over its first run (scheduled `now`, by default the
-        present); True if this call did. One past its deadline is left to the deadline
-        resolver (logged); one not written yet, to its creator's re-check."""
-        now = now or utcnow()
+    def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
+        """Give a task whose wait is over its first run; True if this call did. One past its
+        deadline is left to the deadline resolver (logged); one not written yet, to its
+        creator's re-check."""
+        now = utcnow()
         try:
             return self.updater.try_apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
         except Conflict as refused:

@@ -14,7 +14,7 @@ from .shared_writes import SharedWrites
 from .transactions import submit
 
 MAX_BATCH = 100
-# Only upsert_in_batches submits to this pool, and never from inside it: no task waits on
+# Only upsert_in_tables submits to this pool, and never from inside it: no task waits on
 # another, so the pool cannot deadlock.
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="batch-write")
 
@@ -30,13 +30,20 @@ def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
     marker) land in the same transaction unless a batch boundary splits them, which
     MAX_BATCH being even prevents for pairs.
     """
-    ordered = sorted(rows, key=lambda row: row["PartitionKey"])
-    chunks = [chunk for _, group in groupby(ordered, key=lambda row: row["PartitionKey"])
-              for chunk in _chunks(list(group))]
+    return upsert_in_tables([(table, rows)])
+
+
+def upsert_in_tables(tables: list[tuple[TableClient, list[dict]]]) -> int:
+    """`upsert_in_batches` for rows of several tables at once (a sharded table's)."""
+    chunks = []
+    for table, rows in tables:
+        ordered = sorted(rows, key=lambda row: row["PartitionKey"])
+        chunks += [(table, chunk) for _, group in groupby(ordered, key=lambda row: row["PartitionKey"])
+                   for chunk in _chunks(list(group))]
     if len(chunks) == 1:
-        _upsert(table, chunks[0])
+        _upsert(*chunks[0])
     else:
-        for _ in _WRITERS.map(lambda chunk: _upsert(table, chunk), chunks):
+        for _ in _WRITERS.map(lambda job: _upsert(*job), chunks):
             pass
     return len(chunks)
 

@@ -4,7 +4,8 @@ PartitionKey = the required taskId's bucket for the dependent (see `buckets`: a 
 95,000 dependents would otherwise be one partition that every write of its fan-out walks),
 RowKey = the dependent taskId, with the dependent's `requires` relation and how many tasks
 it waits on. A resolution reads its dependents page by page in taskId order, over the
-buckets; a fan-out's rows are written in 100-row transactions per bucket.
+buckets; a fan-out's rows are written in 100-row transactions per bucket. The required
+task's rows are in one of the table's shards (see `table_shards`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .account import StorageAccount
-from .batches import delete_row, upsert_in_batches
+from .batches import delete_row, upsert_in_tables
 from .buckets import bucket, first_bucket_rows
+from .table_shards import TableShards
 
 
 @dataclass(frozen=True)
@@ -25,17 +27,19 @@ class Dependent:
 
 class DependencyTable:
     def __init__(self, account: StorageAccount) -> None:
-        self._table = account.table("TaskDependencies")
+        self._shards = TableShards(account, "TaskDependencies")
 
     def add(self, edges: list[tuple[str, Dependent, str]]) -> None:
         """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
-        upsert_in_batches(self._table, [
-            {"PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id, "requires": dependent.requires,
-             "waitsOn": dependent.waits_on, "expires": expires} for required_id, dependent, expires in edges])
+        upsert_in_tables([(table, [
+            {"PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id,
+             "requires": dependent.requires, "waitsOn": dependent.waits_on, "expires": expires}
+            for required_id, dependent, expires in part]) for table, part in self._shards.split(edges, lambda edge: edge[0])])
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
-        rows = first_bucket_rows(self._table, required_id, "", after, limit, ["RowKey", "requires", "waitsOn"])
+        rows = first_bucket_rows(self._shards.of(required_id), required_id, "", after, limit,
+                                 ["RowKey", "requires", "waitsOn"])
         return [Dependent(row["RowKey"], row["requires"], row.get("waitsOn") or 0) for row in rows]
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
@@ -44,4 +48,4 @@ class DependencyTable:
         way by each dependent as it expires (none expires before its dependencies' deadline,
         and none is left waiting: an expired task was resolved)."""
         for required_id in dependencies:
-            delete_row(self._table, bucket(required_id, task_id), task_id)
+            delete_row(self._shards.of(required_id), bucket(required_id, task_id), task_id)

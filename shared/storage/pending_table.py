@@ -1,15 +1,11 @@
 """The PendingTasks table: where claimWork finds the next pending run of a task queue.
 
 RowKey = `<priority rank>.<scheduled>.<taskId>.<runId>`, in a bucket partition of the
-queue, `<task queue id>~<priority rank>.<scheduled>.<the taskId's first character>`: a
-prefix of the RowKey, so the buckets of a queue sort together and in the order of their
-rows, and one range query in key order yields highest priority first and, within a
-priority, oldest first, without touching other queues. One partition for the whole queue
-grew with its backlog (a fan-out of 9,500 made it 9,500 rows), and Azurite scans a
-partition to find a row, twice for each upsert; so did one per second, when a graph's
-extension made 10,000 tasks pending at the same time. Runs made pending together (a
-batch, a page of a fan-out) share their scheduled time, so their hints still share
-transactions, one per bucket.
+queue, `<task queue id>~<priority rank>.<the second it was scheduled in>`: the buckets of a
+queue sort together and in the order of their rows, so one range query in key order
+yields highest priority first and, within a priority, oldest first, without touching other
+queues. One partition for the whole queue grew with its backlog (a fan-out of 9,500 made it
+9,500 rows), and Azurite scans a partition to find a row, twice for each upsert.
 
 A hint is written *before* the task row makes the run pending, so a pending run always has
 a hint; a hint may therefore outlive its run or precede it. Readers check the task row.
@@ -36,15 +32,17 @@ class PendingHint:
     written: datetime
 
 
+SECOND = len("2026-11-24T13:41:05")
+
+
 def _row_key(priority_rank: int, scheduled: str, task_id: str, run_id: int) -> str:
     return f"{priority_rank}.{scheduled}.{task_id}.{run_id}"
 
 
 def _bucket(task_queue_id: str, row_key: str) -> str:
-    """The hint's partition: its queue's, for its priority, scheduled time and taskId's
-    first character (its RowKey up to that character)."""
-    rank_and_scheduled, task_id, _ = row_key.rsplit(".", 2)
-    return f"{escape_key(task_queue_id)}{SEPARATOR}{rank_and_scheduled}.{task_id[:1]}"
+    """The hint's partition: its queue's, for its priority and scheduled second."""
+    rank, scheduled = row_key.split(".", 1)
+    return f"{escape_key(task_queue_id)}{SEPARATOR}{rank}.{scheduled[:SECOND]}"
 
 
 class PendingTable:

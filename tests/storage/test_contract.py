@@ -153,15 +153,6 @@ def test_the_adapters_behave_alike(account):
     assert pending.count("prov/type") == 6 and pending.count("prov/type2") == 1
     pending.remove_many(pending.peek("prov/type", 10))
     assert pending.count("prov/type") == 0 and [hint.task_id for hint in pending.peek("prov/type2", 5)] == ["x"]
-    # Runs made pending in one second (a graph's extension) spread over partitions by taskId.
-    burst = [f"{first}{n}" for first in "QAzg" for n in range(30)]
-    pending.add_many([("prov/type", 1, "2030-01-01T00:00:01.000Z", task_id, 0) for task_id in burst]
-                     + [("prov/type", 1, "2030-01-01T00:00:00.999Z", "late", 0),
-                        ("prov/type", 0, "2030-01-01T00:00:02.000Z", "urgent", 0)])
-    table = account.table("PendingTasks")
-    assert len({row["PartitionKey"] for row in table.query_entities("PartitionKey ne ''")}) >= 5
-    order = [hint.task_id for hint in pending.peek("prov/type", 200)]
-    assert order[:2] == ["urgent", "late"] and sorted(order[2:]) == sorted(burst)
 
 
 def test_queues_hold_received_messages_count_deliveries_and_delay_sends(account):

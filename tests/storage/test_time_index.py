@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 from shared.domain.timestamps import to_iso
 from shared.storage.account import StorageAccount
-from shared.storage.time_index import TimeIndex
+from shared.storage.time_index import SPREAD, TimeIndex
 from tests.conftest import unique_prefix
 
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
@@ -44,7 +44,7 @@ def test_items_due_at_one_time_are_spread_over_partitions_and_all_come_due(azuri
     times.add([(to_iso(NOON), key) for key in keys])                  # a graph's tasks share a deadline
     partitions = {row["PartitionKey"] for row in times._table.query_entities(   # noqa: SLF001
         "PartitionKey gt @low and PartitionKey lt @high", parameters={"low": "test.", "high": "test/"})}
-    assert len(partitions) >= 24                                        # of SPREAD 32: none holds them all
+    assert len(partitions) == SPREAD                                    # none holds them all
     due = times.due(NOON, 500)
     assert sorted(item.key for item in due) == keys
     times.put(to_iso(NOON), "progress", "page 3")
