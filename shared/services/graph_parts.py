@@ -51,10 +51,13 @@ class GraphParts:
         self.safety_delay = safety_delay
 
     def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict]) -> None:
-        """Keep the checked graph as parts, before its graph row makes it exist."""
+        """Keep the checked graph as parts, before its graph row makes it exist. A part is
+        a run of the tasks in taskId order, so that its rows of the graph, the group and the
+        dependencies fall in few buckets (see `buckets`): a transaction each."""
         self.graphs.add_parts(graph_id, _split([{
             "label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
-            "reruns": node.reruns, "definition": definitions[node.task_id]} for node in nodes]))
+            "reruns": node.reruns, "definition": definitions[node.task_id]}
+            for node in sorted(nodes, key=lambda node: node.task_id)]))
 
     def dispatch(self, graph_id: str, inline: bool) -> None:
         """Have the parts still stored created: by the queue trigger, or (`inline`, a small

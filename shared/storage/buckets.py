@@ -7,13 +7,16 @@ the row), so writing a group's 20,000 member rows, or a graph's 30,000 label, ta
 rows, into one partition cost time quadratic in the graph (most of what Azurite did while a
 10,000-task graph was created), and Azure serves one partition at about 2,000 entities/s.
 
-So such rows live in the partition "<owner>~<c>", where <c> is the first character of the
-task's id. Task ids are slugids, whose first character takes 32 values about evenly (64 in
-general, 32 in the "nice" slugids clients make), so a bucket holds a few percent of the rows;
-the price is that a part of a graph writes its rows in a transaction per bucket instead of
-one or two. The buckets of an owner sort together (after its own partition: '~' sorts
-after every slugid character) and in the order of that character, so a range query over
-them reads the rows in task id order, as one partition did.
+So such rows live in the partition "<owner>~<cc>", where <cc> are the first BUCKET_CHARS
+characters of the task's id. Task ids are slugids, whose first character takes 32 values
+about evenly (64 in general, 32 in the "nice" slugids clients make) and the second 64, so
+an owner has up to 2,048 buckets: a 100,000-task graph's about 50 rows each. One character
+(32 buckets) left 3,000 rows a bucket at 100,000 tasks; walking partitions of that size took
+nine tenths of Azurite's time while such a graph was created. A part of a graph is its tasks in task id order (see `graph_parts`), so
+its rows fall in few buckets, a transaction each. The buckets of an owner sort together
+(after its own partition: '~' sorts after every slugid character) and in the order of
+those characters, so a range query over them reads the rows in task id order, as one
+partition did.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
 
 SEPARATOR = "~"
+BUCKET_CHARS = 2
 IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
 # Rows left from which an owner is large, and its task's bucket is looked at first: with
 # fewer, Azurite's sort is cheap, and an owner of a few rows a bucket would find its bucket
@@ -38,7 +42,7 @@ REMEMBERED = 4096       # owners whose size this process remembers
 
 def bucket(owner: str, task_id: str) -> str:
     """The partition of `owner`'s row for task `task_id`."""
-    return f"{owner}{SEPARATOR}{task_id[:1]}"
+    return f"{owner}{SEPARATOR}{task_id[:BUCKET_CHARS]}"
 
 
 def bucket_range(owner: str) -> dict:

@@ -162,6 +162,18 @@ def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id
     assert len(services.tasks.definition(entries["join"]["taskId"])["dependencies"]) == 300
 
 
+def test_a_graph_is_stored_as_parts_of_tasks_in_task_id_order(services, task_queue_id):
+    """Each part's rows of the graph, the group and the dependencies then fall in few buckets."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, **{f"task-{i:03d}": {} for i in range(250)}))
+    graphs = services.task_graphs.graphs
+    parts = [[node["taskId"] for node in graphs.load_part(graph_id, number)] for number in graphs.parts(graph_id)]
+    flat = [task_id for part in parts for task_id in part]
+    assert [len(part) for part in parts] == [100, 100, 50] and flat == sorted(flat)
+    assert deliver_parts(services) == 3
+    assert sorted(labels_by_task(services, graph_id)) == flat
+
+
 def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_queue_id, monkeypatch):
     """R1: after every task row written, the quickest possible worker claims and completes
     whatever it can and its 'task resolved' events are handled, while the rest of the graph

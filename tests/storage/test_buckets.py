@@ -10,6 +10,7 @@ from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
 from shared.storage.buckets import LARGE, SEPARATOR, SIZE_EVERY, any_key, bucket, first_keys, forget_buckets
 from shared.storage.dependency_table import Dependent, DependencyTable
+from shared.storage.requirement_table import RequirementTable
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
 from shared.storage.task_group_table import TaskGroupTable
 from tests.conftest import unique_prefix
@@ -34,7 +35,7 @@ def test_a_large_group_keeps_every_partition_small(account):
     groups.add_members(group_id, members)
     sizes = rows_by_partition(account.table("TaskGroups"))
     assert sum(sizes.values()) == 2000
-    assert len(sizes) >= 24 and max(sizes.values()) <= 150   # 32 buckets of about 62 rows each
+    assert len(sizes) >= 600 and max(sizes.values()) <= 16   # about 790 of 2,048 buckets, 2 or 4 rows each
     assert all(partition.startswith(group_id + SEPARATOR) for partition in sizes)
 
 
@@ -76,7 +77,7 @@ def test_a_fan_out_keeps_every_partition_small_and_reads_its_dependents_in_order
     edges.add([(root, Dependent(task_id, "all-completed", 1), "2030-01-01T00:00:00.000Z") for task_id in dependents]
               + [(other, Dependent(dependents[0], "all-resolved", 2), "2030-01-01T00:00:00.000Z")])
     sizes = rows_by_partition(edges._shards.of(root))   # noqa: SLF001 (the root's rows are in one shard)
-    assert sum(sizes[p] for p in sizes if p.startswith(root)) == 1000 and max(sizes.values()) <= 80   # 32 buckets
+    assert sum(sizes[p] for p in sizes if p.startswith(root)) == 1000 and max(sizes.values()) <= 8   # 2,048 buckets
     pages, after = [], ""
     while page := edges.dependents(root, after, 300):
         pages.append(page)
@@ -86,6 +87,23 @@ def test_a_fan_out_keeps_every_partition_small_and_reads_its_dependents_in_order
     assert edges.dependents(other, "", 5) == [Dependent(dependents[0], "all-resolved", 2)]
     edges.forget(dependents[0], [root, other])
     assert edges.dependents(other, "", 5) == [] and edges.dependents(root, "", 1)[0].task_id == dependents[1]
+
+
+def test_a_fan_in_keeps_every_partition_small_and_is_ready_once_its_last_requirement_goes(account):
+    requirements, fan_in, other = RequirementTable(account), new_slugid(), new_slugid()
+    required = sorted(new_slugid() for _ in range(1000))
+    requirements.add([(fan_in, task_id, "2030-01-01T00:00:00.000Z") for task_id in required]
+                     + [(other, required[0], "2030-01-01T00:00:00.000Z")])
+    sizes = rows_by_partition(requirements._shards.of(fan_in))   # noqa: SLF001 (the fan-in's rows are in one shard)
+    assert sum(sizes[p] for p in sizes if p.startswith(fan_in)) == 1000 and max(sizes.values()) <= 8
+    assert requirements.remaining(fan_in, 5) == required[:5]
+    for task_id in required[:-1]:
+        requirements.satisfy(fan_in, task_id)
+    assert requirements.remaining(fan_in, 5) == [required[-1]]
+    requirements.satisfy(fan_in, required[-1])
+    assert requirements.remaining(fan_in) == [] and requirements.remaining(other) == [required[0]]
+    requirements.forget(other)
+    assert requirements.remaining(other) == []
 
 
 def test_a_graph_finds_its_labels_by_task_and_by_name(account):
