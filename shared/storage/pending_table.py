@@ -7,17 +7,27 @@ yields highest priority first and, within a priority, oldest first, without touc
 queues. One partition for the whole queue grew with its backlog (a fan-out of 9,500 made it
 9,500 rows), and Azurite scans a partition to find a row, twice for each upsert.
 
+Runs made pending together share their scheduled time: a graph's extension whose 10,000
+tasks are ready at creation made one partition of 10,000 hints, which every upsert and every
+claim's delete walked. So hints written in one call beyond BULK of the same second go in
+`<bucket>.<first character of the taskId>`, sorting right after the second's own bucket;
+a claim of a few tasks created one by one still deletes its hints in one transaction. A
+claim knows a hint's partition from the read; a run that stops being pending otherwise
+deletes its hint from the second's own bucket, and a spread hint left behind is removed by
+the next claim that reads it (as any hint of a run no longer pending).
+
 A hint is written *before* the task row makes the run pending, so a pending run always has
 a hint; a hint may therefore outlive its run or precede it. Readers check the task row.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from .account import StorageAccount
-from .batches import delete_in_batches, delete_row, upsert_in_batches
+from .batches import MAX_BATCH, delete_in_batches, delete_row, upsert_in_batches
 from .buckets import IN_BUCKETS, SEPARATOR, bucket_range
 from .keys import escape_key
 from .queries import first_rows
@@ -30,9 +40,11 @@ class PendingHint:
     run_id: int
     row_key: str
     written: datetime
+    partition: str
 
 
 SECOND = len("2026-11-24T13:41:05")
+BULK = MAX_BATCH   # hints of one second written at once beyond which they are spread
 
 
 def _row_key(priority_rank: int, scheduled: str, task_id: str, run_id: int) -> str:
@@ -53,32 +65,34 @@ class PendingTable:
         self.add_many([(task_queue_id, priority_rank, scheduled, task_id, run_id)])
 
     def add_many(self, hints: list[tuple[str, int, str, str, int]]) -> None:
-        """Hints as (taskQueueId, priority rank, scheduled, taskId, runId), batched per queue."""
+        """Hints as (taskQueueId, priority rank, scheduled, taskId, runId), batched per bucket."""
         rows = []
         for task_queue_id, priority_rank, scheduled, task_id, run_id in hints:
             row_key = _row_key(priority_rank, scheduled, task_id, run_id)
             rows.append({"PartitionKey": _bucket(task_queue_id, row_key), "RowKey": row_key,
                          "taskId": task_id, "runId": run_id})
+        per_bucket = Counter(row["PartitionKey"] for row in rows)
+        for row in rows:
+            if per_bucket[row["PartitionKey"]] > BULK:
+                row["PartitionKey"] += "." + row["taskId"][:1]
         upsert_in_batches(self._table, rows)
 
     def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
-        self._delete(task_queue_id, _row_key(priority_rank, scheduled, task_id, run_id))
+        row_key = _row_key(priority_rank, scheduled, task_id, run_id)
+        delete_row(self._table, _bucket(task_queue_id, row_key), row_key)   # gone already, or spread (see above)
 
     def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
         """The first `limit` hints of the queue in claim order."""
         page = first_rows(self._table, IN_BUCKETS, bucket_range(escape_key(task_queue_id)), limit,
-                          ["RowKey", "taskId", "runId"])
+                          ["PartitionKey", "RowKey", "taskId", "runId"])
         return [self._hint(task_queue_id, entity) for entity in page][:limit]
 
     def remove(self, hint: PendingHint) -> None:
-        self._delete(hint.task_queue_id, hint.row_key)
+        delete_row(self._table, hint.partition, hint.row_key)   # another claimer cleaned it up first
 
     def remove_many(self, hints: list[PendingHint]) -> None:
         """Delete hints, 100 to a transaction (hints already gone are no error)."""
-        delete_in_batches(self._table, [(_bucket(hint.task_queue_id, hint.row_key), hint.row_key) for hint in hints])
-
-    def _delete(self, task_queue_id: str, row_key: str) -> None:
-        delete_row(self._table, _bucket(task_queue_id, row_key), row_key)  # another claimer cleaned it up first
+        delete_in_batches(self._table, [(hint.partition, hint.row_key) for hint in hints])
 
     def count(self, task_queue_id: str) -> int:
         rows = self._table.query_entities(IN_BUCKETS, parameters=bucket_range(escape_key(task_queue_id)),
@@ -88,4 +102,5 @@ class PendingTable:
     @staticmethod
     def _hint(task_queue_id: str, entity) -> PendingHint:
         written = entity.metadata.get("timestamp") or datetime.now(timezone.utc)
-        return PendingHint(task_queue_id, entity["taskId"], entity["runId"], entity["RowKey"], written)
+        return PendingHint(task_queue_id, entity["taskId"], entity["runId"], entity["RowKey"], written,
+                           entity["PartitionKey"])
