@@ -92,7 +92,10 @@ class TaskGraphs:
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
         definitions = _definitions(nodes, now)
         authorize(definitions)
-        plan = self.creation.prepare(definitions)
+        # Its taskIds derive from the graph's id and labels new to it: unless an earlier
+        # attempt of this extension began, none exists, and reading them one by one to find
+        # so cost a round trip per task (a clash is still caught when the rows are inserted).
+        plan = self.creation.prepare(definitions, unused_ids=progress is None)
         self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
         self._add_labels(graph_id, nodes, plan)
         # Running again before any new task exists: a new task that completes at once

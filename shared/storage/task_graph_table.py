@@ -13,8 +13,13 @@ In the bucket of each label's task:
 - "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
   characters: numbered columns, see long_text; labels, up to 128 characters, would not
   fit), reruns and reruns left;
-- "task.<taskId>": the label of a task, to go from a resolution to its label;
-- "open.<taskId>": present until the label's task completes; no open row = finished.
+- "task.<taskId>": the label of a task, to go from a resolution to its label.
+
+The TaskGraphsOpen table holds, in the same bucket, a row <taskId> for each label whose
+task has not completed yet: no row left = finished. Whether one is left is asked after
+every completion, and Azurite evaluates a query against every row of its table: in a table
+of their own, the rows it looks at are the open ones, which shrink as the graph runs,
+instead of three rows per task of every graph.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 
 from . import long_text, lost_responses
 from .account import StorageAccount
-from .batches import delete_partition, delete_row, upsert_in_batches
+from .batches import delete_partition, delete_row, upsert_in_tables
 from .buckets import IN_BUCKETS, any_key, bucket, bucket_range, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
@@ -61,6 +66,7 @@ class LabelRecord:
 class TaskGraphTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("TaskGraphs")
+        self._open = account.table("TaskGraphsOpen")
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:
@@ -80,13 +86,13 @@ class TaskGraphTable:
         return replace(graph, etag=self._save(_graph_entity(graph), graph.etag, graph.graph_id))
 
     def add_labels(self, labels: list[LabelRecord]) -> None:
-        rows = []
+        rows, open_rows = [], []
         for record in labels:
             partition = bucket(record.graph_id, record.task_id)
             rows.append(_label_entity(record))
             rows.append({"PartitionKey": partition, "RowKey": f"task.{record.task_id}", "label": record.label})
-            rows.append({"PartitionKey": partition, "RowKey": f"open.{record.task_id}"})
-        upsert_in_batches(self._table, rows)
+            open_rows.append({"PartitionKey": partition, "RowKey": record.task_id})
+        upsert_in_tables([(self._table, rows), (self._open, open_rows)])
 
     def load_label(self, graph_id: str, label: str, task_id: str | None = None) -> LabelRecord | None:
         """The label's row: read in its task's bucket, or looked for in every bucket of the
@@ -113,12 +119,12 @@ class TaskGraphTable:
 
     def close(self, graph_id: str, task_id: str) -> None:
         """The label of task `task_id` completed."""
-        delete_row(self._table, bucket(graph_id, task_id), f"open.{task_id}")
+        delete_row(self._open, bucket(graph_id, task_id), task_id)
 
     def any_open(self, graph_id: str, task_id: str = "") -> bool:
         """Whether a label is open; `task_id`, one that just completed, whose bucket is looked
         at first in a large graph (see `buckets.any_key`)."""
-        return any_key(self._table, graph_id, "open.", task_id)
+        return any_key(self._open, graph_id, "", task_id)
 
     def _any(self, graph_id: str, kind: str) -> bool:
         """Whether the graph has any row `<kind>.*` (one row read at most)."""
@@ -151,6 +157,7 @@ class TaskGraphTable:
         delete_row(self._table, graph_id, _part_key(number))
 
     def forget(self, graph_id: str) -> None:
+        forget_buckets(self._open, graph_id)
         forget_buckets(self._table, graph_id)
         delete_partition(self._table, graph_id)
 
