@@ -1,16 +1,14 @@
-"""The TaskGroups table: each group's row, and its member rows in bucket partitions; and
-the TaskGroupsUnresolved table: the members that have not resolved yet.
+"""The TaskGroups table: each group's row, and its member rows in bucket partitions.
 
 PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed and resolved. Each
-task of the group has a row "member.<taskId>" in the group's bucket for the task (see
-`buckets`: so that no partition grows with the group), and a row <taskId> in the same
-bucket of TaskGroupsUnresolved until it first resolves: the group is resolved when none is
-left, which one query of one row tells, however large the group. That query is asked after
-every resolution, and Azurite evaluates a query against every row of its table: in a table
-of their own, the rows it looks at are the ones still unresolved, which shrink as the
-group runs, instead of every member of every group as well. A task's rows are written
-before the task. The group's events (resolved, sealed) are written with the change they
-announce, in the group row's outbox columns (see `outbox`).
+task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
+resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
+with the group): the group is resolved when no unresolved row is left, which one query of
+one row tells, however large the group. A task's member and unresolved rows are written
+together in one transaction (unlike a graph's open labels, which are a table of their own:
+in a table of their own, the unresolved rows cost a task created alone a second write). The group's
+events (resolved, sealed) are written with the change they announce, in the group row's
+outbox columns (see `outbox`).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
-from .batches import delete_in_batches, delete_row, upsert_in_tables
+from .batches import delete_in_batches, delete_row, upsert_in_batches
 from .buckets import any_key, bucket, first_keys, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
@@ -30,6 +28,7 @@ from .queries import first_rows
 
 GROUP_ROW = "group"
 MEMBER_PREFIX = "member."
+UNRESOLVED_PREFIX = "unresolved."  # members that have not resolved even once yet
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,6 @@ class TaskGroupRecord:
 class TaskGroupTable:
     def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("TaskGroups")
-        self._unresolved = account.table("TaskGroupsUnresolved")   # members not resolved even once yet
         self.marks = marks or PublicationMarks(account)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
@@ -92,14 +90,16 @@ class TaskGroupTable:
         outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
 
     def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
-        """Member and unresolved rows, a transaction per bucket of each table."""
-        members = [{"PartitionKey": bucket(task_group_id, task_id), "RowKey": MEMBER_PREFIX + task_id}
-                   for task_id in task_ids]
-        unresolved = [{"PartitionKey": bucket(task_group_id, task_id), "RowKey": task_id} for task_id in task_ids]
-        upsert_in_tables([(self._table, members), (self._unresolved, unresolved)])
+        """Member and unresolved rows, each task's pair in the same transaction."""
+        rows = []
+        for task_id in task_ids:
+            partition = bucket(task_group_id, task_id)
+            rows += [{"PartitionKey": partition, "RowKey": MEMBER_PREFIX + task_id},
+                     {"PartitionKey": partition, "RowKey": UNRESOLVED_PREFIX + task_id}]
+        upsert_in_batches(self._table, rows)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> None:
-        delete_row(self._unresolved, bucket(task_group_id, task_id), task_id)  # resolved before
+        delete_row(self._table, bucket(task_group_id, task_id), UNRESOLVED_PREFIX + task_id)  # resolved before
 
     def forget_members(self, members: list[tuple[str, str]]) -> None:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
@@ -111,7 +111,6 @@ class TaskGroupTable:
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows are left, then the group's row (so a crash midway
         leaves a group that is found, and deleted, again)."""
-        forget_buckets(self._unresolved, task_group_id)
         forget_buckets(self._table, task_group_id)
         delete_row(self._table, task_group_id, GROUP_ROW)
 
@@ -120,12 +119,12 @@ class TaskGroupTable:
         return first_keys(self._table, task_group_id, MEMBER_PREFIX, after, limit)
 
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
-        return first_keys(self._unresolved, task_group_id, "", "", limit)
+        return first_keys(self._table, task_group_id, UNRESOLVED_PREFIX, "", limit)
 
     def any_unresolved(self, task_group_id: str, task_id: str = "") -> bool:
         """Whether a member has not resolved yet; `task_id`, one that just did, whose bucket
         is looked at first in a large group (see `buckets.any_key`)."""
-        return any_key(self._unresolved, task_group_id, "", task_id)
+        return any_key(self._table, task_group_id, UNRESOLVED_PREFIX, task_id)
 
     def recent(self, limit: int, scan: int = 5000) -> list[dict]:
         """Up to `limit` groups' rows (taskGroupId, schedulerId, expires, sealed, resolved, and

@@ -4,21 +4,26 @@ PartitionKey = `<index name>.<bucket>.<spread>` where a bucket is some minutes (
 of the due time and the spread one of SPREAD partitions the bucket's rows are hashed over
 by item key, RowKey = `<due time ISO>.<item key>`. A sweep walks the buckets from its
 cursor up to now and reads only rows whose due time has passed, so its cost follows what
-is due, never how much is stored. Tasks created together often share a deadline and an
-expiry (a decision task's, a graph's): without the spread, a 100,000-task graph's deadline
-rows would be one partition, which Azurite walks for every write (it finds a row by
-scanning its partition) and Azure serves at 2,000 entities/s. With 32 partitions, a sweep
-of a bucket deletes its rows in up to 32 transactions, which costs a lifecycle 0.6 round
-trips more than 4 partitions where few tasks share a minute; 4 left 25,000 rows a
-partition in a 100,000-task graph, and walking them was a large part of Azurite's work
-while it was created. Rows written together in one partition go in 100-row transactions. Rows are
-hints: the sweeper checks the real row before acting, so an obsolete index row (a claim
-that was reclaimed since) costs one read and nothing else.
+is due, never how much is stored. Rows are hints: the sweeper checks the real row before
+acting, so an obsolete index row (a claim that was reclaimed since) costs one read and
+nothing else.
+
+Tasks created together often share a deadline and an expiry (a decision task's, a
+graph's): in one partition, a 100,000-task graph's deadline rows were a partition that
+Azurite walks for every write (it finds a row by scanning its partition), and that Azure
+serves at 2,000 entities/s; 4 partitions still left 25,000 rows each, and walking them was
+a large part of Azurite's work while the graph was created. So rows of one bucket written
+at once, more than TOGETHER of them, are hashed over SPREAD partitions; a row written
+alone (a task created by itself) goes to the bucket's first partition, because a sweep
+deletes the rows it handled in a transaction per partition: spreading every row cost a
+lifecycle 0.6 round trips more. Rows written together in one partition go in 100-row
+transactions.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,7 +35,8 @@ from .batches import delete_in_batches, upsert_in_batches
 from .queries import first_rows
 
 CURSOR_PARTITION = "cursors"
-SPREAD = 32   # partitions per time bucket
+SPREAD = 32     # partitions a time bucket's rows written together are hashed over
+TOGETHER = 16   # rows of one time bucket in one write beyond which they are spread
 # The cursor stays this far behind now, so rows written by a host whose clock runs a
 # little behind ours still land at or after the cursor.
 CURSOR_LAG = timedelta(minutes=10)
@@ -55,8 +61,8 @@ class TimeIndex:
         epoch = datetime(2000, 1, 1, tzinfo=moment.tzinfo)
         return epoch + ((moment - epoch) // self.bucket) * self.bucket
 
-    def _partition(self, bucket: datetime, key: str) -> str:
-        return f"{self._prefix(bucket)}{zlib.crc32(key.encode()) % SPREAD:02d}"
+    def _partition(self, bucket: datetime, key: str, spread: bool) -> str:
+        return f"{self._prefix(bucket)}{zlib.crc32(key.encode()) % SPREAD if spread else 0:02d}"
 
     def _prefix(self, bucket: datetime) -> str:
         """What the partitions of a time bucket begin with."""
@@ -65,10 +71,12 @@ class TimeIndex:
     def add(self, items: list[tuple[str, str]], values: dict[str, str] | None = None) -> None:
         """Index (due time ISO, item key) pairs, with `values` by key for those that have one."""
         values = values or {}
+        buckets = [self._bucket_of(parse_iso(due)) for due, _ in items]
+        together = Counter(buckets)
         upsert_in_batches(self._table, [{
-            "PartitionKey": self._partition(self._bucket_of(parse_iso(due)), key),
+            "PartitionKey": self._partition(bucket, key, together[bucket] > TOGETHER),
             "RowKey": f"{due}.{key}", "due": due, "key": key, **({"value": values[key]} if key in values else {}),
-        } for due, key in items])
+        } for bucket, (due, key) in zip(buckets, items)])
 
     def put(self, due: str, key: str, value: str) -> None:
         """Index one item with a value of its own, which `get` reads back."""
@@ -77,7 +85,8 @@ class TimeIndex:
     def get(self, due: str, key: str) -> str | None:
         """The value `put` for an item, or None."""
         try:
-            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due)), key), f"{due}.{key}",
+            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due)), key, spread=False),
+                                            f"{due}.{key}",
                                             select=["value"])
         except ResourceNotFoundError:
             return None

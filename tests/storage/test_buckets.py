@@ -33,11 +33,10 @@ def test_a_large_group_keeps_every_partition_small(account):
     groups, group_id = TaskGroupTable(account), new_slugid()
     members = sorted(new_slugid() for _ in range(1000))
     groups.add_members(group_id, members)
-    for table in ("TaskGroups", "TaskGroupsUnresolved"):
-        sizes = rows_by_partition(account.table(table))
-        assert sum(sizes.values()) == 1000
-        assert len(sizes) >= 600 and max(sizes.values()) <= 8   # about 790 of 2,048 buckets, 1 or 2 rows each
-        assert all(partition.startswith(group_id + SEPARATOR) for partition in sizes)
+    sizes = rows_by_partition(account.table("TaskGroups"))
+    assert sum(sizes.values()) == 2000
+    assert len(sizes) >= 600 and max(sizes.values()) <= 16   # about 790 of 2,048 buckets, 2 or 4 rows each
+    assert all(partition.startswith(group_id + SEPARATOR) for partition in sizes)
 
 
 def test_members_read_back_in_task_id_order_from_any_point(account):
@@ -70,7 +69,6 @@ def test_forgetting_a_group_or_a_graph_leaves_no_row_of_theirs(account):
     graphs.forget(owner)
     only_other = {bucket(other, groups.members(other, "", 1)[0])}
     assert set(rows_by_partition(account.table("TaskGroups"))) == only_other
-    assert set(rows_by_partition(account.table("TaskGroupsUnresolved"))) == only_other
     assert not rows_by_partition(account.table("TaskGraphs")) and not rows_by_partition(account.table("TaskGraphsOpen"))
 
 

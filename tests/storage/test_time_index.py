@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 from shared.domain.timestamps import to_iso
 from shared.storage.account import StorageAccount
-from shared.storage.time_index import SPREAD, TimeIndex
+from shared.storage.time_index import SPREAD, TOGETHER, TimeIndex
 from tests.conftest import unique_prefix
 
 NOON = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
@@ -51,3 +51,20 @@ def test_items_due_at_one_time_are_spread_over_partitions_and_all_come_due(azuri
     assert times.get(to_iso(NOON), "progress") == "page 3"
     times.remove(due)
     assert [item.key for item in times.due(NOON, 500)] == ["progress"]
+
+
+def test_items_written_alone_share_their_bucket_s_first_partition(azurite):
+    """A sweep deletes what it handled in a transaction per partition: tasks created one by
+    one cost it one transaction per 100, not one per partition they were hashed to."""
+    times = index(azurite, timedelta(minutes=1))
+    keys = [f"task{i:03d}" for i in range(40)]
+    for key in keys:
+        times.add([(to_iso(NOON), key)])
+    times.add([(to_iso(NOON + timedelta(seconds=second)), f"few{second}") for second in range(TOGETHER)])
+    partitions = {row["PartitionKey"] for row in times._table.query_entities(   # noqa: SLF001
+        "PartitionKey gt @low and PartitionKey lt @high", parameters={"low": "test.", "high": "test/"})}
+    assert partitions == {"test.20260501T1200.00"}
+    due = times.due(NOON + timedelta(minutes=1), 100)
+    assert len(due) == 40 + TOGETHER
+    times.remove(due)
+    assert times.due(NOON + timedelta(minutes=1), 100) == []
