@@ -7,16 +7,20 @@ the row), so writing a group's 20,000 member rows, or a graph's 30,000 label, ta
 rows, into one partition cost time quadratic in the graph (most of what Azurite did while a
 10,000-task graph was created), and Azure serves one partition at about 2,000 entities/s.
 
-So such rows live in the partition "<owner>~<cc>", where <cc> are the first BUCKET_CHARS
-characters of the task's id. Task ids are slugids, whose first character takes 32 values
-about evenly (64 in general, 32 in the "nice" slugids clients make) and the second 64, so
-an owner has up to 2,048 buckets: a 100,000-task graph's about 50 rows each. One character
-(32 buckets) left 3,000 rows a bucket at 100,000 tasks; walking partitions of that size took
-nine tenths of Azurite's time while such a graph was created. A part of a graph is its tasks in task id order (see `graph_parts`), so
-its rows fall in few buckets, a transaction each. The buckets of an owner sort together
-(after its own partition: '~' sorts after every slugid character) and in the order of
-those characters, so a range query over them reads the rows in task id order, as one
-partition did.
+So such rows live in the partition "<owner>~<c>", where <c> is the first character of the
+task's id. Task ids are slugids, whose first character takes 32 values about evenly (64 in
+general, 32 in the "nice" slugids clients make), so a bucket holds a few percent of the
+rows; the price is that writing or deleting an owner's rows takes a transaction per bucket
+instead of one or two. A part of a graph is its tasks in taskId order (see `graph_parts`),
+so its rows fall in few buckets. Two characters (2,048 buckets) would keep a 100,000-task
+graph's buckets at 50 rows instead of 3,000, but cost a 500-task graph 4 more operations a
+task (its rows of the graph, the group and the fan-in's requirements about one a bucket, a
+transaction each; and a completing task's bucket empty more often than not, so a second
+query) and the expiry of a group of 100 its members' rows deleted a transaction each: the
+width would have to follow the owner's size. The buckets of an owner sort together (after
+its own partition: '~' sorts after every slugid character) and in the order of that
+character, so a range query over them reads the rows in task id order, as one partition
+did.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
 
 SEPARATOR = "~"
-BUCKET_CHARS = 2
 IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
 # Rows left from which an owner is large, and its task's bucket is looked at first: with
 # fewer, Azurite's sort is cheap, and an owner of a few rows a bucket would find its bucket
@@ -42,7 +45,7 @@ REMEMBERED = 4096       # owners whose size this process remembers
 
 def bucket(owner: str, task_id: str) -> str:
     """The partition of `owner`'s row for task `task_id`."""
-    return f"{owner}{SEPARATOR}{task_id[:BUCKET_CHARS]}"
+    return f"{owner}{SEPARATOR}{task_id[:1]}"
 
 
 def bucket_range(owner: str) -> dict:
