@@ -1,23 +1,23 @@
 """Time-ordered index rows: "at time T, look at item X", read only when they come due.
 
 PartitionKey = `<index name>.<bucket>.<spread>` where a bucket is some minutes (or a day)
-of the due time and the spread one of SPREAD partitions the bucket's rows are hashed over
-by item key, RowKey = `<due time ISO>.<item key>`. A sweep walks the buckets from its
-cursor up to now and reads only rows whose due time has passed, so its cost follows what
-is due, never how much is stored. Rows are hints: the sweeper checks the real row before
-acting, so an obsolete index row (a claim that was reclaimed since) costs one read and
-nothing else.
+of the due time and the spread one of its SPREAD partitions (see below), RowKey = `<due
+time ISO>.<item key>`. A sweep walks the buckets from its cursor up to now and reads only
+rows whose due time has passed, so its cost follows what is due, never how much is stored.
+Rows are hints: the sweeper checks the real row before acting, so an obsolete index row (a
+claim that was reclaimed since) costs one read and nothing else.
 
 Tasks created together often share a deadline and an expiry (a decision task's, a
 graph's): in one partition, a 100,000-task graph's deadline rows were a partition that
 Azurite walks for every write (it finds a row by scanning its partition), and that Azure
 serves at 2,000 entities/s; 4 partitions still left 25,000 rows each, and walking them was
-a large part of Azurite's work while the graph was created. So rows of one bucket written
-at once, more than TOGETHER of them, are hashed over SPREAD partitions; a row written
-alone (a task created by itself) goes to the bucket's first partition, because a sweep
-deletes the rows it handled in a transaction per partition: spreading every row cost a
-lifecycle 0.6 round trips more. Rows written together in one partition go in 100-row
-transactions.
+a large part of Azurite's work while the graph was created. So rows due at the same time
+and written at once, more than TOGETHER of them (a graph part's deadlines, a sweep's batch
+of a group's expiries), go to one of the bucket's SPREAD partitions chosen by a hash of
+the write's first key: one transaction per 100 rows, and a graph's parts spread over all.
+Other rows (a task created by itself) go to the bucket's first partition. Hashing each row
+by its own key cost a lifecycle 0.6 round trips more, since a sweep writes and deletes a
+transaction per partition.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from .batches import delete_in_batches, upsert_in_batches
 from .queries import first_rows
 
 CURSOR_PARTITION = "cursors"
-SPREAD = 32     # partitions a time bucket's rows written together are hashed over
-TOGETHER = 16   # rows of one time bucket in one write beyond which they are spread
+SPREAD = 32     # partitions a time bucket's rows written together are spread over
+TOGETHER = 16   # rows due at one time in one write beyond which they are spread
 # The cursor stays this far behind now, so rows written by a host whose clock runs a
 # little behind ours still land at or after the cursor.
 CURSOR_LAG = timedelta(minutes=10)
@@ -61,8 +61,9 @@ class TimeIndex:
         epoch = datetime(2000, 1, 1, tzinfo=moment.tzinfo)
         return epoch + ((moment - epoch) // self.bucket) * self.bucket
 
-    def _partition(self, bucket: datetime, key: str, spread: bool) -> str:
-        return f"{self._prefix(bucket)}{zlib.crc32(key.encode()) % SPREAD if spread else 0:02d}"
+    def _partition(self, bucket: datetime, spread_by: str) -> str:
+        """The bucket's partition for rows spread by `spread_by`, or its first (no spread)."""
+        return f"{self._prefix(bucket)}{zlib.crc32(spread_by.encode()) % SPREAD if spread_by else 0:02d}"
 
     def _prefix(self, bucket: datetime) -> str:
         """What the partitions of a time bucket begin with."""
@@ -72,9 +73,12 @@ class TimeIndex:
         """Index (due time ISO, item key) pairs, with `values` by key for those that have one."""
         values = values or {}
         buckets = [self._bucket_of(parse_iso(due)) for due, _ in items]
-        together = Counter(buckets)
+        together = Counter(due for due, _ in items)
+        first = {}   # due time -> the key of its first row in this write
+        for due, key in items:
+            first.setdefault(due, key)
         upsert_in_batches(self._table, [{
-            "PartitionKey": self._partition(bucket, key, together[bucket] > TOGETHER),
+            "PartitionKey": self._partition(bucket, first[due] if together[due] > TOGETHER else ""),
             "RowKey": f"{due}.{key}", "due": due, "key": key, **({"value": values[key]} if key in values else {}),
         } for bucket, (due, key) in zip(buckets, items)])
 
@@ -85,7 +89,7 @@ class TimeIndex:
     def get(self, due: str, key: str) -> str | None:
         """The value `put` for an item, or None."""
         try:
-            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due)), key, spread=False),
+            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due)), ""),
                                             f"{due}.{key}",
                                             select=["value"])
         except ResourceNotFoundError:
