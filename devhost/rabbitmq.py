@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import system_packages
 from .processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
 
 SERVER = "rabbitmq-server"
@@ -38,10 +39,7 @@ def ensure_installed() -> str:
     if os.geteuid() != 0:
         raise BrokerUnavailable("RabbitMQ is not installed; install it with: sudo apt-get install -y "
                                 "rabbitmq-server (or set EVENTS_AMQP_URL to a broker of yours)")
-    print("==> installing RabbitMQ from the system's packages (apt-get, about a minute)", flush=True)
-    quiet = {"stdout": subprocess.DEVNULL, "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, **quiet)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "rabbitmq-server"], check=True, **quiet)
+    system_packages.install(["rabbitmq-server"], lambda: find_server() is not None, "about a minute")
     server = find_server()
     if not server:
         raise BrokerUnavailable("rabbitmq-server was installed but cannot be found")

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+
+from devhost import system_packages
 
 PACKAGES = ("chromium", "chromium-driver")
 
@@ -21,11 +22,8 @@ def ensure_chromium() -> tuple[str, str]:
     if os.geteuid() != 0:
         raise RuntimeError("the browser tests need Debian's chromium and chromium-driver: "
                            f"sudo apt-get install -y {' '.join(PACKAGES)}")
-    print("==> installing chromium and chromium-driver with apt-get (once)", flush=True)
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=environment, stdout=subprocess.DEVNULL)
-    subprocess.run(["apt-get", "install", "-y", "-q", *PACKAGES], check=True, env=environment,
-                   stdout=subprocess.DEVNULL)
+    system_packages.install(list(PACKAGES), lambda: bool(shutil.which("chromium") and shutil.which("chromedriver")),
+                            "once")
     return shutil.which("chromium"), shutil.which("chromedriver")
 
 
