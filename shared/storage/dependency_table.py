@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .account import StorageAccount
-from .batches import delete_row, upsert_in_tables
+from .batches import delete_row
 from .buckets import bucket, first_bucket_rows
 from .table_shards import TableShards
 
@@ -31,10 +31,10 @@ class DependencyTable:
 
     def add(self, edges: list[tuple[str, Dependent, str]]) -> None:
         """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
-        upsert_in_tables([(table, [
-            {"PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id,
-             "requires": dependent.requires, "waitsOn": dependent.waits_on, "expires": expires}
-            for required_id, dependent, expires in part]) for table, part in self._shards.split(edges, lambda edge: edge[0])])
+        self._shards.upsert([(required_id, {
+            "PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id,
+            "requires": dependent.requires, "waitsOn": dependent.waits_on, "expires": expires})
+            for required_id, dependent, expires in edges])
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""

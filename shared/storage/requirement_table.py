@@ -12,7 +12,7 @@ one of the table's shards (see `table_shards`).
 from __future__ import annotations
 
 from .account import StorageAccount
-from .batches import delete_row, upsert_in_tables
+from .batches import delete_row
 from .buckets import bucket, first_keys, forget_buckets
 from .table_shards import TableShards
 
@@ -23,12 +23,12 @@ class RequirementTable:
 
     def add(self, rows: list[tuple[str, str, str]]) -> None:
         """Requirements as (waiting taskId, required taskId, expiry), batched per bucket."""
-        upsert_in_tables([(table, [{"PartitionKey": bucket(task_id, required_id), "RowKey": required_id, "expires": expires}
-                                   for task_id, required_id, expires in part])
-                          for table, part in self._shards.split(rows, lambda row: row[0])])
+        self._shards.upsert([(task_id, {"PartitionKey": bucket(task_id, required_id), "RowKey": required_id,
+                                        "expires": expires}) for task_id, required_id, expires in rows])
 
     def satisfy(self, task_id: str, required_id: str) -> None:
-        delete_row(self._shards.of(task_id), bucket(task_id, required_id), required_id)  # a resolution may be handled twice
+        # a resolution may be handled twice: a row gone already is no error
+        delete_row(self._shards.of(task_id), bucket(task_id, required_id), required_id)
 
     def remaining(self, task_id: str, limit: int = 1) -> list[str]:
         return first_keys(self._shards.of(task_id), task_id, "", "", limit)

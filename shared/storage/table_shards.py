@@ -14,12 +14,12 @@ as in a single table.
 from __future__ import annotations
 
 import zlib
-from itertools import groupby
 from typing import Callable, Iterable
 
 from azure.data.tables import TableClient
 
 from .account import StorageAccount
+from .batches import upsert_in_tables
 
 SHARDS = 32
 
@@ -31,11 +31,23 @@ class TableShards:
 
     def of(self, owner: str) -> TableClient:
         """The table holding `owner`'s rows (`<name>00` to `<name>31`, made on first use)."""
-        return self._account.table(f"{self._name}{zlib.crc32(owner.encode()) % SHARDS:02d}")
+        return self._table(self._shard(owner))
 
     def split(self, rows: Iterable, owner_of: Callable) -> list[tuple[TableClient, list]]:
-        """`rows` grouped by the table of their owner (`owner_of(row)`)."""
-        keyed = sorted(((zlib.crc32(owner_of(row).encode()) % SHARDS, index, row) for index, row in enumerate(rows)),
-                       key=lambda item: item[:2])
-        return [(self._account.table(f"{self._name}{shard:02d}"), [row for _, _, row in group])
-                for shard, group in groupby(keyed, key=lambda item: item[0])]
+        """`rows` grouped by the table of their owner (`owner_of(row)`), in their order."""
+        groups: dict[int, list] = {}
+        for row in rows:
+            groups.setdefault(self._shard(owner_of(row)), []).append(row)
+        return [(self._table(shard), part) for shard, part in groups.items()]
+
+    def upsert(self, rows: list[tuple[str, dict]]) -> None:
+        """Entities given as (owner, entity), each in its owner's table, a transaction per
+        partition (see `batches.upsert_in_tables`)."""
+        upsert_in_tables([(table, [entity for _, entity in part])
+                          for table, part in self.split(rows, lambda row: row[0])])
+
+    def _shard(self, owner: str) -> int:
+        return zlib.crc32(owner.encode()) % SHARDS
+
+    def _table(self, shard: int) -> TableClient:
+        return self._account.table(f"{self._name}{shard:02d}")

@@ -5,10 +5,10 @@ task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until i
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
 with the group): the group is resolved when no unresolved row is left, which one query of
 one row tells, however large the group. A task's member and unresolved rows are written
-together in one transaction (unlike a graph's open labels, which are a table of their own:
-in a table of their own, the unresolved rows cost a task created alone a second write). The group's
-events (resolved, sealed) are written with the change they announce, in the group row's
-outbox columns (see `outbox`).
+together in one transaction (a graph's open labels are a table of their own; unresolved
+rows in one would cost a task created alone a second write). The group's events (resolved,
+sealed) are written with the change they announce, in the group row's outbox columns (see
+`outbox`).
 """
 
 from __future__ import annotations
