@@ -1,19 +1,30 @@
-"""A new task graph's tasks, created part by part by queue-triggered functions, so that a
-graph of thousands of tasks is accepted in seconds.
+"""A new task graph's tasks, or an extension's, created part by part by queue-triggered
+functions, so that a graph or an extension of thousands of tasks is accepted in seconds.
 
-The PUT checks the whole graph (nothing is written if it is refused), stores it as parts
-of at most PART_TASKS tasks, inserts the graph row (state `creating`) and sends a message
-per part; each message creates its part's tasks. Every task of a graph is created
-*unscheduled*, waiting for its requirements, so no task of the graph can run, let alone
-resolve, before every task exists (a resolution can then never miss a dependent that is
-not written yet). A part's row is deleted once its tasks exist; whoever deletes the last
-one starts the graph: its roots are scheduled and its state becomes `running`.
+The PUT (or the extension) checks all its tasks (nothing is written if it is refused),
+stores them as parts of at most PART_TASKS tasks, sets the graph's state to `creating` and
+sends a message per part; each message creates its part's tasks. A part's row is deleted
+once its tasks exist; whoever deletes the last one ends the creation: the graph becomes
+`running` (or `finished`, if everything it holds has completed meanwhile).
+
+A new graph's tasks are all created *unscheduled*, waiting for their requirements, so no
+task of the graph can run, let alone resolve, before every task exists (a resolution can
+then never miss a dependent not written yet); the creation's end schedules its roots.
+
+An extension's tasks may require tasks that ran long ago, and usually most of them can run
+at once, so they are created as createTask creates tasks: ready ones scheduled, the others
+waiting on what they require, found as it is now. So that every task's requirements exist
+before it does, the parts come in *stages*: a part's tasks require only tasks of the graph
+before the extension, of their own part, or of parts of earlier stages, and a stage's parts
+are sent once every earlier stage's are created (a chain of 500 is five stages, not 500).
 
 Handling a part twice, or two parts at once, changes nothing: tasks are inserted or found
 equal, every other row is an upsert, scheduling is idempotent, and the state changes by a
-conditional write. A part whose handler dies is delivered again; parts that make no
-progress (their messages lost, or held by a dead process) are sent again by the repair
-sweep, which looks at a graph being created every repair delay.
+conditional write. An extension's part is marked begun before its tasks are written, and a
+part found begun is created reading which of its tasks exist (they may be running already;
+their rows are not written again). A part whose handler dies is delivered again; parts that
+make no progress (their messages lost, or held by a dead process) are sent again by the
+repair sweep, which looks at a graph being created every repair delay.
 """
 
 from __future__ import annotations
@@ -26,8 +37,9 @@ from datetime import timedelta
 
 from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from ..domain.timestamps import utcnow
+from ..storage.errors import ChangedSinceRead
 from ..storage.message_queue import MessageQueue
-from ..storage.task_graph_table import LabelRecord, TaskGraphTable
+from ..storage.task_graph_table import EXTENDED, LabelRecord, Part, TaskGraphTable, part_stage
 from .conditional import change_until_saved
 from .dependencies import Dependencies
 from .resolution_events import ResolutionEvents
@@ -50,78 +62,140 @@ class GraphParts:
         self.messages = messages
         self.safety_delay = safety_delay
 
-    def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict]) -> None:
-        """Keep the checked graph as parts, before its graph row makes it exist. A part is
-        a run of the tasks in taskId order, so that its rows of the graph, the group and the
-        dependencies fall in few buckets (see `buckets`): a transaction each."""
-        self.graphs.add_parts(graph_id, _split([{
-            "label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
-            "reruns": node.reruns, "definition": definitions[node.task_id]}
-            for node in sorted(nodes, key=lambda node: node.task_id)]))
+    def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], extension: str = "") -> None:
+        """Keep the checked graph (or the `extension` with this fingerprint) as parts, before
+        anything makes it exist. A new graph's part is a run of its tasks in taskId order, so
+        that its rows of the graph, the group and the dependencies fall in few buckets (see
+        `buckets`): a transaction each. An extension's tasks are in that order within each
+        of its waves (each task after what it requires), and its parts are staged."""
+        entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
+                                  "reruns": node.reruns, "definition": definitions[node.task_id]} for node in nodes}
+        if not extension:
+            parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
+        else:
+            wave = _waves(nodes)
+            parts = _staged(_split([entries[task_id] for task_id in sorted(entries, key=lambda t: (wave[t], t))]))
+        self.graphs.add_parts(graph_id, parts, extension)
 
     def dispatch(self, graph_id: str, inline: bool) -> None:
         """Have the parts still stored created: by the queue trigger, or (`inline`, a small
         graph) here and now, with a delayed message each in case this process dies."""
-        numbers = self.graphs.parts(graph_id)
-        self._send(graph_id, numbers, self.safety_delay if inline else timedelta(0))
-        self.events.intend_graph_check(graph_id, len(numbers))
-        if inline:
-            for number in numbers:
-                self.create_part(graph_id, number)
+        keys = self.graphs.parts(graph_id)
+        first = _first_stage(keys)
+        self._send(graph_id, first, self.safety_delay if inline else timedelta(0))
+        self.events.intend_graph_check(graph_id, len(keys))
+        for key in first if inline else []:
+            self.create_part(graph_id, key)
+        if not keys:
+            self._end_creation(graph_id)   # a resumed creation whose last handler died before
 
     def check(self, graph_id: str, parts_left: int, stalls: int = 0) -> bool:
         """The repair sweep's look at a graph being created, which had `parts_left` parts
         to create when the look was planned. If none was created since, their messages were
         lost or are held by a process that died (for minutes: a queue's hold on a message):
-        send them again, and look again later each time the graph stalls again (`stalls`
-        looks in a row did). True if it sent them."""
-        numbers = self.graphs.parts(graph_id)
-        if not numbers:
-            self._start_if_complete(graph_id)  # the last part's handler may have died before
+        send its earliest stage's again, and look again later each time the graph stalls
+        again (`stalls` looks in a row did). True if it sent them."""
+        keys = self.graphs.parts(graph_id)
+        if not keys:
+            self._end_creation(graph_id)  # the last part's handler may have died before
             return False
-        stalled = len(numbers) >= parts_left
+        stalled = len(keys) >= parts_left
         if stalled:
-            log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(numbers),
+            log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(keys),
                         extra={"taskGraphId": graph_id})
-            self._send(graph_id, numbers, timedelta(0))
-        self.events.intend_graph_check(graph_id, len(numbers), stalls + 1 if stalled else 0)
+            self._send(graph_id, _first_stage(keys), timedelta(0))
+        self.events.intend_graph_check(graph_id, len(keys), stalls + 1 if stalled else 0)
         return stalled
 
-    def _send(self, graph_id: str, numbers: list[int], delay: timedelta) -> None:
-        for number in numbers:
-            self.messages.send({"taskGraphId": graph_id, "part": number}, delay)
+    def _send(self, graph_id: str, keys: list[str], delay: timedelta) -> None:
+        for key in keys:
+            self.messages.send({"taskGraphId": graph_id, "part": key}, delay)
 
-    def create_part(self, graph_id: str, number: int) -> None:
-        """Create the tasks of one part (the queue trigger's work), then start the graph if
-        that was the last part."""
-        nodes = self.graphs.load_part(graph_id, number)
-        if nodes is not None:
-            definitions = {node["taskId"]: node["definition"] for node in nodes}
-            plan = self.creation.prepare(definitions, unused_ids=True, held=True)
-            # Labels before tasks: a task's resolution looks up its label.
-            self.graphs.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
-                                                node["reruns"], node["reruns"]) for node in nodes])
-            self.creation.carry_out(plan, utcnow())
-            self.graphs.remove_part(graph_id, number)
-            log.info("task graph %s: part %d created (%d tasks)", graph_id, number, len(nodes),
-                     extra={"taskGraphId": graph_id})
-        self._start_if_complete(graph_id)
+    def create_part(self, graph_id: str, key: str) -> None:
+        """Create the tasks of one part (the queue trigger's work); then send the next stage
+        if that was its stage's last part, or end the creation if it was the last part."""
+        part = self.graphs.load_part(graph_id, key)
+        if part is None:
+            if not self.graphs.any_part(graph_id):
+                self._end_creation(graph_id)   # the last part's handler may have died before
+            return
+        plan = self._plan(graph_id, part)
+        # Labels before tasks: a task's resolution looks up its label. A task that exists
+        # has its label already; writing it again would reopen a completed one.
+        self.graphs.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
+                                            node["reruns"], node["reruns"])
+                                for node in part.nodes if node["taskId"] not in plan.existing])
+        self.creation.carry_out(plan, utcnow())
+        self.graphs.remove_part(graph_id, key)
+        log.info("task graph %s: part %s created (%d tasks)", graph_id, key, len(part.nodes),
+                 extra={"taskGraphId": graph_id})
+        keys = self.graphs.parts(graph_id)
+        if not keys:
+            self._end_creation(graph_id)
+        elif part_stage(keys[0]) > part.stage:
+            self._send(graph_id, _first_stage(keys), timedelta(0))
 
-    def _start_if_complete(self, graph_id: str) -> None:
+    def _plan(self, graph_id: str, part: Part):
+        definitions = {node["taskId"]: node["definition"] for node in part.nodes}
+        if not part.extension:
+            return self.creation.prepare(definitions, unused_ids=True, held=True)
+        begun = part.begun
+        if not begun:
+            try:
+                self.graphs.begin_part(part, graph_id)
+            except ChangedSinceRead:   # another handler began it meanwhile
+                begun = True
+        # Unless begun before, none of its tasks exists: not read one by one to find so.
+        return self.creation.prepare(definitions, unused_ids=not begun, accepted=True)
+
+    def _end_creation(self, graph_id: str) -> None:
+        """Every part created: a new graph starts (its roots scheduled), an extension is
+        marked done; the graph leaves `creating` for `running`, or `finished` if every task
+        it holds has completed already."""
         if self.graphs.any_part(graph_id):
             return
         graph = self.graphs.load_graph(graph_id)
-        if graph is None or graph.state != CREATING:
+        if graph is None or (graph.state != CREATING and not graph.extension):
             return
-        roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
-        list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
+        if graph.extension:
+            self.graphs.mark_extension(graph_id, graph.extension, EXTENDED)
+            roots = []
+        else:
+            roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
+            list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
         # The roots may have completed already, every label with them: then it is finished.
         change_until_saved(lambda: self.graphs.load_graph(graph_id),
-                           lambda g: replace(g, state=RUNNING if self.graphs.any_open(graph_id) else FINISHED)
-                           if g.state == CREATING else g,
+                           lambda g: replace(g, extension="", state=(RUNNING if self.graphs.any_open(graph_id)
+                                                                      else FINISHED) if g.state == CREATING else g.state)
+                           if g.state == CREATING or g.extension else g,
                            self.graphs.save_graph)
-        log.info("task graph %s started: %d root tasks scheduled", graph_id, len(roots),
+        log.info("task graph %s: every task created (%s)", graph_id,
+                 f"extension {graph.extension}" if graph.extension else f"{len(roots)} root tasks scheduled",
                  extra={"taskGraphId": graph_id})
+
+
+def _first_stage(keys: list[str]) -> list[str]:
+    return [key for key in keys if part_stage(key) == part_stage(keys[0])] if keys else []
+
+
+def _waves(nodes: list[Node]) -> dict[str, int]:
+    """taskId -> its wave among `nodes` (each after what it requires, as `build_nodes` orders
+    them): 0 if it requires none of them, else one more than the latest of those it does."""
+    wave: dict[str, int] = {}
+    for node in nodes:
+        wave[node.task_id] = 1 + max((wave[r] for r in node.required_ids if r in wave), default=-1)
+    return wave
+
+
+def _staged(parts: list[list[dict]]) -> list[tuple[int, list[dict]]]:
+    """Each part with its stage: one after the latest stage of the other parts holding tasks it
+    requires (parts come in wave order, so those are earlier ones)."""
+    part_of = {node["taskId"]: number for number, part in enumerate(parts) for node in part}
+    stages: list[int] = []
+    for number, part in enumerate(parts):
+        earlier = {part_of[r] for node in part for r in node["requires"] if part_of.get(r, number) != number}
+        stages.append(1 + max((stages[other] for other in earlier), default=-1))
+    return list(zip(stages, parts))
 
 
 def _split(nodes: list[dict]) -> list[list[dict]]:

@@ -53,6 +53,7 @@ class Plan:
     outside: dict[str, TaskRecord]       # dependencies of `new` outside the batch
     groups: dict                         # groupId -> the group as read (None: new)
     held: bool = False                   # create unscheduled, whatever the dependencies
+    accepted: bool = False               # accepted before (with their graph): a seal since does not refuse them
 
 
 class TaskCreation:
@@ -69,7 +70,8 @@ class TaskCreation:
         """Create normalized `definitions` (taskId -> definition); statuses by taskId."""
         return self.carry_out(self.prepare(definitions), now)
 
-    def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False) -> Plan:
+    def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False,
+                accepted: bool = False) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
@@ -78,26 +80,28 @@ class TaskCreation:
         concurrent creation of the same ones is still caught when the rows are inserted.
         `held`: one part of a new graph, whose dependencies were checked with the whole
         graph and are all the graph's own tasks, which cannot have run yet: the tasks are
-        created unscheduled, waiting for them, until the graph starts; they were accepted
-        with the graph, so a seal of its group since then does not refuse them.
+        created unscheduled, waiting for them, until the graph starts. `accepted` (implied by
+        `held`): the tasks were accepted with their graph or extension, so a seal of its group
+        since then does not refuse them.
         """
+        accepted = accepted or held
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
         # The three reads are independent: made at once, they cost one round trip of waiting.
         existing, outside, groups = at_once(_STEPS, [
             lambda: {} if unused_ids else self._existing(definitions),
             lambda: {} if held else self.dependencies.check(definitions),
-            lambda: self.groups.check(definitions, accepted=held)], settle=True)
+            lambda: self.groups.check(definitions, accepted=accepted)], settle=True)
         if isinstance(existing, Exception):
             raise existing
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         if existing:  # tasks that exist are answered as they are: check only the others
             outside = {} if held else self.dependencies.check(new)
-            groups = self.groups.check(new, accepted=held)
+            groups = self.groups.check(new, accepted=accepted)
         for checked in (outside, groups):
             if isinstance(checked, Exception):
                 raise checked
-        return Plan(list(definitions), existing, new, outside, groups, held)
+        return Plan(list(definitions), existing, new, outside, groups, held, accepted)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -132,7 +136,7 @@ class TaskCreation:
                                     for task_id, status in statuses.items() if status.runs])
             return registration
         _, _, registration = at_once(_STEPS, [
-            lambda: self.groups.join_many(new, plan.groups, accepted=plan.held),
+            lambda: self.groups.join_many(new, plan.groups, accepted=plan.accepted),
             lambda: self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()]),
             register_and_hint])
         records = {}

@@ -26,7 +26,7 @@ from ..validation import validate
 from .conditional import change_until_saved
 from .graph_parts import INLINE_TASKS, GraphParts
 from .resolution_events import Resolution
-from .task_creation import Plan, TaskCreation
+from .task_creation import TaskCreation
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
@@ -74,10 +74,12 @@ class TaskGraphs:
         return self.status(graph_id)
 
     def extend(self, graph_id: str, request: dict, authorize: Authorize = lambda definitions: None) -> dict:
-        """Add tasks, which may require labels already in the graph. Sending the same
-        extension again answers with the graph's status, and resumes it if a crash
-        interrupted it (its labels are then this extension's own, not a clash).
-        `authorize(definitions)` checks the caller may create the new tasks."""
+        """Add tasks, which may require labels already in the graph: checked whole, stored,
+        and created like a new graph's (see `graph_parts`), the graph `creating` meanwhile; a
+        large extension answers `creating` at once. Sending the same extension again answers
+        with the graph's status, and resumes it if a crash interrupted it (its labels are
+        then this extension's own, not a clash). `authorize(definitions)` checks the caller
+        may create the new tasks."""
         graph = self._existing(graph_id)
         fingerprint = task_graph.fingerprint(request)
         progress = self.graphs.extension(graph_id, fingerprint)
@@ -86,32 +88,24 @@ class TaskGraphs:
             return self.status(graph_id)
         if progress is None and graph.state in (BLOCKED, CREATING):
             raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
-        now = utcnow()
-        known = {label.label: label.task_id for label in self.graphs.labels(graph_id)
-                 if progress is None or label.label not in request["tasks"]}
+        known = {label: task_graph.task_id_for(graph_id, label) for label in self.graphs.label_names(graph_id)
+                 if progress is None or label not in request["tasks"]}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
-        definitions = _definitions(nodes, now)
+        definitions = _definitions(nodes, utcnow())
         authorize(definitions)
-        # Its taskIds derive from the graph's id and labels new to it: unless an earlier
-        # attempt of this extension began, none exists, and reading them one by one to find
-        # so cost a round trip per task (a clash is still caught when the rows are inserted).
-        plan = self.creation.prepare(definitions, unused_ids=progress is None)
-        self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
-        self._add_labels(graph_id, nodes, plan)
-        # Running again before any new task exists: a new task that completes at once
-        # must find the graph running, or nothing would ever finish it again.
-        self._set_state(graph_id, lambda g: replace(g, state=RUNNING) if g.state == FINISHED else g)
-        self.creation.carry_out(plan, now)
-        self.graphs.mark_extension(graph_id, fingerprint, EXTENDED)
+        if progress is None:
+            # Its taskIds derive from the graph's id and labels new to it, so none exists:
+            # not read one by one to find so (a clash is still caught when rows are inserted).
+            self.creation.prepare(definitions, unused_ids=True)   # a refusal leaves no trace
+            self.parts.store(graph_id, nodes, definitions, extension=fingerprint)
+            self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
+        # `creating` before any new task exists: a graph whose tasks all complete meanwhile
+        # must not finish while tasks are still to come (the creation's end decides).
+        self._set_state(graph_id, lambda g: replace(g, state=CREATING, extension=fingerprint)
+                        if g.state in (RUNNING, FINISHED) else g)
+        self.parts.dispatch(graph_id, inline=len(nodes) <= INLINE_TASKS)
         log.info("task graph %s extended with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
         return self.status(graph_id)
-
-    def _add_labels(self, graph_id: str, nodes: list[Node], plan: Plan) -> None:
-        """The label rows of nodes whose task does not exist yet. A node whose task exists
-        had all its rows written before it (by an earlier attempt); writing them again
-        would reopen a completed label and reset its reruns."""
-        self.graphs.add_labels([LabelRecord(graph_id, node.label, node.task_id, node.required_ids, node.reruns,
-                                            node.reruns) for node in nodes if node.task_id not in plan.existing])
 
     def _insert(self, graph: GraphRecord) -> GraphRecord:
         try:

@@ -3,9 +3,11 @@ buckets (see `buckets`) for the rows that come one per task, so that no partitio
 with the graph.
 
 In the graph's partition, RowKeys:
-- "graph": routing, state, the creation request's fingerprint, which labels block it;
-- "part.<number>": nodes of a new graph whose tasks are still to be created (see
-  `graph_parts`), deleted once they exist;
+- "graph": routing, state, the creation request's fingerprint, which labels block it, and
+  the fingerprint of the extension whose tasks are being created, if one is;
+- "part.<stage>.<number>": nodes of a new graph or an extension whose tasks are still to
+  be created (see `graph_parts`), deleted once they exist; an extension's part says which
+  extension it is of and whether its creation was begun;
 - "extension.<fingerprint>": an extension begun (`progress` EXTENDING: a repeat resumes it)
   or applied (EXTENDED: a repeat is a no-op).
 
@@ -48,7 +50,22 @@ class GraphRecord:
     state: str
     fingerprint: str
     blocked_by: tuple[str, ...] = ()
+    extension: str = ""       # the fingerprint of the extension being created, if one is
     etag: str | None = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """Nodes whose tasks are still to be created (see `graph_parts`)."""
+    key: str                  # "<stage>.<number>": every part of a stage after every earlier one
+    nodes: list[dict]
+    extension: str            # the fingerprint of the extension it is of; "" for a new graph's
+    begun: bool               # a creation of it was begun (it may have died midway)
+    etag: str | None = None
+
+    @property
+    def stage(self) -> int:
+        return part_stage(self.key)
 
 
 @dataclass(frozen=True)
@@ -80,7 +97,7 @@ class TaskGraphTable:
         if row is None:
             return None
         return GraphRecord(graph_id, row["routing"], row["state"], row["fingerprint"],
-                           tuple(json.loads(row["blockedBy"])), row.metadata.get("etag"))
+                           tuple(json.loads(row["blockedBy"])), row.get("extension", ""), row.metadata.get("etag"))
 
     def save_graph(self, graph: GraphRecord) -> GraphRecord:
         return replace(graph, etag=self._save(_graph_entity(graph), graph.etag, graph.graph_id))
@@ -113,6 +130,13 @@ class TaskGraphTable:
                                           parameters=bucket_range(graph_id))
         return sorted((_label(graph_id, row) for row in rows), key=lambda record: record.label)
 
+    def label_names(self, graph_id: str) -> list[str]:
+        """The graph's labels, without their rows (an extension's check: a fraction of the
+        bytes of `labels` for a graph of 100,000)."""
+        rows = self._table.query_entities(IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'",
+                                          parameters=bucket_range(graph_id), select=["RowKey"])
+        return [row["RowKey"][len("label."):] for row in rows]
+
     def label_of(self, graph_id: str, task_id: str) -> str | None:
         row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
         return row["label"] if row is not None else None
@@ -131,30 +155,37 @@ class TaskGraphTable:
         return any_row(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
                        {"pk": graph_id, "start": f"{kind}.", "end": f"{kind}/"})
 
-    def add_parts(self, graph_id: str, parts: list[list[dict]]) -> None:
-        """The parts of a graph still to be created, each a list of nodes (JSON), one row
-        each (a part may hold up to a megabyte: one to a request)."""
-        rows = [{"PartitionKey": graph_id, "RowKey": _part_key(number),
-                 **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
-                for number, nodes in enumerate(parts)]
+    def add_parts(self, graph_id: str, parts: list[tuple[int, list[dict]]], extension: str = "") -> None:
+        """The parts of a graph or `extension` still to be created, each (its stage, its nodes
+        as JSON), one row each (a part may hold up to a megabyte: one to a request)."""
+        rows = [{"PartitionKey": graph_id, "RowKey": f"part.{stage:05d}.{number:06d}", "extension": extension,
+                 "begun": False, **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
+                for number, (stage, nodes) in enumerate(parts)]
         list(_WRITERS.map(self._table.upsert_entity, rows))
 
-    def load_part(self, graph_id: str, number: int) -> list[dict] | None:
-        row = self._get(graph_id, _part_key(number))
-        return json.loads(long_text.from_columns("nodes", row)) if row is not None else None
+    def load_part(self, graph_id: str, key: str) -> Part | None:
+        row = self._get(graph_id, f"part.{key}")
+        if row is None:
+            return None
+        return Part(key, json.loads(long_text.from_columns("nodes", row)), row.get("extension", ""),
+                    bool(row.get("begun")), row.metadata.get("etag"))
 
-    def parts(self, graph_id: str) -> list[int]:
-        """The numbers of the parts not created yet."""
+    def begin_part(self, part: Part, graph_id: str) -> None:
+        """Mark the part's creation begun; ChangedSinceRead if it changed since `part` was read."""
+        self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": True}, part.etag, part.key)
+
+    def parts(self, graph_id: str) -> list[str]:
+        """The keys of the parts not created yet, earliest stage first."""
         rows = self._table.query_entities(
             "PartitionKey eq @pk and RowKey gt 'part.' and RowKey lt 'part/'", parameters={"pk": graph_id},
             select=["RowKey"])
-        return [int(row["RowKey"][len("part."):]) for row in rows]
+        return sorted(row["RowKey"][len("part."):] for row in rows)
 
     def any_part(self, graph_id: str) -> bool:
         return self._any(graph_id, "part")
 
-    def remove_part(self, graph_id: str, number: int) -> None:
-        delete_row(self._table, graph_id, _part_key(number))
+    def remove_part(self, graph_id: str, key: str) -> None:
+        delete_row(self._table, graph_id, f"part.{key}")
 
     def forget(self, graph_id: str) -> None:
         forget_buckets(self._open, graph_id)
@@ -186,7 +217,8 @@ class TaskGraphTable:
 
 def _graph_entity(graph: GraphRecord) -> dict:
     return {"PartitionKey": graph.graph_id, "RowKey": "graph", "routing": graph.routing, "state": graph.state,
-            "fingerprint": graph.fingerprint, "blockedBy": json.dumps(list(graph.blocked_by))}
+            "fingerprint": graph.fingerprint, "blockedBy": json.dumps(list(graph.blocked_by)),
+            "extension": graph.extension}
 
 
 def _label_entity(record: LabelRecord) -> dict:
@@ -202,5 +234,5 @@ def _label(graph_id: str, row) -> LabelRecord:
                        row["rerunOfRun"], row.metadata.get("etag"))
 
 
-def _part_key(number: int) -> str:
-    return f"part.{number:06d}"
+def part_stage(key: str) -> int:
+    return int(key.split(".")[0])

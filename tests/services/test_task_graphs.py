@@ -37,6 +37,14 @@ def run_labels(services, graph_id, task_queue_id, outcome="completed") -> list[s
     return sorted(names[task_id] for task_id in run(services, task_queue_id, outcome))
 
 
+def run_all_labels(services, graph_id, task_queue_id) -> list[str]:
+    """`run_labels` until nothing is pending (it claims 32 at a time)."""
+    ran = []
+    while batch := run_labels(services, graph_id, task_queue_id):
+        ran += batch
+    return ran
+
+
 def state(services, graph_id) -> str:
     return services.task_graphs.status(graph_id)["status"]["state"]
 
@@ -167,11 +175,73 @@ def test_a_graph_is_stored_as_parts_of_tasks_in_task_id_order(services, task_que
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"task-{i:03d}": {} for i in range(250)}))
     graphs = services.task_graphs.graphs
-    parts = [[node["taskId"] for node in graphs.load_part(graph_id, number)] for number in graphs.parts(graph_id)]
+    parts = [[node["taskId"] for node in graphs.load_part(graph_id, key).nodes] for key in graphs.parts(graph_id)]
     flat = [task_id for part in parts for task_id in part]
     assert [len(part) for part in parts] == [100, 100, 50] and flat == sorted(flat)
     assert deliver_parts(services) == 3
     assert sorted(labels_by_task(services, graph_id)) == flat
+
+
+def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_stage(services, task_queue_id):
+    """An extension beyond one part is stored and answered at once; its parts are created by
+    the queue trigger, each stage once the earlier ones exist, while its first tasks already
+    run (the join requires children of both parts: its part comes after them)."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={}))
+    assert run_labels(services, graph_id, task_queue_id) == ["root"]
+    assert state(services, graph_id) == "finished"
+    children = {f"child-{number:03d}": {"requires": ["root"]} for number in range(150)}
+    extension = graph(task_queue_id, **children, join={"requires": sorted(children)})
+    assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "creating"
+    graphs = services.task_graphs.graphs
+    assert [key.split(".")[0] for key in graphs.parts(graph_id)] == ["00000", "00001"]
+    with pytest.raises(Conflict, match="creating"):   # one extension at a time
+        services.task_graphs.extend(graph_id, graph(task_queue_id, other={}))
+
+    parts, messages = services.task_graphs.parts, services.task_graphs.parts.messages
+    sent = messages.receive(32, timedelta(seconds=30))
+    assert [message.body["part"] for message in sent] == graphs.parts(graph_id)[:1]   # the first stage only
+    parts.create_part(graph_id, sent[0].body["part"])
+    messages.delete(sent[0])
+    ran = run_all_labels(services, graph_id, task_queue_id)   # the first part's children run at once
+    assert len(ran) == 100 and state(services, graph_id) == "creating"
+    deliver_parts(services)                                # then the join's stage
+    assert graphs.parts(graph_id) == [] and state(services, graph_id) == "running"
+    assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "running"   # done: a no-op
+    assert graphs.parts(graph_id) == []
+    rest = run_all_labels(services, graph_id, task_queue_id)   # the join once the last child completed
+    assert rest[-1] == "join" and sorted(ran + rest) == sorted([*children, "join"])
+    assert state(services, graph_id) == "finished"
+
+
+def test_an_extension_part_created_twice_writes_nothing_again(services, task_queue_id, monkeypatch):
+    """A part's handler dies after some of its tasks ran; the part is handled again (it was
+    marked begun): the tasks that exist are found, not written again (a completed task's
+    label is not reopened, nor is it scheduled again), and the rest are created."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={}))
+    run_labels(services, graph_id, task_queue_id)
+    children = {f"child-{number:03d}": {"requires": ["root"]} for number in range(120)}
+    services.task_graphs.extend(graph_id, graph(task_queue_id, **children))
+    creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
+
+    def dying(plan, now):
+        some = dict(list(plan.new.items())[:40])
+        real(type(plan)(list(some), plan.existing, some, plan.outside, plan.groups, plan.held, plan.accepted), now)
+        raise RuntimeError("the process died here")
+    monkeypatch.setattr(creation, "carry_out", dying)
+    first, second = services.task_graphs.parts.messages.receive(32, timedelta(seconds=30))
+    with pytest.raises(RuntimeError):
+        services.task_graphs.parts.create_part(graph_id, first.body["part"])
+    monkeypatch.setattr(creation, "carry_out", real)
+    ran = run_all_labels(services, graph_id, task_queue_id)
+    assert len(ran) == 40
+    services.task_graphs.parts.create_part(graph_id, first.body["part"])   # delivered again
+    services.task_graphs.parts.create_part(graph_id, second.body["part"])
+    assert state(services, graph_id) == "running"
+    rest = run_all_labels(services, graph_id, task_queue_id)
+    assert sorted(ran + rest) == sorted(children) and not set(ran) & set(rest)
+    assert state(services, graph_id) == "finished"
 
 
 def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_queue_id, monkeypatch):
