@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..domain import lifecycle
 from ..domain.dependencies import resolution_of, satisfies
@@ -29,6 +29,7 @@ from ..storage.message_queue import SentMessage
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
+from .conditional import change_until_saved
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
@@ -99,7 +100,17 @@ class Dependencies:
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
         self.dependencies.add(edges)
         self.requirements.add(waiting_rows)
+        waited_on = set() if unresolved else {required for _, required, _ in waiting_rows
+                                               if required not in definitions}
+        list(_READERS.map(self._note_dependents, [records[required] for required in waited_on]))
         return registration
+
+    def _note_dependents(self, record: TaskRecord) -> None:
+        """Mark a task that a new one waits on as having dependents, before the new one exists:
+        its resolution then looks for them. One that resolved before the mark is the new
+        task's re-check's (see TaskRecord.has_dependents)."""
+        change_until_saved(lambda: self.tasks.load(record.task_id), lambda r: replace(r, has_dependents=True),
+                           self.tasks.mark_has_dependents, first=record)
 
     def recheck(self, task_id: str, requires: str, page: int = PAGE) -> bool:
         """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and

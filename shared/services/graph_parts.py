@@ -68,8 +68,10 @@ class GraphParts:
         that its rows of the graph, the group and the dependencies fall in few buckets (see
         `buckets`): a transaction each. An extension's tasks are in that order within each
         of its waves (each task after what it requires), and its parts are staged."""
+        required = {task_id for node in nodes for task_id in node.required_ids}
         entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
-                                  "reruns": node.reruns, "definition": definitions[node.task_id]} for node in nodes}
+                                  "reruns": node.reruns, "dependents": node.task_id in required,
+                                  "definition": definitions[node.task_id]} for node in nodes}
         if not extension:
             parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
         else:
@@ -137,8 +139,9 @@ class GraphParts:
 
     def _plan(self, graph_id: str, part: Part):
         definitions = {node["taskId"]: node["definition"] for node in part.nodes}
+        with_dependents = [node["taskId"] for node in part.nodes if node.get("dependents", True)]
         if not part.extension:
-            return self.creation.prepare(definitions, unused_ids=True, held=True)
+            return self.creation.prepare(definitions, unused_ids=True, held=True, with_dependents=with_dependents)
         begun = part.begun
         if not begun:
             try:
@@ -146,7 +149,7 @@ class GraphParts:
             except ChangedSinceRead:   # another handler began it meanwhile
                 begun = True
         # Unless begun before, none of its tasks exists: not read one by one to find so.
-        return self.creation.prepare(definitions, unused_ids=not begun, accepted=True)
+        return self.creation.prepare(definitions, unused_ids=not begun, accepted=True, with_dependents=with_dependents)
 
     def _end_creation(self, graph_id: str) -> None:
         """Every part created: a new graph starts (its roots scheduled), an extension is

@@ -46,6 +46,7 @@ class Resolution:
     worker_group: str = ""     # empty when the run was never claimed
     worker_id: str = ""
     published: bool = False    # its events are out (known only to the process that wrote it)
+    has_dependents: bool = True   # False: no task waits on it, so none to look for
 
     @classmethod
     def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:
@@ -56,12 +57,13 @@ class Resolution:
         run, summary = record.status.run(run_id), record.summary
         return cls(record.task_id, run_id, state, run.resolved or "", summary["taskGroupId"],
                    summary["schedulerId"], summary["taskQueueId"], summary["expires"],
-                   run.worker_group or "", run.worker_id or "")
+                   run.worker_group or "", run.worker_id or "", has_dependents=record.has_dependents)
 
     @classmethod
     def from_message(cls, body: dict) -> Resolution:
-        values = {name: body[key] for name, key in _MESSAGE_KEYS.items()}
-        return cls(**{**values, "run_id": int(values["run_id"]), "state": RunState(values["state"])})
+        values = {name: body[key] for name, key in _MESSAGE_KEYS.items() if name != "has_dependents"}
+        return cls(**{**values, "run_id": int(values["run_id"]), "state": RunState(values["state"]),
+                      "has_dependents": body.get("hasDependents") is not False})
 
     def to_message(self) -> dict:
         return {key: getattr(self, name).value if name == "state" else getattr(self, name)
@@ -70,7 +72,8 @@ class Resolution:
 
 _MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "resolved": "resolved",
                  "task_group_id": "taskGroupId", "scheduler_id": "schedulerId", "task_queue_id": "taskQueueId",
-                 "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId"}
+                 "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId",
+                 "has_dependents": "hasDependents"}
 
 
 class ResolutionEvents:

@@ -26,6 +26,7 @@ from .publication_marks import PublicationMarks
 from .recent_writes import RecentWrites
 
 ROW = "task"
+DEPENDENTS = "hasDependents"   # see TaskRecord.has_dependents
 # A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
 # its routes and tags again for events (64 KB), the outbox (128 KB) and the runs fit.
 MAX_DEFINITION_CHARS = 350_000
@@ -50,6 +51,10 @@ class TaskRecord:
     notice: dict = field(default_factory=dict)      # routes and tags, for events
     outbox: tuple[Event, ...] = ()                  # events not published yet
     definition_chars: int = 0                       # the stored definition's size, when it was read or written
+    # Whether a task may depend on it: set before a dependent that waits on it is created,
+    # so a resolution whose row says False has no dependents to look for (a row without it:
+    # True, the safe side).
+    has_dependents: bool = True
 
     @property
     def key(self) -> str:
@@ -92,12 +97,12 @@ class TaskTable:
         self._recent: RecentWrites[TaskRecord] = RecentWrites(
             weigh=lambda record: record.definition_chars if record.definition is not None else 0)
 
-    def insert(self, definition: dict, status: TaskStatus) -> TaskRecord:
+    def insert(self, definition: dict, status: TaskStatus, has_dependents: bool = True) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
         events = self._events(status.task_id, summary, notice, None, status, ())
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary}
+        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary, DEPENDENTS: has_dependents}
         encoded = encode_definition(definition)
         entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
@@ -108,10 +113,12 @@ class TaskTable:
         except ResourceExistsError as exc:
             self.marks.refused(events)
             raise AlreadyExists(status.task_id) from exc
-        return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded)))
+        return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded),
+                                      has_dependents))
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
-        select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS]
+        select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
+                                               DEPENDENTS]
         try:
             entity = self._table.get_entity(task_id, ROW, select=select)
         except ResourceNotFoundError:
@@ -131,6 +138,17 @@ class TaskTable:
             self._recent.forget(status.task_id)
             raise ChangedSinceRead(status.task_id) from exc
         return self._wrote(replace(record, status=status, etag=meta.get("etag"), outbox=events))
+
+    def mark_has_dependents(self, record: TaskRecord) -> TaskRecord:
+        """Note on the row that a task may depend on it, if the row is still as `record` read
+        it; else ChangedSinceRead."""
+        try:
+            meta = lost_responses.update(self._table, {"PartitionKey": record.task_id, "RowKey": ROW,
+                                                       DEPENDENTS: True}, record.etag)
+        except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            self._recent.forget(record.task_id)
+            raise ChangedSinceRead(record.task_id) from exc
+        return self._wrote(replace(record, has_dependents=True, etag=meta.get("etag")))
 
     def last_written(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         """The row as this process last wrote it, if it remembers it: possibly no longer the
@@ -194,4 +212,4 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     summary = {name: entity[name] for name in SUMMARY_FIELDS}
     notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
     return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity),
-                      definition_chars)
+                      definition_chars, entity.get(DEPENDENTS) is not False)

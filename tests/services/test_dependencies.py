@@ -56,6 +56,44 @@ def test_a_chain_runs_in_order(services, task_queue_id):
     assert run(services, task_queue_id) == []
 
 
+def test_only_a_task_something_waits_on_looks_for_dependents_when_it_resolves(services, task_queue_id, monkeypatch):
+    """A task is marked as having dependents before a dependent that waits on it exists (or
+    is created with the mark when its dependents come with it); a resolution without the
+    mark does not ask the dependency table."""
+    looked_up = []
+    table = services.resolution_handler.dependencies.dependencies
+    real = table.dependents
+    monkeypatch.setattr(table, "dependents", lambda task_id, *rest: looked_up.append(task_id) or real(task_id, *rest))
+    alone, first = create(services, task_queue_id), create(services, task_queue_id)
+    assert [services.tasks.tasks.load(task_id).has_dependents for task_id in (alone, first)] == [False, False]
+    second = create(services, task_queue_id, dependencies=[first])   # waits on a task created before it
+    assert services.tasks.tasks.load(first).has_dependents and not services.tasks.tasks.load(second).has_dependents
+    assert sorted(run(services, task_queue_id)) == sorted([alone, first])
+    assert looked_up == [first]
+    assert run(services, task_queue_id) == [second]
+    assert looked_up == [first]
+
+
+def test_a_dependency_resolving_before_it_is_marked_still_schedules_its_dependent(services, task_queue_id,
+                                                                                  monkeypatch):
+    """The dependency resolves between the creator's read of it and the mark: its resolution
+    looked for no dependents, the mark's conditional write is refused and done again, and the
+    creator's re-check after inserting the dependent schedules it."""
+    first = create(services, task_queue_id)
+    tasks, real = services.tasks.tasks, services.tasks.tasks.mark_has_dependents
+    raced = []
+
+    def mark(record):
+        if not raced:
+            raced.extend(run(services, task_queue_id))   # the quickest worker, between the read and the mark
+        return real(record)
+    monkeypatch.setattr(tasks, "mark_has_dependents", mark)
+    second = create(services, task_queue_id, dependencies=[first])
+    assert raced == [first]
+    assert state(services, second) == "pending"
+    assert tasks.load(first).has_dependents
+
+
 def test_a_diamond_waits_for_both_sides(services, task_queue_id):
     top = create(services, task_queue_id)
     left = create(services, task_queue_id, dependencies=[top])

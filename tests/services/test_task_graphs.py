@@ -1,5 +1,6 @@
 """The task-graph scheduler through its service, with the real event queue."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -227,7 +228,7 @@ def test_an_extension_part_created_twice_writes_nothing_again(services, task_que
 
     def dying(plan, now):
         some = dict(list(plan.new.items())[:40])
-        real(type(plan)(list(some), plan.existing, some, plan.outside, plan.groups, plan.held, plan.accepted), now)
+        real(replace(plan, order=list(some), new=some), now)
         raise RuntimeError("the process died here")
     monkeypatch.setattr(creation, "carry_out", dying)
     first, second = services.task_graphs.parts.messages.receive(32, timedelta(seconds=30))
@@ -259,8 +260,8 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_q
     tasks, ran = services.task_graphs.creation.tasks, []
     real_insert = tasks.insert
 
-    def insert(definition, status):
-        record = real_insert(definition, status)
+    def insert(definition, status, *flags):
+        record = real_insert(definition, status, *flags)
         ran.extend(run(services, task_queue_id))
         return record
     monkeypatch.setattr(tasks, "insert", insert)
