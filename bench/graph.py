@@ -32,6 +32,7 @@ import json
 import sys
 import time
 import uuid
+from typing import Callable
 from pathlib import Path
 
 import requests
@@ -68,7 +69,10 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     graph_id = taskcluster.slugId()
     requires = shape(n)
     task_queue_id = f"bench-{uuid.uuid4().hex[:8]}/graph"
-    bodies = [json.dumps(graph_request(part, task_queue_id, graph_id)).encode() for part in requests_of(requires)]
+    def body(part: dict) -> bytes:   # made when sent: a task's `created` may be at most 15 minutes old
+        return json.dumps(graph_request(part, task_queue_id, graph_id)).encode()
+    requests_made = requests_of(requires)
+    bodies = [body(part) for part in requests_made]
     base = f"{server.root_url}/api/scheduler/v1/task-graph/{graph_id}"
     out = {"tasks": n, "edges": edges(requires), "children": len(parts(requires)["children"]),
            "chain": len(parts(requires)["chain"]), "workers": workers, "claim_batch": CLAIM_BATCH,
@@ -91,7 +95,8 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     log = http_lifecycles.WorkLog(target=n, claim_batch=CLAIM_BATCH)
     threads = http_lifecycles.start_workers(server, task_queue_id, workers, log, maxRetries=CLIENT_RETRIES)
     try:
-        out["extensions"], failure = _extend(session, base, bodies[1:], log, put_started, bound)
+        out["extensions"], failure = _extend(session, base, [lambda part=part: body(part) for part in requests_made[1:]],
+                                             log, put_started, bound)
         if failure is None:
             finished_seen, polls, failure = _until_finished(session, base, log, put_answered, bound)
             out["status_polls"] = polls
@@ -128,7 +133,7 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     return out
 
 
-def _extend(session: requests.Session, base: str, bodies: list[bytes], log, started: float,
+def _extend(session: requests.Session, base: str, bodies: list[Callable[[], bytes]], log, started: float,
             bound: float) -> tuple[list[dict], str | None]:
     """Send each extension once the graph is no longer 'creating' (an extension waits for the
     graph's tasks to exist), while the workers run; each one's timings, and why it failed (or None)."""
@@ -139,7 +144,7 @@ def _extend(session: requests.Session, base: str, bodies: list[bytes], log, star
         if failure is not None:
             return extensions, f"before extension {number}: {failure}"
         began = time.perf_counter()
-        answer, attempts = put_graph(session, f"{base}/extend", body, bound, method="POST")
+        answer, attempts = put_graph(session, f"{base}/extend", body(), bound, method="POST")
         answered = time.perf_counter()
         extensions.append({"waited_for_creation_s": round(began - waited, 3), "seconds": round(answered - began, 3),
                            "attempts": attempts, "answered_after_put_s": round(answered - started, 3)})

@@ -36,7 +36,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
-from ..domain.timestamps import utcnow
+from ..domain.timestamps import to_iso, utcnow
 from ..storage.errors import ChangedSinceRead
 from ..storage.message_queue import MessageQueue
 from ..storage.task_graph_table import EXTENDED, LabelRecord, Part, TaskGraphTable, part_stage
@@ -142,10 +142,10 @@ class GraphParts:
         with_dependents = [node["taskId"] for node in part.nodes if node.get("dependents", True)]
         if not part.extension:
             return self.creation.prepare(definitions, unused_ids=True, held=True, with_dependents=with_dependents)
-        begun = part.begun
+        begun = bool(part.begun)
         if not begun:
             try:
-                self.graphs.begin_part(part, graph_id)
+                self.graphs.begin_part(part, graph_id, to_iso(utcnow()))
             except ChangedSinceRead:   # another handler began it meanwhile
                 begun = True
         # Unless begun before, none of its tasks exists: not read one by one to find so.

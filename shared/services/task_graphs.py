@@ -68,6 +68,7 @@ class TaskGraphs:
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
             self.creation.prepare(definitions, unused_ids=True)
             self.parts.store(graph_id, nodes, definitions)
+            self.graphs.add_label_names(graph_id, "graph", list(request["tasks"]))
             self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
         self.parts.dispatch(graph_id, inline=len(nodes) <= INLINE_TASKS)
         log.info("task graph %s accepted with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
@@ -88,8 +89,9 @@ class TaskGraphs:
             return self.status(graph_id)
         if progress is None and graph.state in (BLOCKED, CREATING):
             raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
-        known = {label: task_graph.task_id_for(graph_id, label) for label in self.graphs.label_names(graph_id)
-                 if progress is None or label not in request["tasks"]}
+        # Its own labels, written by an earlier attempt, are no clash.
+        known = {label: task_graph.task_id_for(graph_id, label)
+                 for label in self.graphs.label_names(graph_id, but=fingerprint)}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
         definitions = _definitions(nodes, utcnow())
         authorize(definitions)
@@ -98,6 +100,7 @@ class TaskGraphs:
             # not read one by one to find so (a clash is still caught when rows are inserted).
             self.creation.prepare(definitions, unused_ids=True)   # a refusal leaves no trace
             self.parts.store(graph_id, nodes, definitions, extension=fingerprint)
+            self.graphs.add_label_names(graph_id, fingerprint, list(request["tasks"]))
             self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
         # `creating` before any new task exists: a graph whose tasks all complete meanwhile
         # must not finish while tasks are still to come (the creation's end decides).

@@ -9,7 +9,10 @@ In the graph's partition, RowKeys:
   be created (see `graph_parts`), deleted once they exist; an extension's part says which
   extension it is of and whether its creation was begun;
 - "extension.<fingerprint>": an extension begun (`progress` EXTENDING: a repeat resumes it)
-  or applied (EXTENDED: a repeat is a no-op).
+  or applied (EXTENDED: a repeat is a no-op);
+- "names.graph.<number>", "names.<fingerprint>.<number>": the labels the creation or an
+  extension brought, up to NAMES_PER_ROW a row (an extension's check for labels already in
+  the graph).
 
 In the bucket of each label's task:
 - "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
@@ -40,6 +43,7 @@ from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
 
 EXTENDING, EXTENDED = "extending", "extended"
+NAMES_PER_ROW = 2_000   # labels of up to 128 characters: 256,000 characters, a quarter of a row
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
 
 
@@ -60,7 +64,7 @@ class Part:
     key: str                  # "<stage>.<number>": every part of a stage after every earlier one
     nodes: list[dict]
     extension: str            # the fingerprint of the extension it is of; "" for a new graph's
-    begun: bool               # a creation of it was begun (it may have died midway)
+    begun: str                # when a creation of it began ("": not yet; it may have died midway)
     etag: str | None = None
 
     @property
@@ -130,12 +134,25 @@ class TaskGraphTable:
                                           parameters=bucket_range(graph_id))
         return sorted((_label(graph_id, row) for row in rows), key=lambda record: record.label)
 
-    def label_names(self, graph_id: str) -> list[str]:
-        """The graph's labels, without their rows (an extension's check: a fraction of the
-        bytes of `labels` for a graph of 100,000)."""
-        rows = self._table.query_entities(IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'",
-                                          parameters=bucket_range(graph_id), select=["RowKey"])
-        return [row["RowKey"][len("label."):] for row in rows]
+    def add_label_names(self, graph_id: str, source: str, labels: list[str]) -> None:
+        """The labels the graph's creation (`source` "graph") or an extension (`source` its
+        request's fingerprint) brings, kept together: an extension's clash check reads a row
+        per NAMES_PER_ROW labels, not a row per label (Azurite scans the whole table for each
+        page of those)."""
+        rows = [{"PartitionKey": graph_id, "RowKey": f"names.{source}.{number:06d}",
+                 **long_text.to_columns("names", json.dumps(labels[start:start + NAMES_PER_ROW]))}
+                for number, start in enumerate(range(0, len(labels), NAMES_PER_ROW))]
+        list(_WRITERS.map(self._table.upsert_entity, rows))
+
+    def label_names(self, graph_id: str, but: str = "") -> set[str]:
+        """Every label of the graph, but those the extension with fingerprint `but` brought."""
+        rows = self._table.query_entities("PartitionKey eq @pk and RowKey gt 'names.' and RowKey lt 'names/'",
+                                          parameters={"pk": graph_id})
+        names: set[str] = set()
+        for row in rows:
+            if not (but and row["RowKey"].startswith(f"names.{but}.")):
+                names.update(json.loads(long_text.from_columns("names", row)))
+        return names
 
     def label_of(self, graph_id: str, task_id: str) -> str | None:
         row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
@@ -159,7 +176,7 @@ class TaskGraphTable:
         """The parts of a graph or `extension` still to be created, each (its stage, its nodes
         as JSON), one row each (a part may hold up to a megabyte: one to a request)."""
         rows = [{"PartitionKey": graph_id, "RowKey": f"part.{stage:05d}.{number:06d}", "extension": extension,
-                 "begun": False, **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
+                 "begun": "", **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
                 for number, (stage, nodes) in enumerate(parts)]
         list(_WRITERS.map(self._table.upsert_entity, rows))
 
@@ -168,11 +185,12 @@ class TaskGraphTable:
         if row is None:
             return None
         return Part(key, json.loads(long_text.from_columns("nodes", row)), row.get("extension", ""),
-                    bool(row.get("begun")), row.metadata.get("etag"))
+                    row.get("begun") or "", row.metadata.get("etag"))
 
-    def begin_part(self, part: Part, graph_id: str) -> None:
-        """Mark the part's creation begun; ChangedSinceRead if it changed since `part` was read."""
-        self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": True}, part.etag, part.key)
+    def begin_part(self, part: Part, graph_id: str, now: str) -> None:
+        """Mark the part's creation begun at `now`; ChangedSinceRead if it changed since `part`
+        was read."""
+        self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": now}, part.etag, part.key)
 
     def parts(self, graph_id: str) -> list[str]:
         """The keys of the parts not created yet, earliest stage first."""

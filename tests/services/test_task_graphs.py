@@ -151,8 +151,9 @@ def test_extend_adds_tasks_requiring_existing_labels(services, task_queue_id):
     assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "running"  # idempotent
     assert run_labels(services, graph_id, task_queue_id) == ["deploy"]
     assert state(services, graph_id) == "finished"
-    with pytest.raises(InvalidInput, match="build"):
-        services.task_graphs.extend(graph_id, graph(task_queue_id, build={}))
+    for clash in ("build", "deploy"):   # a label of the graph's creation, or of an extension
+        with pytest.raises(InvalidInput, match=f"already in the graph: {clash}"):
+            services.task_graphs.extend(graph_id, graph(task_queue_id, **{clash: {}}))
 
 
 def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id):
