@@ -100,6 +100,13 @@ def broker() -> RabbitMQ:
     return shared_broker()
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked `slow` (those of half a minute or more) first: the workers then start on
+    them and share the short ones at the end, instead of one worker finishing a long test
+    alone while the other has nothing left (`--dist worksteal` steals from the tail)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _broker is not None:
         _broker.stop()

@@ -4,12 +4,15 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from shared.domain.ids import new_slugid
 
 TASKS = 500
 CLAIMERS = 16
 
 
+@pytest.mark.slow
 def test_every_task_is_claimed_exactly_once(own_server, new_task, task_queue_id):
     server = own_server
     creator = server.client()

@@ -107,6 +107,7 @@ WORKERS = 2
 
 
 @pytest.mark.timeout(900)   # about 3 minutes on 2 cores; the default 300 s is too tight a margin
+@pytest.mark.slow
 def test_fan_out_and_fan_in_of_a_thousand(own_server, new_task, task_queue_id):
     """One root, 1,000 dependents of it, and one sink depending on all 1,000: every task runs
     exactly once, and the sink becomes pending only after the last of the 1,000 resolved."""

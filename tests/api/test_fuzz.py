@@ -96,6 +96,7 @@ object_api = schemathesis.pytest.from_fixture("object_openapi")
 
 @queue_api.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
 def test_queue_api(case, fuzz_server):
     check(case, fuzz_server.auth)
 

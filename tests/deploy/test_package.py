@@ -40,6 +40,7 @@ def _listing(python: str, app_dir) -> list[dict]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_the_package_alone_installs_and_lists_every_function_with_its_bindings(tmp_path):
     files = {path.as_posix() for path in build(ROOT, tmp_path / "app.zip")}
     assert {"function_app.py", "host.json", "requirements.txt", "shared/ui/static/vendor/dagre.min.js"} <= files

@@ -165,6 +165,7 @@ def stuck(message: func.QueueMessage) -> None:
 '''
 
 
+@pytest.mark.slow
 def test_a_handler_that_never_returns_does_not_keep_it_from_stopping(azurite, tmp_path):
     (tmp_path / "function_app.py").write_text(STUCK_APP)
     (tmp_path / "host.json").write_text(json.dumps({"version": "2.0"}))

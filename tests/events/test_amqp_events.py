@@ -158,6 +158,7 @@ def test_no_completion_is_lost_in_a_burst_of_40(server, events, consumers, new_t
     assert sorted(message.body["status"]["taskId"] for message in consumer.wait_for(40)) == sorted(task_ids)
 
 
+@pytest.mark.slow
 def test_a_broker_that_is_down_delays_events_and_loses_none(azurite, tmp_path, new_task, task_queue_id):
     broker = RabbitMQ(tmp_path / "broker").start()
     server = start_server(azurite, tmp_path, EVENTS_AMQP_URL=broker.url)

@@ -14,6 +14,7 @@ TASKS = 120
 CLAIMERS = 8
 
 
+@pytest.mark.slow
 def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
     proxy = LossyProxy(azurite.ports["table"], loss_rate=0.03, seed=11)
     services = build_services(azurite, storage_connection=proxy.endpoint(azurite.connection_string),

@@ -132,6 +132,7 @@ def victim(own_azurite, tmp_path):
 
 
 @pytest.mark.timeout(1500)  # about a minute here; kills and restarts vary a lot with the machine
+@pytest.mark.slow
 def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_id):
     provisioner, worker_type = task_queue_id.split("/")
     announced = Consumer(shared_broker().url, [
