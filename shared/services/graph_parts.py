@@ -39,7 +39,7 @@ from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from ..domain.timestamps import to_iso, utcnow
 from ..storage.errors import ChangedSinceRead
 from ..storage.message_queue import MessageQueue
-from ..storage.task_graph_table import EXTENDED, LabelRecord, Part, TaskGraphTable, part_stage
+from ..storage.task_graph_table import EXTENDED, GraphRecord, LabelRecord, Part, TaskGraphTable, part_stage
 from .conditional import change_until_saved
 from .dependencies import Dependencies
 from .resolution_events import ResolutionEvents
@@ -152,11 +152,9 @@ class GraphParts:
         return self.creation.prepare(definitions, unused_ids=not begun, accepted=True, with_dependents=with_dependents)
 
     def _end_creation(self, graph_id: str) -> None:
-        """Every part created: a new graph starts (its roots scheduled), an extension is
-        marked done; the graph leaves `creating` for `running`, or `finished` if every task
-        it holds has completed already."""
-        if self.graphs.any_part(graph_id):
-            return
+        """No part is left (every caller has just found so): a new graph starts (its roots
+        scheduled), an extension is marked done; the graph leaves `creating` for `running`, or
+        `finished` if every task it holds has completed already."""
         graph = self.graphs.load_graph(graph_id)
         if graph is None or (graph.state != CREATING and not graph.extension):
             return
@@ -166,12 +164,14 @@ class GraphParts:
         else:
             roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
             list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
-        # The roots may have completed already, every label with them: then it is finished.
-        change_until_saved(lambda: self.graphs.load_graph(graph_id),
-                           lambda g: replace(g, extension="", state=(RUNNING if self.graphs.any_open(graph_id)
-                                                                      else FINISHED) if g.state == CREATING else g.state)
-                           if g.state == CREATING or g.extension else g,
-                           self.graphs.save_graph)
+
+        def created(g: GraphRecord) -> GraphRecord:
+            if g.state != CREATING and not g.extension:
+                return g
+            # The roots may have completed already, every label with them: then it is finished.
+            state = (RUNNING if self.graphs.any_open(graph_id) else FINISHED) if g.state == CREATING else g.state
+            return replace(g, state=state, extension="")
+        change_until_saved(lambda: self.graphs.load_graph(graph_id), created, self.graphs.save_graph)
         log.info("task graph %s: every task created (%s)", graph_id,
                  f"extension {graph.extension}" if graph.extension else f"{len(roots)} root tasks scheduled",
                  extra={"taskGraphId": graph_id})

@@ -129,26 +129,29 @@ class TaskTable:
         """Write `status`, and the events of the change into the outbox, if the row is still
         as `record` read it; else ChangedSinceRead."""
         events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **_status_columns(status),
-                  **(outbox.to_columns(events) if events != record.outbox else {})}
+        columns = {**_status_columns(status), **(outbox.to_columns(events) if events != record.outbox else {})}
         try:
-            meta = lost_responses.update(self._table, entity, record.etag)
-        except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            etag = self._merge(record, columns)
+        except ChangedSinceRead:
             self.marks.refused(events)
-            self._recent.forget(status.task_id)
-            raise ChangedSinceRead(status.task_id) from exc
-        return self._wrote(replace(record, status=status, etag=meta.get("etag"), outbox=events))
+            raise
+        return self._wrote(replace(record, status=status, etag=etag, outbox=events))
 
     def mark_has_dependents(self, record: TaskRecord) -> TaskRecord:
         """Note on the row that a task may depend on it, if the row is still as `record` read
         it; else ChangedSinceRead."""
+        return self._wrote(replace(record, has_dependents=True, etag=self._merge(record, {DEPENDENTS: True})))
+
+    def _merge(self, record: TaskRecord, columns: dict) -> str | None:
+        """Merge `columns` into the row if it is still as `record` read it; its new ETag. Else
+        ChangedSinceRead, and the remembered version is dropped."""
         try:
-            meta = lost_responses.update(self._table, {"PartitionKey": record.task_id, "RowKey": ROW,
-                                                       DEPENDENTS: True}, record.etag)
+            meta = lost_responses.update(self._table, {"PartitionKey": record.task_id, "RowKey": ROW, **columns},
+                                         record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             self._recent.forget(record.task_id)
             raise ChangedSinceRead(record.task_id) from exc
-        return self._wrote(replace(record, has_dependents=True, etag=meta.get("etag")))
+        return meta.get("etag")
 
     def last_written(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         """The row as this process last wrote it, if it remembers it: possibly no longer the
