@@ -18,13 +18,15 @@ before it does, the parts come in *stages*: a part's tasks require only tasks of
 before the extension, of their own part, or of parts of earlier stages, and a stage's parts
 are sent once every earlier stage's are created (a chain of 500 is five stages, not 500).
 
-Handling a part twice, or two parts at once, changes nothing: tasks are inserted or found
-equal, every other row is an upsert, scheduling is idempotent, and the state changes by a
-conditional write. An extension's part is marked begun before its tasks are written, and a
-part found begun is created reading which of its tasks exist (they may be running already;
-their rows are not written again). A part whose handler dies is delivered again; parts that
-make no progress (their messages lost, or held by a dead process) are sent again by the
-repair sweep, which looks at a graph being created every repair delay.
+One handler at a time creates a part: it marks the part begun (a conditional write), and a
+handler that finds it begun less than a lease ago leaves it alone, so a duplicate message
+never writes a task's rows again once the task may have run. Only the handler whose mark
+is on the part deletes it. A handler that dies leaves its mark: a lease later its part is
+taken over, reading which of its tasks exist (an extension's may be running already; their
+rows are not written again). Parts that make no progress (their messages lost, or held by a
+dead process) are sent again by the repair sweep, which looks at a graph being created
+every repair delay. Tasks are inserted or found equal, scheduling is idempotent, and the
+graph's state changes by a conditional write.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
-from ..domain.timestamps import to_iso, utcnow
+from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..storage.errors import ChangedSinceRead
 from ..storage.message_queue import MessageQueue
 from ..storage.task_graph_table import EXTENDED, GraphRecord, LabelRecord, Part, TaskGraphTable, part_stage
@@ -49,6 +51,8 @@ log = logging.getLogger("queue.task-graphs")
 PART_TASKS = 100          # tasks per part: one queue message's work, about a second of it
 PART_CHARS = 420_000      # JSON per part: 2 bytes a character keeps its row under storage's 1 MiB
 INLINE_TASKS = PART_TASKS # a graph of one part is created before the PUT answers
+LEASE_DELAYS = 5          # repair delays (and at least LEASE_FLOOR) after which a part's
+LEASE_FLOOR = timedelta(seconds=30)   # creation is presumed dead (see `_begin`)
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-start")
 
 
@@ -61,6 +65,7 @@ class GraphParts:
         self.creation = creation
         self.messages = messages
         self.safety_delay = safety_delay
+        self.lease = max(safety_delay * LEASE_DELAYS, LEASE_FLOOR)
 
     def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], extension: str = "") -> None:
         """Keep the checked graph (or the `extension` with this fingerprint) as parts, before
@@ -91,44 +96,62 @@ class GraphParts:
         if not keys:
             self._end_creation(graph_id)   # a resumed creation whose last handler died before
 
-    def check(self, graph_id: str, parts_left: int, stalls: int = 0) -> bool:
+    def check(self, graph_id: str, parts_left: int, stalls: int = 0, planned: str = "") -> bool:
         """The repair sweep's look at a graph being created, which had `parts_left` parts
-        to create when the look was planned. If none was created since, their messages were
-        lost or are held by a process that died (for minutes: a queue's hold on a message):
-        send its earliest stage's again, and look again later each time the graph stalls
-        again (`stalls` looks in a row did). True if it sent them."""
-        keys = self.graphs.parts(graph_id)
-        if not keys:
+        to create when the look was planned (at `planned`). A part begun a lease ago and not created went
+        down with its handler: it is sent again, to be taken over. If no part was created or
+        begun since the last look, the messages of the parts not begun were lost or are held
+        by a process that died (for minutes: a queue's hold on a message): the earliest
+        stage's are sent again, and the graph is looked at again later each time it stalls
+        again (`stalls` looks in a row did). True if it sent any."""
+        marks = self.graphs.part_marks(graph_id)
+        if not marks:
             self._end_creation(graph_id)  # the last part's handler may have died before
             return False
-        stalled = len(keys) >= parts_left
+        now = utcnow()
+        since_last_look = parse_iso(planned) if planned else now - self.events.graph_check_delay(stalls)
+        begun = {key: parse_iso(mark) for key, mark in marks if mark}
+        stalled = len(marks) >= parts_left and not any(when > since_last_look for when in begun.values())
+        lost = [key for key, when in begun.items() if when <= now - self.lease]
         if stalled:
-            log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(keys),
+            lost += [key for key in _first_stage([key for key, _ in marks]) if key not in begun]
+        if lost:
+            log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(lost),
                         extra={"taskGraphId": graph_id})
-            self._send(graph_id, _first_stage(keys), timedelta(0))
-        self.events.intend_graph_check(graph_id, len(keys), stalls + 1 if stalled else 0)
-        return stalled
+            self._send(graph_id, lost, timedelta(0))
+        self.events.intend_graph_check(graph_id, len(marks), stalls + 1 if stalled else 0)
+        return bool(lost)
 
     def _send(self, graph_id: str, keys: list[str], delay: timedelta) -> None:
         for key in keys:
             self.messages.send({"taskGraphId": graph_id, "part": key}, delay)
 
     def create_part(self, graph_id: str, key: str) -> None:
-        """Create the tasks of one part (the queue trigger's work); then send the next stage
-        if that was its stage's last part, or end the creation if it was the last part."""
+        """Create the tasks of one part (the queue trigger's work), unless another handler is
+        at it; then send the next stage if that was its stage's last part, or end the
+        creation if it was the last part."""
         part = self.graphs.load_part(graph_id, key)
         if part is None:
             if not self.graphs.any_part(graph_id):
                 self._end_creation(graph_id)   # the last part's handler may have died before
             return
-        plan = self._plan(graph_id, part)
+        taken_over = bool(part.begun)
+        part = self._begin(graph_id, part)
+        if part is None:
+            return
+        plan = self._plan(part, taken_over)
         # Labels before tasks: a task's resolution looks up its label. A task that exists
         # has its label already; writing it again would reopen a completed one.
         self.graphs.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
                                             node["reruns"], node["reruns"])
                                 for node in part.nodes if node["taskId"] not in plan.existing])
         self.creation.carry_out(plan, utcnow())
-        self.graphs.remove_part(graph_id, key)
+        try:
+            self.graphs.remove_part(part, graph_id)
+        except ChangedSinceRead:
+            log.warning("task graph %s: part %s was taken over while it was created", graph_id, key,
+                        extra={"taskGraphId": graph_id})
+            return
         log.info("task graph %s: part %s created (%d tasks)", graph_id, key, len(part.nodes),
                  extra={"taskGraphId": graph_id})
         keys = self.graphs.parts(graph_id)
@@ -137,19 +160,39 @@ class GraphParts:
         elif part_stage(keys[0]) > part.stage:
             self._send(graph_id, _first_stage(keys), timedelta(0))
 
-    def _plan(self, graph_id: str, part: Part):
+    def _begin(self, graph_id: str, part: Part) -> Part | None:
+        """The part marked begun by this handler, or None if another handler is at it: one
+        began it less than a lease ago, or began it (or took it over) since it was read.
+
+        Only one handler writes a part's rows at a time, and only that one may delete the
+        part (conditional on its mark): a duplicate message (the repair sweep's, another
+        stage's last part's) must not write a label, group or requirement row again after
+        the graph started (a completed task's label would be open again, the graph running
+        for good). A handler that dies leaves its mark; a lease later the part is taken
+        over. The lease must outlast a live handler's writes before its tasks' inserts (an
+        insert of a task that exists is harmless): five repair delays, five minutes in
+        Azure (the Functions timeout), and never under LEASE_FLOOR.
+        """
+        now = utcnow()
+        if part.begun and parse_iso(part.begun) > now - self.lease:
+            log.info("task graph %s: part %s is being created by another handler", graph_id, part.key,
+                     extra={"taskGraphId": graph_id})
+            return None
+        try:
+            return self.graphs.begin_part(part, graph_id, to_iso(now))
+        except ChangedSinceRead:
+            return None
+
+    def _plan(self, part: Part, taken_over: bool):
+        """A new graph's tasks are created held (nothing runs before the graph starts, so a
+        part taken over writes them all again). An extension's run as they are created: one
+        taken over reads which of its tasks exist (they may be running), else none exists."""
         definitions = {node["taskId"]: node["definition"] for node in part.nodes}
         with_dependents = [node["taskId"] for node in part.nodes if node.get("dependents", True)]
         if not part.extension:
             return self.creation.prepare(definitions, unused_ids=True, held=True, with_dependents=with_dependents)
-        begun = bool(part.begun)
-        if not begun:
-            try:
-                self.graphs.begin_part(part, graph_id, to_iso(utcnow()))
-            except ChangedSinceRead:   # another handler began it meanwhile
-                begun = True
-        # Unless begun before, none of its tasks exists: not read one by one to find so.
-        return self.creation.prepare(definitions, unused_ids=not begun, accepted=True, with_dependents=with_dependents)
+        return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True,
+                                     with_dependents=with_dependents)
 
     def _end_creation(self, graph_id: str) -> None:
         """No part is left (every caller has just found so): a new graph starts (its roots

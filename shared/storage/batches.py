@@ -6,9 +6,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError
 
+from .errors import ChangedSinceRead
 from .queries import first_rows
 from .shared_writes import SharedWrites
 from .transactions import submit
@@ -96,6 +98,17 @@ def delete_row(table: TableClient, partition: str, row_key: str) -> None:
         table.delete_entity(partition, row_key)
     except ResourceNotFoundError:
         pass  # deleted before: every delete may be repeated
+
+
+def delete_if_unchanged(table: TableClient, partition: str, row_key: str, etag: str | None, name: str) -> None:
+    """Delete a row if it is still as read (its `etag`); else ChangedSinceRead(name). Gone
+    already is fine, as for every delete."""
+    try:
+        table.delete_entity(partition, row_key, etag=etag, match_condition=MatchConditions.IfNotModified)
+    except ResourceNotFoundError:
+        pass
+    except ResourceModifiedError as exc:
+        raise ChangedSinceRead(name) from exc
 
 
 def delete_partition(table: TableClient, partition: str, last: str = "") -> int:

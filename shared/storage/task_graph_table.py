@@ -37,7 +37,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 
 from . import long_text, lost_responses
 from .account import StorageAccount
-from .batches import delete_partition, delete_row, upsert_in_tables
+from .batches import delete_if_unchanged, delete_partition, delete_row, upsert_in_tables
 from .buckets import IN_BUCKETS, any_key, bucket, bucket_range, forget_buckets
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
@@ -187,23 +187,32 @@ class TaskGraphTable:
         return Part(key, json.loads(long_text.from_columns("nodes", row)), row.get("extension", ""),
                     row.get("begun") or "", row.metadata.get("etag"))
 
-    def begin_part(self, part: Part, graph_id: str, now: str) -> None:
-        """Mark the part's creation begun at `now`; ChangedSinceRead if it changed since `part`
-        was read."""
-        self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": now}, part.etag, part.key)
+    def begin_part(self, part: Part, graph_id: str, now: str) -> Part:
+        """Mark the part's creation begun (or taken over, or still going on) at `now`: the
+        part with its new ETag; ChangedSinceRead if it changed since `part` was read (another
+        handler began it, or finished it)."""
+        etag = self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": now}, part.etag, part.key)
+        return replace(part, begun=now, etag=etag)
 
     def parts(self, graph_id: str) -> list[str]:
         """The keys of the parts not created yet, earliest stage first."""
+        return [key for key, _ in self.part_marks(graph_id)]
+
+    def part_marks(self, graph_id: str) -> list[tuple[str, str]]:
+        """(key, when its creation was last marked begun, or "") of each part not created
+        yet, earliest stage first."""
         rows = self._table.query_entities(
             "PartitionKey eq @pk and RowKey gt 'part.' and RowKey lt 'part/'", parameters={"pk": graph_id},
-            select=["RowKey"])
-        return sorted(row["RowKey"][len("part."):] for row in rows)
+            select=["RowKey", "begun"])
+        return sorted((row["RowKey"][len("part."):], row.get("begun") or "") for row in rows)
 
     def any_part(self, graph_id: str) -> bool:
         return self._any(graph_id, "part")
 
-    def remove_part(self, graph_id: str, key: str) -> None:
-        delete_row(self._table, graph_id, f"part.{key}")
+    def remove_part(self, part: Part, graph_id: str) -> None:
+        """Delete the created part, unless it changed since `part` was read (ChangedSinceRead:
+        another handler took it over, and will end it)."""
+        delete_if_unchanged(self._table, graph_id, f"part.{part.key}", part.etag, part.key)
 
     def forget(self, graph_id: str) -> None:
         forget_buckets(self._open, graph_id)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from azure.core import MatchConditions
-from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
+from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
 from .account import StorageAccount
-from .errors import ChangedSinceRead
+from .batches import delete_if_unchanged
 from .keys import escape_key, unescape_key
 from .queries import first_rows
 
@@ -47,11 +46,8 @@ class TaskQueueTable:
 
     def delete(self, record: TaskQueueRecord) -> None:
         """Delete the row if it is still as read; else ChangedSinceRead (gone already is fine)."""
-        try:
-            self._table.delete_entity(PARTITION, escape_key(record.task_queue_id), etag=record.etag,
-                                      match_condition=MatchConditions.IfNotModified)
-        except ResourceModifiedError as exc:
-            raise ChangedSinceRead(record.task_queue_id) from exc
+        delete_if_unchanged(self._table, PARTITION, escape_key(record.task_queue_id), record.etag,
+                            record.task_queue_id)
 
     def page(self, after: str, limit: int) -> list[TaskQueueRecord]:
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from . import lost_responses
 from .account import StorageAccount
+from .batches import delete_if_unchanged
 from .errors import AlreadyExists, ChangedSinceRead
 from .keys import escape_key
 from .queries import first_rows
@@ -62,11 +62,8 @@ class WorkerTable:
 
     def delete(self, worker: WorkerRecord) -> None:
         """Delete `worker` if its row is still as read; else ChangedSinceRead (gone already is fine)."""
-        try:
-            self._table.delete_entity(escape_key(worker.task_queue_id), row_key(worker), etag=worker.etag,
-                                      match_condition=MatchConditions.IfNotModified)
-        except ResourceModifiedError as exc:
-            raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
+        delete_if_unchanged(self._table, escape_key(worker.task_queue_id), row_key(worker), worker.etag,
+                            f"{worker.worker_group}/{worker.worker_id}")
 
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` workers in key order, after the row key `after`."""

@@ -238,11 +238,61 @@ def test_an_extension_part_created_twice_writes_nothing_again(services, task_que
     monkeypatch.setattr(creation, "carry_out", real)
     ran = run_all_labels(services, graph_id, task_queue_id)
     assert len(ran) == 40
-    services.task_graphs.parts.create_part(graph_id, first.body["part"])   # delivered again
+    services.task_graphs.parts.create_part(graph_id, first.body["part"])   # delivered again at once:
+    assert services.task_graphs.graphs.parts(graph_id) and run_all_labels(services, graph_id, task_queue_id) == []
+    monkeypatch.setattr(services.task_graphs.parts, "lease", timedelta(0))  # left alone until a lease ran out
+    services.task_graphs.parts.create_part(graph_id, first.body["part"])   # taken over
     services.task_graphs.parts.create_part(graph_id, second.body["part"])
     assert state(services, graph_id) == "running"
     rest = run_all_labels(services, graph_id, task_queue_id)
     assert sorted(ran + rest) == sorted(children) and not set(ran) & set(rest)
+    assert state(services, graph_id) == "finished"
+
+
+def test_a_late_duplicate_of_a_part_writes_nothing_once_its_graph_ran(services, task_queue_id, monkeypatch):
+    """A second message of a part (the repair sweep's, say) is handled by a process that read
+    the part just before the first handler began it, and goes on once the graph has run to
+    its end: its label and group rows would open a completed label and leave an unresolved
+    member (the graph running, the group unresolved, for good). It finds the part changed
+    since it read it, and writes nothing."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
+    graphs = services.task_graphs.graphs
+    read_early = graphs.load_part(graph_id, graphs.parts(graph_id)[0])
+    deliver_parts(services)
+    assert len(run_all_labels(services, graph_id, task_queue_id)) == 150
+    assert state(services, graph_id) == "finished"
+    monkeypatch.setattr(graphs, "load_part", lambda graph_id, key: read_early)
+    services.task_graphs.parts.create_part(graph_id, read_early.key)
+    assert state(services, graph_id) == "finished" and not graphs.any_open(graph_id)
+    assert not services.task_groups.groups.any_unresolved(graph_id)
+
+
+def test_a_part_being_created_is_left_to_its_handler_and_deleted_only_by_it(services, task_queue_id, monkeypatch):
+    """While one handler creates a part, a duplicate message leaves it alone; a handler that
+    took the part over (the first presumed dead, a lease after it began) ends it, and the
+    first, slow only, finds so when it is done instead of deleting it."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
+    parts, graphs = services.task_graphs.parts, services.task_graphs.graphs
+    first, second = parts.messages.receive(32, timedelta(seconds=30))
+    creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
+    seen = []
+
+    def slow(plan, now):   # the first handler, midway: its part is handled again twice
+        monkeypatch.setattr(creation, "carry_out", real)
+        parts.create_part(graph_id, first.body["part"])
+        seen.append(len(graphs.parts(graph_id)))       # left alone: both parts are still to create
+        monkeypatch.setattr(parts, "lease", timedelta(0))
+        parts.create_part(graph_id, first.body["part"])
+        seen.append(len(graphs.parts(graph_id)))       # taken over and created
+        return real(plan, now)
+    monkeypatch.setattr(creation, "carry_out", slow)
+    parts.create_part(graph_id, first.body["part"])
+    assert seen == [2, 1] and graphs.parts(graph_id) == [second.body["part"]]
+    parts.create_part(graph_id, second.body["part"])
+    assert state(services, graph_id) == "running"
+    assert sorted(run_all_labels(services, graph_id, task_queue_id)) == [f"t{number:03d}" for number in range(150)]
     assert state(services, graph_id) == "finished"
 
 
@@ -285,8 +335,11 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_q
 def test_r3_an_extension_interrupted_by_a_crash_is_resumed_by_sending_it_again(services, task_queue_id,
                                                                              monkeypatch):
     """R3: the process dies after the extension's labels were written (before its tasks, or
-    after them but before it was marked done); the same extension sent again completes it."""
+    after them but before it was marked done); the same extension sent again answers (the
+    graph `creating`: the dead process's part is left to it until its lease runs out), and
+    completes it once the lease has run out."""
     for crash_after_tasks in (False, True):
+        monkeypatch.setattr(services.task_graphs.parts, "lease", timedelta(minutes=5))
         graph_id = new_slugid()
         services.task_graphs.create(graph_id, graph(task_queue_id, build={}))
         creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
@@ -300,7 +353,8 @@ def test_r3_an_extension_interrupted_by_a_crash_is_resumed_by_sending_it_again(s
         extension = graph(task_queue_id, test={"requires": ["build"]})
         with pytest.raises(RuntimeError):
             services.task_graphs.extend(graph_id, dict(extension))
-        services.task_graphs.extend(graph_id, dict(extension))
+        assert services.task_graphs.extend(graph_id, dict(extension))["status"]["state"] == "creating"
+        monkeypatch.setattr(services.task_graphs.parts, "lease", timedelta(0))
         assert services.task_graphs.extend(graph_id, dict(extension))["status"]["state"] == "running"
         assert run_labels(services, graph_id, task_queue_id) == ["build"]
         assert run_labels(services, graph_id, task_queue_id) == ["test"]
@@ -388,6 +442,34 @@ def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_rep
     time.sleep(1.2)
     assert services.repairs.sweep() == 0                          # progress made: nothing sent again
     assert deliver_parts(services) == 0
+
+
+def test_a_part_whose_handler_died_is_sent_again_a_lease_after_it_began(services, task_queue_id, monkeypatch):
+    """A part begun by a handler that then died keeps its mark: the repair sweep sends it
+    again once its lease ran out (not before: its handler may be alive), to be taken over;
+    a part not begun whose message the dead process held is sent again once a look finds
+    no progress since the last one."""
+    import time
+
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
+    parts = services.task_graphs.parts
+    first, second = parts.messages.receive(32, timedelta(minutes=5))   # held by a process that dies
+    monkeypatch.setattr(services.task_graphs.creation, "carry_out", lambda plan, now: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        parts.create_part(graph_id, first.body["part"])                   # begun, then the process died
+    monkeypatch.undo()
+    time.sleep(1.2)
+    assert services.repairs.sweep() == 0          # a part begun since the last look: progress
+    monkeypatch.setattr(parts, "lease", timedelta(seconds=1))
+    time.sleep(1.2)
+    assert services.repairs.sweep() == 1          # its lease ran out, and no progress since: both sent again
+    sent = parts.messages.receive(32, timedelta(minutes=5))
+    assert sorted(message.body["part"] for message in sent) == [first.body["part"], second.body["part"]]
+    parts.create_part(graph_id, first.body["part"])
+    parts.create_part(graph_id, second.body["part"])
+    assert state(services, graph_id) == "running"
+    assert len(run_all_labels(services, graph_id, task_queue_id)) == 150
 
 
 def test_a_graph_that_stalls_again_is_looked_at_later_each_time(services, task_queue_id):
