@@ -36,7 +36,7 @@ from shared.storage.blobs import MAX_BATCH
 from shared.storage.message_queue import ReceivedMessage, SentMessage, decoded_body
 
 MAX_TRANSACTION = 100
-_CLAUSE = re.compile(r"^\s*(\w+)\s+(eq|ne|gt|ge|lt|le)\s+(@\w+|'(?:[^']|'')*')\s*$")
+_CLAUSE = re.compile(r"^\s*(\w+)\s+(eq|ne|gt|ge|lt|le)\s+(@\w+|'(?:[^']|'')*'|-?\d+)\s*$")
 _COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b,
             "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
 
@@ -222,7 +222,10 @@ def _filter(query: str, parameters: dict):
         if clause is None:
             raise ValueError(f"the in-memory table does not understand the filter {text!r}")
         name, operator, operand = clause.groups()
-        value = parameters[operand[1:]] if operand.startswith("@") else operand[1:-1].replace("''", "'")
+        if operand.startswith("@"):
+            value = parameters[operand[1:]]
+        else:
+            value = operand[1:-1].replace("''", "'") if operand.startswith("'") else int(operand)
         clauses.append((name, _COMPARE[operator], value))
     return lambda row: all(name in row and compare(row[name], value) for name, compare, value in clauses)
 

@@ -17,16 +17,19 @@ MAX_ATTEMPTS = 20
 
 
 def change_until_saved(load: Callable[[], Record | None], change: Callable[[Record], Record],
-                       save: Callable[[Record], Record], first: Record | None = None) -> Record | None:
+                       save: Callable[[Record], Record], first: Record | None = None,
+                       touch: bool = False) -> Record | None:
     """Apply `change` to what `load` reads and `save` it; the record as it ends up (None if
-    there is none). A change that returns the record unchanged writes nothing. `first`: the
+    there is none). A change that returns the record unchanged writes nothing, unless
+    `touch`: then it is written still, so that whoever read it before this writer learnt
+    something (and may decide on what they read then) must read it again. `first`: the
     record as the caller already read it, tried before reading again (a round trip saved)."""
     for attempt in range(MAX_ATTEMPTS):
         record = first if attempt == 0 and first is not None else load()
         if record is None:
             return None
         updated = change(record)
-        if updated == record:
+        if updated == record and not touch:
             return record
         try:
             return save(updated)

@@ -177,8 +177,7 @@ class TaskGraphs:
     def _completed(self, graph_id: str, task_id: str, run_id: int) -> None:
         """Close the task's label (no row to close if the task is not the graph's); the
         label's name is read only when the graph row may change."""
-        self.graphs.close(graph_id, task_id)
-        finished = not self.graphs.any_open(graph_id, task_id)
+        finished = not self.graphs.close(graph_id, task_id)
         if not finished and run_id == 0:
             # Nothing to change: a label is in blockedBy only after a run of it failed for
             # good, so its completion is a later run. Most completions skip the graph row.
@@ -195,7 +194,9 @@ class TaskGraphs:
                 # the last open label since, and found the graph still blocked by this one.
                 state = FINISHED if finished or not self.graphs.any_open(graph_id) else RUNNING
             return replace(graph, state=state, blocked_by=blocked_by)
-        self._set_state(graph_id, update)
+        # Written even unchanged when no label is open: a completion that read this one's
+        # label open before may be writing `running` now, on the row as it read it.
+        self._set_state(graph_id, update, touch=finished)
 
     def _rerun(self, graph_id: str, label: str, task_id: str, run_id: int) -> bool:
         """Answer the failure of run `run_id` with a rerun while reruns last; False if none left.
@@ -221,8 +222,9 @@ class TaskGraphs:
             return False
         return True
 
-    def _set_state(self, graph_id: str, change) -> None:
-        if change_until_saved(lambda: self.graphs.load_graph(graph_id), change, self.graphs.save_graph) is None:
+    def _set_state(self, graph_id: str, change, touch: bool = False) -> None:
+        if change_until_saved(lambda: self.graphs.load_graph(graph_id), change, self.graphs.save_graph,
+                              touch=touch) is None:
             raise NotFound(f"Task graph {graph_id} not found")
 
     def _existing(self, graph_id: str) -> GraphRecord:

@@ -87,9 +87,8 @@ class TaskGroups:
     def member_resolved(self, task_group_id: str, task_id: str, resolved: str) -> bool:
         """Note that a member resolved at `resolved`; True when that made the whole group
         resolved (the group's resolved time only moves forward, so noting it twice is once)."""
-        self.groups.member_resolved(task_group_id, task_id)
-        if self.groups.any_unresolved(task_group_id, task_id):
-            return False
+        if self.groups.member_resolved(task_group_id, task_id):
+            return False   # another member has not resolved yet
 
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:

@@ -25,9 +25,6 @@ did.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from azure.data.tables import TableClient
 
 from .batches import MAX_BATCH, delete_in_batches
@@ -35,12 +32,6 @@ from .queries import first_rows
 
 SEPARATOR = "~"
 IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
-# Rows left from which an owner is large, and its task's bucket is looked at first: with
-# fewer, Azurite's sort is cheap, and an owner of a few rows a bucket would find its bucket
-# empty too often (a second query).
-LARGE = 256
-SIZE_EVERY = 64         # checks of an owner between two readings of up to LARGE keys, to size it
-REMEMBERED = 4096       # owners whose size this process remembers
 
 
 def bucket(owner: str, task_id: str) -> str:
@@ -79,55 +70,6 @@ def first_bucket_rows(table: TableClient, owner: str, prefix: str, after_task_id
         rows += first_rows(table, IN_BUCKETS + " and RowKey gt @start and RowKey lt @end", span,
                            limit - len(rows), select)
     return rows
-
-
-class _Sizes:
-    """What this process last learnt of owners' sizes (a bounded memory: a hint only): for
-    each, whether it was large, and how many checks ago that was read."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owners: OrderedDict[str, list] = OrderedDict()   # owner -> [large, checks since]
-
-    def check(self, owner: str) -> tuple[bool, bool]:
-        """A check of `owner` begins: (known large, its size to be read again now)."""
-        with self._lock:
-            known = self._owners.get(owner)
-            if known is None:
-                return False, True
-            self._owners.move_to_end(owner)
-            known[1] += 1
-            return known[0], known[1] % SIZE_EVERY == 0
-
-    def read(self, owner: str, large: bool) -> None:
-        with self._lock:
-            self._owners[owner] = [large, 0]
-            self._owners.move_to_end(owner)
-            while len(self._owners) > REMEMBERED:
-                self._owners.popitem(last=False)
-
-
-_SIZES = _Sizes()
-
-
-def any_key(table: TableClient, owner: str, prefix: str, task_id: str = "") -> bool:
-    """Whether `owner` has any row `<prefix><taskId>` left (say, a member unresolved).
-
-    One query over every bucket answers, but Azurite sorts every row a query matches before
-    it takes the first: asked after each completion of a 10,000-task graph, that sort of the
-    rows left was most of what Azurite did. So once this process has seen `owner` large,
-    `task_id`'s own bucket (a few percent of the rows) is asked first, and the whole only
-    when that bucket is empty. An owner of fewer rows costs one query, as before. Its size
-    is read by asking the whole for up to LARGE keys, at its first check and every
-    SIZE_EVERY-th after; the other checks ask for one.
-    """
-    large, size_now = _SIZES.check(owner)
-    if task_id and large and _rows_in(table, bucket(owner, task_id), prefix, _end(prefix), 1):
-        return True
-    left = first_keys(table, owner, prefix, "", LARGE if size_now else 1)
-    if size_now:
-        _SIZES.read(owner, len(left) == LARGE)
-    return bool(left)
 
 
 def _rows_in(table: TableClient, partition: str, start: str, end: str, limit: int,

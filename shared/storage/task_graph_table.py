@@ -21,10 +21,8 @@ In the bucket of each label's task:
 - "task.<taskId>": the label of a task, to go from a resolution to its label.
 
 The TaskGraphsOpen table holds, in the same bucket, a row <taskId> for each label whose
-task has not completed yet: no row left = finished. Whether one is left is asked after
-every completion, and Azurite evaluates a query against every row of its table: in a table
-of their own, the rows it looks at are the open ones, which shrink as the graph runs,
-instead of three rows per task of every graph.
+task has not completed yet, and their count ("~open", see `countdown`): every count at zero
+= finished, known from the count a completion's own write leaves.
 """
 
 from __future__ import annotations
@@ -32,13 +30,15 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from . import long_text, lost_responses
 from .account import StorageAccount
-from .batches import delete_if_unchanged, delete_partition, delete_row, upsert_in_tables
-from .buckets import IN_BUCKETS, any_key, bucket, bucket_range, forget_buckets
+from .batches import delete_if_unchanged, delete_partition, upsert_in_batches
+from .buckets import IN_BUCKETS, bucket, bucket_range, forget_buckets
+from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
 
@@ -88,6 +88,7 @@ class TaskGraphTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("TaskGraphs")
         self._open = account.table("TaskGraphsOpen")
+        self._open_labels = Countdown(self._open, "", "open")
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:
@@ -107,13 +108,17 @@ class TaskGraphTable:
         return replace(graph, etag=self._save(_graph_entity(graph), graph.etag, graph.graph_id))
 
     def add_labels(self, labels: list[LabelRecord]) -> None:
-        rows, open_rows = [], []
+        """Label rows, and an open row for each (counted, see `countdown`), written at once."""
+        rows = []
         for record in labels:
-            partition = bucket(record.graph_id, record.task_id)
             rows.append(_label_entity(record))
-            rows.append({"PartitionKey": partition, "RowKey": f"task.{record.task_id}", "label": record.label})
-            open_rows.append({"PartitionKey": partition, "RowKey": record.task_id})
-        upsert_in_tables([(self._table, rows), (self._open, open_rows)])
+            rows.append({"PartitionKey": bucket(record.graph_id, record.task_id), "RowKey": f"task.{record.task_id}",
+                         "label": record.label})
+        opened = [_WRITERS.submit(self._open_labels.add, graph_id, [record.task_id for record in same])
+                  for graph_id, same in groupby(sorted(labels, key=lambda r: r.graph_id), key=lambda r: r.graph_id)]
+        upsert_in_batches(self._table, rows)
+        for future in opened:
+            future.result()
 
     def load_label(self, graph_id: str, label: str, task_id: str | None = None) -> LabelRecord | None:
         """The label's row: read in its task's bucket, or looked for in every bucket of the
@@ -158,14 +163,13 @@ class TaskGraphTable:
         row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
         return row["label"] if row is not None else None
 
-    def close(self, graph_id: str, task_id: str) -> None:
-        """The label of task `task_id` completed."""
-        delete_row(self._open, bucket(graph_id, task_id), task_id)
+    def close(self, graph_id: str, task_id: str) -> bool:
+        """The label of task `task_id` completed (again, or not the graph's: no change);
+        whether a label of the graph is open still."""
+        return self._open_labels.remove(graph_id, task_id)
 
-    def any_open(self, graph_id: str, task_id: str = "") -> bool:
-        """Whether a label is open; `task_id`, one that just completed, whose bucket is looked
-        at first in a large graph (see `buckets.any_key`)."""
-        return any_key(self._open, graph_id, "", task_id)
+    def any_open(self, graph_id: str) -> bool:
+        return self._open_labels.left(graph_id)
 
     def _any(self, graph_id: str, kind: str) -> bool:
         """Whether the graph has any row `<kind>.*` (one row read at most)."""

@@ -3,10 +3,9 @@
 PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed and resolved. Each
 task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
-with the group): the group is resolved when no unresolved row is left, which one query of
-one row tells, however large the group. A task's member and unresolved rows are written
-together in one transaction (a graph's open labels are a table of their own; unresolved
-rows in one would cost a task created alone a second write). The group's events (resolved,
+with the group): the group is resolved when no unresolved row is left, which the count of
+them in each bucket (row "~unresolved", see `countdown`) tells without a query. A task's
+member and unresolved rows are written together in one transaction with that count. The group's events (resolved,
 sealed) are written with the change they announce, in the group row's outbox columns (see
 `outbox`).
 """
@@ -20,8 +19,9 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
-from .batches import delete_in_batches, delete_row, upsert_in_batches
-from .buckets import any_key, bucket, first_keys, forget_buckets
+from .batches import delete_in_batches, delete_row
+from .buckets import bucket, first_keys, forget_buckets
+from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
 from .queries import first_rows
@@ -49,6 +49,7 @@ class TaskGroupRecord:
 class TaskGroupTable:
     def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("TaskGroups")
+        self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved")
         self.marks = marks or PublicationMarks(account)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
@@ -90,16 +91,15 @@ class TaskGroupTable:
         outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
 
     def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
-        """Member and unresolved rows, each task's pair in the same transaction."""
-        rows = []
-        for task_id in task_ids:
-            partition = bucket(task_group_id, task_id)
-            rows += [{"PartitionKey": partition, "RowKey": MEMBER_PREFIX + task_id},
-                     {"PartitionKey": partition, "RowKey": UNRESOLVED_PREFIX + task_id}]
-        upsert_in_batches(self._table, rows)
+        """Member and unresolved rows, each task's pair in the same transaction, with its
+        bucket's count of unresolved rows (see `countdown`)."""
+        self._unresolved.add(task_group_id, task_ids, lambda partition, task_id: [
+            {"PartitionKey": partition, "RowKey": MEMBER_PREFIX + task_id}])
 
-    def member_resolved(self, task_group_id: str, task_id: str) -> None:
-        delete_row(self._table, bucket(task_group_id, task_id), UNRESOLVED_PREFIX + task_id)  # resolved before
+    def member_resolved(self, task_group_id: str, task_id: str) -> bool:
+        """A member resolved (its first resolution; again: no change); whether a member has
+        not resolved yet."""
+        return self._unresolved.remove(task_group_id, task_id)
 
     def forget_members(self, members: list[tuple[str, str]]) -> None:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
@@ -121,10 +121,8 @@ class TaskGroupTable:
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
         return first_keys(self._table, task_group_id, UNRESOLVED_PREFIX, "", limit)
 
-    def any_unresolved(self, task_group_id: str, task_id: str = "") -> bool:
-        """Whether a member has not resolved yet; `task_id`, one that just did, whose bucket
-        is looked at first in a large group (see `buckets.any_key`)."""
-        return any_key(self._table, task_group_id, UNRESOLVED_PREFIX, task_id)
+    def any_unresolved(self, task_group_id: str) -> bool:
+        return self._unresolved.left(task_group_id)
 
     def recent(self, limit: int, scan: int = 5000) -> list[dict]:
         """Up to `limit` groups' rows (taskGroupId, schedulerId, expires, sealed, resolved, and

@@ -28,21 +28,25 @@ _INT32 = range(-2 ** 31, 2 ** 31)
 # TableTransactionError, so that writers sharing it are sent again one by one).
 _REFUSED_WHOLE = {413: RequestTooLargeError, 404: ResourceNotFoundError, 409: ResourceExistsError}
 _STATUS = re.compile(rb"^HTTP/1\.1 (\d{3})", re.MULTILINE)
+_ETAG = re.compile(rb"^ETag: *(\S+)", re.MULTILINE | re.IGNORECASE)
+_METHODS = {"upsert": "PATCH", "delete": "DELETE", "create": "POST", "update": "PATCH"}
 _ERROR = re.compile(rb'"code"\s*:\s*"([^"]*)".*?"value"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def submit(table, operations: list[tuple[str, dict]]) -> None:
-    """Send ("upsert" | "delete", row) operations of one partition as one transaction;
-    raises TableTransactionError if storage refused any (none is then applied)."""
-    if not isinstance(table, TableClient) or not all(_plain(row) for _, row in operations):
-        table.submit_transaction(operations)
-        return
+def submit(table, operations: list[tuple]) -> list[dict]:
+    """Send operations of one partition as one transaction: ("upsert", row) (merged),
+    ("delete", row) (any version), ("create", row) (refused if it exists), ("update", row,
+    {"etag": ...}) (merged, refused unless the row is at that ETag), as the SDK takes them;
+    each one's answer ({"etag": ...} for a write). Raises TableTransactionError if storage
+    refused any (none is then applied)."""
+    if not isinstance(table, TableClient) or not all(_plain(operation[1]) for operation in operations):
+        return table.submit_transaction(operations)
     batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
     base = f"{table.scheme}://{table._primary_hostname}"   # noqa: SLF001 (the client's own endpoint)
     parts = [f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"]
-    for index, (kind, row) in enumerate(operations):
+    for index, operation in enumerate(operations):
         parts.append(f"--{changeset}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"
-                     f"Content-ID: {index}\r\n\r\n" + _operation(base, table.table_name, table.api_version, kind, row))
+                     f"Content-ID: {index}\r\n\r\n" + _operation(base, table.table_name, table.api_version, operation))
     parts.append(f"--{changeset}--\r\n\r\n--{batch}--\r\n")
     request = HttpRequest("POST", f"{base}/$batch", content="".join(parts).encode(), headers={
         "x-ms-version": table.api_version, "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
@@ -54,19 +58,26 @@ def submit(table, operations: list[tuple[str, dict]]) -> None:
         raise error_type(message=f"transaction answered HTTP {response.status_code}: "
                                  f"{answer[:500].decode(errors='replace')}", response=response)
     _check(answer)
+    return [{"etag": etag.decode()} if etag else {} for etag in _etags(answer)]
 
 
 def _plain(row: dict) -> bool:
     return all(isinstance(value, (str, bool)) or (type(value) is int and value in _INT32) for value in row.values())
 
 
-def _operation(base: str, table_name: str, version: str, kind: str, row: dict) -> str:
-    if kind not in ("upsert", "delete"):
-        raise ValueError(f"transactions send upserts and deletes, not {kind!r}")
+def _operation(base: str, table_name: str, version: str, operation: tuple) -> str:
+    kind, row, *options = operation
+    if kind not in _METHODS:
+        raise ValueError(f"transactions send {', '.join(_METHODS)}, not {kind!r}")
     keys = ",".join(f"{name}='{quote(row[name].replace(chr(39), chr(39) * 2), safe='')}'"
                     for name in ("PartitionKey", "RowKey"))
-    head = (f"{'DELETE' if kind == 'delete' else 'PATCH'} {base}/{table_name}({keys}) HTTP/1.1\r\n"
+    path = f"{base}/{table_name}" if kind == "create" else f"{base}/{table_name}({keys})"
+    head = (f"{_METHODS[kind]} {path} HTTP/1.1\r\n"
             f"x-ms-version: {version}\r\nDataServiceVersion: 3.0\r\nAccept: application/json;odata=minimalmetadata\r\n")
+    if kind == "create":
+        head += "Prefer: return-no-content\r\n"
+    if kind == "update":
+        head += f"If-Match: {options[0]['etag']}\r\n"
     if kind == "delete":
         return head + "If-Match: *\r\n\r\n\r\n"
     body = {}
@@ -76,6 +87,13 @@ def _operation(base: str, table_name: str, version: str, kind: str, row: dict) -
             body[name + "@odata.type"] = "Edm.String"
     data = json.dumps(body)
     return head + f"Content-Type: application/json\r\nContent-Length: {len(data.encode())}\r\n\r\n{data}\r\n"
+
+
+def _etags(answer: bytes) -> list[bytes | None]:
+    """Each operation's ETag, in order (None for a delete's answer, which has none)."""
+    starts = [status.start() for status in _STATUS.finditer(answer)] + [len(answer)]
+    return [(found.group(1) if (found := _ETAG.search(answer, start, end)) else None)
+            for start, end in zip(starts, starts[1:])]
 
 
 def _check(answer: bytes) -> None:

@@ -397,8 +397,10 @@ def test_a_graph_whose_roots_complete_before_it_starts_running_finishes(services
 
 def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(services, task_queue_id, monkeypatch):
     """The blocker's rerun completes and reads that a label is still open; the last label
-    then completes and, finding the graph still blocked, leaves it so; the blocker's write
-    comes last. The graph must end finished, not running with nothing left to run."""
+    then completes and, finding the graph still blocked, leaves its state so; the blocker's
+    write comes last. The graph must end finished, not running with nothing left to run (the
+    last completion writes the graph row even unchanged: the blocker's write is refused and
+    it reads again)."""
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, blocker={}, last={}))
     names = labels_by_task(services, graph_id)

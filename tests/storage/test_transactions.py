@@ -43,6 +43,32 @@ def test_a_refused_operation_refuses_the_whole_transaction(table):
     assert rows_of(table, partition) == {}
 
 
+def test_creates_and_conditional_updates_answer_their_etags_as_the_sdk_does(table):
+    """A create is refused if its row exists, an update unless its row is at the ETag given;
+    each write answers its row's new ETag, which a point read then finds."""
+    from azure.core import MatchConditions
+
+    partition = new_slugid()
+    answers = submit(table, [("create", {"PartitionKey": partition, "RowKey": "a", "n": 1}),
+                             ("upsert", {"PartitionKey": partition, "RowKey": "b"})])
+    etag = answers[0]["etag"]
+    assert etag == table.get_entity(partition, "a").metadata["etag"] and answers[1]["etag"]
+
+    def update(n: int, at: str) -> list[dict]:
+        return submit(table, [("update", {"PartitionKey": partition, "RowKey": "a", "n": n},
+                               {"etag": at, "match_condition": MatchConditions.IfNotModified}),
+                              ("delete", {"PartitionKey": partition, "RowKey": "b"})])
+    newer = update(2, etag)[0]["etag"]
+    assert newer != etag and table.get_entity(partition, "a").metadata["etag"] == newer
+    submit(table, [("upsert", {"PartitionKey": partition, "RowKey": "b"})])
+    with pytest.raises(TableTransactionError):
+        update(3, etag)                                          # changed since: refused whole
+    with pytest.raises(TableTransactionError):
+        submit(table, [("create", {"PartitionKey": partition, "RowKey": "a", "n": 9}),
+                       ("upsert", {"PartitionKey": partition, "RowKey": "c"})])
+    assert {key: row.get("n") for key, row in rows_of(table, partition).items()} == {"a": 2, "b": None}
+
+
 def test_other_columns_and_other_clients_go_through_the_sdk(table):
     partition = new_slugid()
     submit(table, [("upsert", {"PartitionKey": partition, "RowKey": "f", "ratio": 0.5}),

@@ -1,0 +1,103 @@
+"""Counted rows per bucket: "is any left?" answered by the count a removal leaves, exact
+however often rows are added or removed again, by however many writers, with whatever this
+process remembers of the counts."""
+
+import threading
+
+import pytest
+
+from shared.domain.ids import new_slugid
+from shared.storage import countdown
+from shared.storage.account import StorageAccount
+from shared.storage.buckets import bucket
+from shared.storage.countdown import Countdown
+from tests.conftest import unique_prefix
+from tests.memory_storage import MemoryAccount
+from tests.storage.counted_table import CountedQueries
+
+
+@pytest.fixture(params=["azurite", "memory"])
+def table(request):
+    if request.param == "memory":
+        return MemoryAccount(unique_prefix()).table("Counted")
+    return StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix()).table("Counted")
+
+
+def counts(table, owner: str) -> dict[str, int]:
+    return {row["PartitionKey"]: row["count"] for row in table.query_entities(
+        "PartitionKey gt @low and PartitionKey lt @high and RowKey eq '~left'",
+        parameters={"low": owner + "~", "high": owner + "~~"})}
+
+
+def counted_rows(table, owner: str) -> dict[str, int]:
+    rows = table.query_entities("PartitionKey gt @low and PartitionKey lt @high and RowKey gt 'x.' and RowKey lt 'x/'",
+                                parameters={"low": owner + "~", "high": owner + "~~"}, select=["PartitionKey"])
+    found: dict[str, int] = {}
+    for row in rows:
+        found[row["PartitionKey"]] = found.get(row["PartitionKey"], 0) + 1
+    return found
+
+
+def test_the_last_removal_finds_none_left_and_adding_or_removing_again_counts_once(table):
+    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    task_ids = [new_slugid() for _ in range(300)]
+    left.add(owner, task_ids, lambda partition, task_id: [{"PartitionKey": partition, "RowKey": "m." + task_id}])
+    left.add(owner, task_ids[:150])                      # again: already counted
+    assert counts(table, owner) == counted_rows(table, owner) and sum(counts(table, owner).values()) == 300
+    assert len(list(table.query_entities("RowKey gt 'm.' and RowKey lt 'm/'", select=["RowKey"]))) == 300
+    answers = [left.remove(owner, task_id) for task_id in task_ids[:-1]]
+    assert all(answers) and left.left(owner)
+    assert left.remove(owner, task_ids[0])               # removed before: nothing counted down
+    assert not left.remove(owner, task_ids[-1]) and not left.left(owner)
+    assert not left.remove(owner, task_ids[-1])
+    assert set(counts(table, owner).values()) == {0} and counted_rows(table, owner) == {}
+
+
+def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
+    """Another process wrote the bucket since: the transaction on the remembered count is
+    refused whole and done again after reading it."""
+    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    first, second, third = (new_slugid() for _ in range(3))
+    one_bucket = [first[0] + rest[1:] for rest in (first, second, third)]   # all in first's bucket
+    left.add(owner, one_bucket[:2])
+    key = (table.table_name, bucket(owner, first), "~left")
+    remembered = countdown._REMEMBERED.get(key)
+    left.add(owner, one_bucket[2:])                      # "another process"
+    countdown._REMEMBERED.put(key, remembered)
+    assert left.remove(owner, one_bucket[0])             # refused, read, done again: 2 left
+    countdown._REMEMBERED.put(key, remembered)
+    left.add(owner, one_bucket)                          # two exist, one was removed: counts one
+    assert counts(table, owner) == {bucket(owner, first): 3} == counted_rows(table, owner)
+
+
+def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_when_its_own_empties(table):
+    counted = CountedQueries(table)
+    left, owner = Countdown(counted, "x.", "left"), new_slugid()
+    task_ids = [first + new_slugid()[1:] for first in "ABCDEA"]   # five buckets, two tasks in the first
+    left.add(owner, task_ids)
+    assert left.remove(owner, task_ids[-1]) and counted.queries == 0   # its bucket has a row left
+    assert left.remove(owner, task_ids[0]) and counted.queries == 1    # its bucket empty: are others?
+
+
+def test_concurrent_writers_of_one_bucket_lose_no_count(table):
+    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    prefix = new_slugid()[0]
+    task_ids = [prefix + new_slugid()[1:] for _ in range(48)]
+    left.add(owner, task_ids[:24])
+    found_none_left = []
+
+    def work(number: int) -> None:
+        left.add(owner, task_ids[24 + number * 3:24 + number * 3 + 3])
+        for task_id in task_ids[number * 3:number * 3 + 3]:
+            if not left.remove(owner, task_id):
+                found_none_left.append(task_id)
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts(table, owner) == {bucket(owner, task_ids[0]): 24} == counted_rows(table, owner)
+    assert found_none_left == []
+    for task_id in task_ids[24:]:
+        left.remove(owner, task_id)
+    assert not left.left(owner)
