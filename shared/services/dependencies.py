@@ -6,9 +6,9 @@ Invariants, kept in this order of writes:
   happens while the dependent is being created either finds the dependent or is seen by
   the creator's re-check (`recheck`), which runs after the task row is written;
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
-  it; the task is scheduled by whoever finds its requirements empty (scheduling is
-  idempotent, so two finders do no harm); a requirement row may come back after it was
-  deleted (a creator sent twice), so the first one left is checked against its task;
+  it, and never comes back (a creator sent twice writes it once); the task is scheduled by
+  whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
+  two finders do no harm);
 - handling a resolution twice, or late, changes nothing: resolved runs never change, and
   deleting a deleted requirement is a no-op.
 """
@@ -45,9 +45,7 @@ class Registration:
     recheck: dict[str, SentMessage]   # tasks waiting on tasks outside the batch: re-check after
                                       # insert, and the intent standing for that re-check meanwhile
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
-# Reads only, never submitting more work: `recheck` runs inside _POOL's threads (for each
-# dependent of a resolved task), and reads submitted to _POOL itself would wait for threads
-# that all wait for them.
+# Reads only, never submitting more work: no thread of it waits for another of it.
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
 
 
@@ -93,14 +91,14 @@ class Dependencies:
                 if unresolved or required in definitions \
                         or not _satisfied_now(definition["requires"], records[required]):
                     waiting.append(required)
-            waiting_rows += [(task_id, required, definition["expires"]) for required in waiting]
+            waiting_rows += [(task_id, required) for required in waiting]
             registration.ready[task_id] = not waiting
             if not unresolved and any(required not in definitions for required in waiting):
                 # The intent stands for the re-check if this process dies before it.
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
         self.dependencies.add(edges)
         self.requirements.add(waiting_rows)
-        waited_on = set() if unresolved else {required for _, required, _ in waiting_rows
+        waited_on = set() if unresolved else {required for _, required in waiting_rows
                                                if required not in definitions}
         list(_READERS.map(self._note_dependents, [records[required] for required in waited_on]))
         return registration
@@ -165,15 +163,9 @@ class Dependencies:
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):
             return
-        self.requirements.satisfy(dependent.task_id, required_id)
-        if dependent.waits_on == 1:
-            self.schedule(dependent.task_id)   # its only dependency: nothing else to look at
-            return
-        # What is left may be stale: a concurrent creator of the dependent (a graph PUT sent
-        # again while the first still ran) can write a requirement again after it was
-        # satisfied. Checking the first one left against its task costs one read while the
-        # dependent really waits, and lets the last resolver clear any stale row.
-        self.recheck(dependent.task_id, dependent.requires, page=1)
+        only = dependent.waits_on == 1   # nothing else to ask about
+        if not self.requirements.satisfy(dependent.task_id, required_id, only) or only:
+            self.schedule(dependent.task_id)
 
     def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
         """Give a task whose wait is over its first run; True if this call did. One past its

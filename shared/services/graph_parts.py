@@ -96,23 +96,24 @@ class GraphParts:
         if not keys:
             self._end_creation(graph_id)   # a resumed creation whose last handler died before
 
-    def check(self, graph_id: str, parts_left: int, stalls: int = 0, planned: str = "") -> bool:
+    def check(self, graph_id: str, parts_left: int, stalls: int = 0) -> bool:
         """The repair sweep's look at a graph being created, which had `parts_left` parts
-        to create when the look was planned (at `planned`). A part begun a lease ago and not created went
-        down with its handler: it is sent again, to be taken over. If no part was created or
-        begun since the last look, the messages of the parts not begun were lost or are held
-        by a process that died (for minutes: a queue's hold on a message): the earliest
-        stage's are sent again, and the graph is looked at again later each time it stalls
-        again (`stalls` looks in a row did). True if it sent any."""
+        to create when the look was planned. A part begun a lease ago and not created went
+        down with its handler: it is sent again, to be taken over. If no part was created
+        since the last look and none is being created (begun within a lease), the messages
+        of the parts not begun were lost or are held by a process that died (for minutes: a
+        queue's hold on a message): the earliest stage's are sent again, and the graph is
+        looked at again later each time it stalls again (`stalls` looks in a row did). While
+        handlers are at work, the parts waiting are behind them in the queue. True if it
+        sent any."""
         marks = self.graphs.part_marks(graph_id)
         if not marks:
             self._end_creation(graph_id)  # the last part's handler may have died before
             return False
         now = utcnow()
-        since_last_look = parse_iso(planned) if planned else now - self.events.graph_check_delay(stalls)
         begun = {key: parse_iso(mark) for key, mark in marks if mark}
-        stalled = len(marks) >= parts_left and not any(when > since_last_look for when in begun.values())
         lost = [key for key, when in begun.items() if when <= now - self.lease]
+        stalled = len(marks) >= parts_left and len(lost) == len(begun)
         if stalled:
             lost += [key for key in _first_stage([key for key, _ in marks]) if key not in begun]
         if lost:

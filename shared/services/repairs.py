@@ -70,7 +70,7 @@ class Repairs:
     def _check(self, intent: dict) -> int:
         if intent["kind"] == "graph-parts":
             return int(self.graph_parts.check(intent["taskGraphId"], int(intent["partsLeft"]),
-                                              int(intent.get("stalls", 0)), intent.get("planned", "")))
+                                              int(intent.get("stalls", 0))))
         task_id = intent["taskId"]
         if intent["kind"] == "task-resolved" and self.handler.handle(task_id, int(intent["runId"])):
             log.warning("repaired: resolution of task %s run %s had not been processed", task_id,

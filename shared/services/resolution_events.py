@@ -21,7 +21,6 @@ from datetime import timedelta
 
 from ..domain.dependencies import resolution_of
 from ..domain.runs import RunState
-from ..domain.timestamps import to_iso, utcnow
 from ..storage.message_queue import MessageQueue, SentMessage
 from ..storage.task_table import TaskRecord
 
@@ -96,10 +95,7 @@ class ResolutionEvents:
         before, up to 32 repair delays: parts that are only slow (a busy host, a large
         backlog) are then sent again a few times in all, not at every look."""
         self.repairs.send({"kind": "graph-parts", "taskGraphId": graph_id, "partsLeft": parts_left,
-                           "stalls": stalls, "planned": to_iso(utcnow())}, self.graph_check_delay(stalls))
-
-    def graph_check_delay(self, stalls: int) -> timedelta:
-        return self.repair_delay * 2 ** min(stalls, MAX_BACKOFF)
+                           "stalls": stalls}, self.repair_delay * 2 ** min(stalls, MAX_BACKOFF))
 
     def intend_readiness_check(self, task_id: str) -> SentMessage:
         """A new task with dependencies: check it again later in case its creator died before

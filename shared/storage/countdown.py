@@ -9,12 +9,16 @@ narrow the query. In a large graph those two queries per completion were most of
 storage did.
 
 Each bucket partition of an owner (see `buckets`) holds a count row "~<name>" (column
-`count`): how many counted rows "<prefix><taskId>" the bucket holds. A row is added (an
-insert: one that exists is not counted twice) and removed (a delete: one gone already is not
-counted down twice) in one transaction with its bucket's count, conditional on the count's
-ETag, so the count is exact. Whoever takes a bucket to zero asks whether another bucket is
-not (one query, once per bucket that empties). Two last removals in two buckets at once:
-each writes its own count before it reads the others', so the later reader sees both at zero.
+`count`): how many counted rows "<prefix><taskId>" the bucket holds. A row is added with a
+marker "<marker><taskId>" (both inserted, in one transaction with the bucket's count,
+conditional on the count's ETag) and removed (deleted, in one transaction with the count),
+so the count is exact: a row whose marker exists was counted before, and is neither counted
+again nor written back once removed (a satisfied requirement never comes back, whoever
+writes it again); one gone already is not counted down twice. The marker stays until the
+owner's rows are forgotten (a group's member row is its members' marker). Whoever takes a
+bucket to zero asks whether another bucket is not (one query, once per bucket that
+empties). Two last removals in two buckets at once: each writes its own count before it
+reads the others', so the later reader sees both at zero.
 
 This process remembers each count it wrote, with its ETag (a bounded memory); a transaction
 on one that changed since is refused whole, and done again after reading the count. A bucket
@@ -28,18 +32,18 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Callable
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
-from .batches import MAX_BATCH, delete_row, upsert_in_batches
+from .batches import MAX_BATCH, delete_row
 from .buckets import IN_BUCKETS, bucket, bucket_range
 from .queries import first_rows
 from .transactions import submit
 
 COUNT = "count"
+PER_TRANSACTION = (MAX_BATCH - 1) // 2   # a marker and a counted row each, and the count
 ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
 # Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
@@ -76,52 +80,49 @@ _REMEMBERED = _Remembered()
 
 
 class Countdown:
-    def __init__(self, table: TableClient, prefix: str, name: str) -> None:
+    def __init__(self, table: TableClient, prefix: str, name: str, marker: str) -> None:
         self._table = table
         self._prefix = prefix
+        self._marker = marker
         self._row = "~" + name          # sorts after every task id: outside the counted rows' range
 
-    def add(self, owner: str, task_ids: list[str], extra: Callable[[str, str], list[dict]] = lambda p, t: []) -> None:
-        """Counted rows for `task_ids` (those that exist already are left as they are), each
-        written in one transaction with the rows `extra(partition, task_id)` (upserted: a
-        group member's row), its bucket's transactions one after another, the buckets at once."""
+    def add(self, owner: str, task_ids: list[str]) -> None:
+        """Counted rows for `task_ids`, but those counted before (their marker exists); a
+        bucket's transactions one after another, the buckets at once."""
         by_bucket = [(partition, list(ids)) for partition, ids in
                      groupby(sorted(set(task_ids), key=lambda t: bucket(owner, t)), key=lambda t: bucket(owner, t))]
-        per_task = 1 + len(extra("", task_ids[0])) if task_ids else 1
-        size = (MAX_BATCH - 1) // per_task
 
         def fill(partition: str, ids: list[str]) -> None:
-            for start in range(0, len(ids), size):
-                self._add_chunk(partition, ids[start:start + size], extra)
+            for start in range(0, len(ids), PER_TRANSACTION):
+                self._add_chunk(partition, ids[start:start + PER_TRANSACTION])
         if len(by_bucket) == 1:
             fill(*by_bucket[0])
         else:
             list(_BUCKETS.map(lambda job: fill(*job), by_bucket))
 
-    def _add_chunk(self, partition: str, task_ids: list[str], extra: Callable[[str, str], list[dict]]) -> None:
-        extras = [row for task_id in task_ids for row in extra(partition, task_id)]
+    def _add_chunk(self, partition: str, task_ids: list[str]) -> None:
         missing, count = task_ids, self._remembered(partition) or _Count(0, None)
         for refusals in range(ATTEMPTS):
             if not missing:
-                upsert_in_batches(self._table, extras)
                 return
-            rows = [("create", {"PartitionKey": partition, "RowKey": self._prefix + task_id}) for task_id in missing]
+            rows = [("create", {"PartitionKey": partition, "RowKey": key + task_id})
+                    for task_id in missing for key in (self._marker, self._prefix)]
             try:
-                etag = self._submit(partition, [("upsert", row) for row in extras] + rows, count, len(missing))
+                etag = self._submit(partition, rows, count, len(missing))
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count or refusals % 2:   # refused for a row, not (only) the count: which exist?
-                    missing = [task_id for task_id, found in
-                               zip(missing, _READERS.map(lambda t: self._exists(partition, t), missing)) if not found]
+                    missing = [task_id for task_id, found in zip(missing, _READERS.map(
+                        lambda t: self._exists(partition, self._marker + t), missing)) if not found]
                 count = fresh
                 continue
             self._remember(partition, _Count(count.value + len(missing), etag))
             return
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
-    def remove(self, owner: str, task_id: str) -> bool:
+    def remove(self, owner: str, task_id: str, ask: bool = True) -> bool:
         """Delete the task's counted row (gone already: nothing to count); whether any counted
-        row of `owner` is left, in any bucket."""
+        row of `owner` is left, in any bucket (in the task's bucket only, unless `ask`)."""
         partition = bucket(owner, task_id)
         count = self._remembered(partition)
         if count is None or count.etag is None:    # "no count row" only as read now
@@ -129,19 +130,19 @@ class Countdown:
         for _ in range(ATTEMPTS):
             if count.etag is None:      # no count: no counted row in the bucket
                 delete_row(self._table, partition, self._prefix + task_id)
-                return self.left(owner)
+                return ask and self.left(owner)
             try:
                 etag = self._submit(partition, [("delete", {"PartitionKey": partition,
                                                             "RowKey": self._prefix + task_id})], count, -1)
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count:      # refused for the row: removed before
-                    return count.value > 0 or self.left(owner)
+                    return count.value > 0 or (ask and self.left(owner))
                 count = fresh
                 continue
             count = _Count(count.value - 1, etag)
             self._remember(partition, count)
-            return count.value > 0 or self.left(owner)
+            return count.value > 0 or (ask and self.left(owner))
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
     def left(self, owner: str) -> bool:
@@ -169,9 +170,9 @@ class Countdown:
         self._remember(partition, count)
         return count
 
-    def _exists(self, partition: str, task_id: str) -> bool:
+    def _exists(self, partition: str, row_key: str) -> bool:
         try:
-            self._table.get_entity(partition, self._prefix + task_id, select=["RowKey"])
+            self._table.get_entity(partition, row_key, select=["RowKey"])
         except ResourceNotFoundError:
             return False
         return True

@@ -2,37 +2,49 @@
 
 PartitionKey = the waiting taskId's bucket for the required task (see `buckets`: a fan-in
 waits on up to 10,000 tasks), RowKey = a required taskId that has not yet resolved in a way
-that satisfies it. A satisfied requirement's row is deleted; the task is ready when its
-buckets are empty. Deletes never conflict, and the emptiness check is one query of one
-row, so a fan-in of thousands costs no contention: whoever deletes the last row sees none
-left and schedules the task (scheduling twice is a no-op). The waiting task's rows are in
-one of the table's shards (see `table_shards`).
+that satisfies it, counted per bucket (see `countdown`: "~waits" counts them, "~once.<taskId>"
+marks each requirement ever written). A satisfied requirement's row is deleted with its
+count, and never comes back (its marker stays); the task is ready when every count is zero,
+which whoever deletes the last row learns from its own write and schedules the task
+(scheduling twice is a no-op). A fan-in of thousands costs no contention beyond a count
+per bucket. The waiting task's rows are in one of the table's shards (see `table_shards`).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
+
 from .account import StorageAccount
-from .batches import delete_row
-from .buckets import bucket, first_keys, forget_buckets
+from .buckets import first_keys, forget_buckets
+from .countdown import Countdown
 from .table_shards import TableShards
+
+_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="requirements")
 
 
 class RequirementTable:
     def __init__(self, account: StorageAccount) -> None:
         self._shards = TableShards(account, "TaskRequirements")
 
-    def add(self, rows: list[tuple[str, str, str]]) -> None:
-        """Requirements as (waiting taskId, required taskId, expiry), batched per bucket."""
-        self._shards.upsert([(task_id, {"PartitionKey": bucket(task_id, required_id), "RowKey": required_id,
-                                        "expires": expires}) for task_id, required_id, expires in rows])
+    def add(self, rows: list[tuple[str, str]]) -> None:
+        """Requirements as (waiting taskId, required taskId), each task's at once; one
+        written before (satisfied or not) is not written again."""
+        owners = [(task_id, [required for _, required in same])
+                  for task_id, same in groupby(sorted(rows), key=lambda row: row[0])]
+        list(_WRITERS.map(lambda owner: self._waits(owner[0]).add(*owner), owners))
 
-    def satisfy(self, task_id: str, required_id: str) -> None:
-        # a resolution may be handled twice: a row gone already is no error
-        delete_row(self._shards.of(task_id), bucket(task_id, required_id), required_id)
+    def satisfy(self, task_id: str, required_id: str, only: bool = False) -> bool:
+        """The requirement is met (again, or never written: no change); whether the task
+        still waits for any (`only`: it is the task's only one, nothing else to ask)."""
+        return self._waits(task_id).remove(task_id, required_id, ask=not only)
 
     def remaining(self, task_id: str, limit: int = 1) -> list[str]:
         return first_keys(self._shards.of(task_id), task_id, "", "", limit)
 
     def forget(self, task_id: str) -> None:
-        """Delete what an expired task still waited for."""
+        """Delete what an expired task still waited for, and the marks of what it did."""
         forget_buckets(self._shards.of(task_id), task_id)
+
+    def _waits(self, task_id: str) -> Countdown:
+        return Countdown(self._shards.of(task_id), "", "waits", marker="~once.")

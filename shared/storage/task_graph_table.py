@@ -21,8 +21,9 @@ In the bucket of each label's task:
 - "task.<taskId>": the label of a task, to go from a resolution to its label.
 
 The TaskGraphsOpen table holds, in the same bucket, a row <taskId> for each label whose
-task has not completed yet, and their count ("~open", see `countdown`): every count at zero
-= finished, known from the count a completion's own write leaves.
+task has not completed yet, a marker "~label.<taskId>" for each label, and the count of open
+rows ("~open", see `countdown`): every count at zero = finished, known from the count a
+completion's own write leaves; a completed label is never opened again.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class TaskGraphTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("TaskGraphs")
         self._open = account.table("TaskGraphsOpen")
-        self._open_labels = Countdown(self._open, "", "open")
+        self._open_labels = Countdown(self._open, "", "open", marker="~label.")
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:

@@ -49,7 +49,7 @@ class TaskGroupRecord:
 class TaskGroupTable:
     def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("TaskGroups")
-        self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved")
+        self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved", marker=MEMBER_PREFIX)
         self.marks = marks or PublicationMarks(account)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
@@ -92,9 +92,9 @@ class TaskGroupTable:
 
     def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
         """Member and unresolved rows, each task's pair in the same transaction, with its
-        bucket's count of unresolved rows (see `countdown`)."""
-        self._unresolved.add(task_group_id, task_ids, lambda partition, task_id: [
-            {"PartitionKey": partition, "RowKey": MEMBER_PREFIX + task_id}])
+        bucket's count of unresolved rows (see `countdown`: the member row is the marker, so
+        a task that was a member before is not counted again)."""
+        self._unresolved.add(task_group_id, task_ids)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> bool:
         """A member resolved (its first resolution; again: no change); whether a member has

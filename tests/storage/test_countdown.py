@@ -1,6 +1,6 @@
 """Counted rows per bucket: "is any left?" answered by the count a removal leaves, exact
 however often rows are added or removed again, by however many writers, with whatever this
-process remembers of the counts."""
+process remembers of the counts; a row counted once is never written back."""
 
 import threading
 
@@ -39,15 +39,17 @@ def counted_rows(table, owner: str) -> dict[str, int]:
 
 
 def test_the_last_removal_finds_none_left_and_adding_or_removing_again_counts_once(table):
-    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    left, owner = Countdown(table, "x.", "left", marker="m."), new_slugid()
     task_ids = [new_slugid() for _ in range(300)]
-    left.add(owner, task_ids, lambda partition, task_id: [{"PartitionKey": partition, "RowKey": "m." + task_id}])
+    left.add(owner, task_ids)
     left.add(owner, task_ids[:150])                      # again: already counted
     assert counts(table, owner) == counted_rows(table, owner) and sum(counts(table, owner).values()) == 300
     assert len(list(table.query_entities("RowKey gt 'm.' and RowKey lt 'm/'", select=["RowKey"]))) == 300
     answers = [left.remove(owner, task_id) for task_id in task_ids[:-1]]
     assert all(answers) and left.left(owner)
     assert left.remove(owner, task_ids[0])               # removed before: nothing counted down
+    left.add(owner, task_ids[:1])                        # counted once: never written back
+    assert sum(counts(table, owner).values()) == 1 == sum(counted_rows(table, owner).values())
     assert not left.remove(owner, task_ids[-1]) and not left.left(owner)
     assert not left.remove(owner, task_ids[-1])
     assert set(counts(table, owner).values()) == {0} and counted_rows(table, owner) == {}
@@ -56,7 +58,7 @@ def test_the_last_removal_finds_none_left_and_adding_or_removing_again_counts_on
 def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
     """Another process wrote the bucket since: the transaction on the remembered count is
     refused whole and done again after reading it."""
-    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    left, owner = Countdown(table, "x.", "left", marker="m."), new_slugid()
     first, second, third = (new_slugid() for _ in range(3))
     one_bucket = [first[0] + rest[1:] for rest in (first, second, third)]   # all in first's bucket
     left.add(owner, one_bucket[:2])
@@ -66,13 +68,15 @@ def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
     countdown._REMEMBERED.put(key, remembered)
     assert left.remove(owner, one_bucket[0])             # refused, read, done again: 2 left
     countdown._REMEMBERED.put(key, remembered)
-    left.add(owner, one_bucket)                          # two exist, one was removed: counts one
+    left.add(owner, [*one_bucket, fourth := first[0] + new_slugid()[1:]])   # counts the new one only
     assert counts(table, owner) == {bucket(owner, first): 3} == counted_rows(table, owner)
+    assert fourth in {row["RowKey"][2:] for row in table.query_entities("PartitionKey eq @pk and RowKey gt 'x.'",
+                                                                         parameters={"pk": bucket(owner, first)})}
 
 
 def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_when_its_own_empties(table):
     counted = CountedQueries(table)
-    left, owner = Countdown(counted, "x.", "left"), new_slugid()
+    left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
     task_ids = [first + new_slugid()[1:] for first in "ABCDEA"]   # five buckets, two tasks in the first
     left.add(owner, task_ids)
     assert left.remove(owner, task_ids[-1]) and counted.queries == 0   # its bucket has a row left
@@ -80,7 +84,7 @@ def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_whe
 
 
 def test_concurrent_writers_of_one_bucket_lose_no_count(table):
-    left, owner = Countdown(table, "x.", "left"), new_slugid()
+    left, owner = Countdown(table, "x.", "left", marker="m."), new_slugid()
     prefix = new_slugid()[0]
     task_ids = [prefix + new_slugid()[1:] for _ in range(48)]
     left.add(owner, task_ids[:24])

@@ -24,11 +24,11 @@ def test_a_task_s_requirements_are_read_and_written_in_its_own_shard():
     account = MemoryAccount(unique_prefix())
     requirements = RequirementTable(account)
     tasks = [new_slugid() for _ in range(40)]
-    requirements.add([(task_id, required, "2030-01-01T00:00:00.000Z") for task_id in tasks for required in "ab"])
+    requirements.add([(task_id, required) for task_id in tasks for required in "ab"])
     requirements.satisfy(tasks[0], "a")
     assert requirements.remaining(tasks[0], 5) == ["b"] and requirements.remaining(tasks[1], 5) == ["a", "b"]
     requirements.forget(tasks[1])
     assert requirements.remaining(tasks[1], 5) == []
     shards = TableShards(account, "TaskRequirements")
     assert [row["RowKey"] for row in shards.of(tasks[2]).query_entities(
-        IN_BUCKETS, parameters=bucket_range(tasks[2]))] == ["a", "b"]
+        IN_BUCKETS, parameters=bucket_range(tasks[2])) if row["RowKey"][0] != "~"] == ["a", "b"]
