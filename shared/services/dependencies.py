@@ -8,7 +8,8 @@ Invariants, kept in this order of writes:
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it, and never comes back (a creator sent twice writes it once); the task is scheduled by
   whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
-  two finders do no harm);
+  two finders do no harm); a task waiting on a single task has no requirement row, and is
+  scheduled by that task's resolution (or its creator's re-check, which reads that task);
 - handling a resolution twice, or late, changes nothing: resolved runs never change, and
   deleting a deleted requirement is a no-op.
 """
@@ -82,7 +83,7 @@ class Dependencies:
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `unresolved`: every dependency is known not to have resolved (a part
         of a graph that has not started)."""
-        edges, waiting_rows, registration = [], [], Registration({}, {})
+        edges, waiting_rows, requirement_rows, registration = [], [], [], Registration({}, {})
         for task_id, definition in definitions.items():
             waiting = []
             for required in definition["dependencies"]:
@@ -92,12 +93,16 @@ class Dependencies:
                         or not _satisfied_now(definition["requires"], records[required]):
                     waiting.append(required)
             waiting_rows += [(task_id, required) for required in waiting]
+            if len(set(definition["dependencies"])) > 1:
+                # A task waiting on one task needs no count of what is left: its dependency's
+                # resolution schedules it (see `_satisfy`), its re-check reads that task.
+                requirement_rows += [(task_id, required) for required in waiting]
             registration.ready[task_id] = not waiting
             if not unresolved and any(required not in definitions for required in waiting):
                 # The intent stands for the re-check if this process dies before it.
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
         self.dependencies.add(edges)
-        self.requirements.add(waiting_rows)
+        self.requirements.add(requirement_rows)
         waited_on = set() if unresolved else {required for _, required in waiting_rows
                                                if required not in definitions}
         list(_READERS.map(self._note_dependents, [records[required] for required in waited_on]))
@@ -110,9 +115,13 @@ class Dependencies:
         change_until_saved(lambda: self.tasks.load(record.task_id), lambda r: replace(r, has_dependents=True),
                            self.tasks.mark_has_dependents, first=record)
 
-    def recheck(self, task_id: str, requires: str, page: int = PAGE) -> bool:
+    def recheck(self, task_id: str, definition: dict, page: int = PAGE) -> bool:
         """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
-        schedule the task once none is left; True if this call scheduled it."""
+        schedule the task once none is left; True if this call scheduled it. A task waiting
+        on one task has no requirement row: that task is read."""
+        requires, dependencies = definition["requires"], set(definition["dependencies"])
+        if len(dependencies) == 1:
+            return _satisfied_now(requires, self.tasks.load(*dependencies)) and self.schedule(task_id)
         while True:
             waiting = self.requirements.remaining(task_id, page)
             if not waiting:
@@ -131,7 +140,7 @@ class Dependencies:
         record = self.tasks.load(task_id, with_definition=True)
         if record is None or record.status.runs:
             return False
-        return self.recheck(task_id, record.definition["requires"])
+        return self.recheck(task_id, record.definition)
 
     def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str,
                       long_fan_out: bool = True) -> bool:
@@ -163,8 +172,9 @@ class Dependencies:
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):
             return
-        only = dependent.waits_on == 1   # nothing else to ask about
-        if not self.requirements.satisfy(dependent.task_id, required_id, only) or only:
+        if dependent.waits_on == 1:   # its only dependency: it has no requirement row
+            self.schedule(dependent.task_id)
+        elif not self.requirements.satisfy(dependent.task_id, required_id):
             self.schedule(dependent.task_id)
 
     def schedule(self, task_id: str, why: str = "dependencies done") -> bool:

@@ -150,7 +150,7 @@ class TaskCreation:
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(
                 new[task_id], statuses[task_id], task_id in plan.with_dependents), wave)))
         for task_id, intent in registration.recheck.items():
-            self.dependencies.recheck(task_id, new[task_id]["requires"])
+            self.dependencies.recheck(task_id, new[task_id])
             records[task_id] = self.tasks.load(task_id)
             self.updater.events.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:

@@ -2,7 +2,7 @@
 
 PartitionKey = the waiting taskId's bucket for the required task (see `buckets`: a fan-in
 waits on up to 10,000 tasks), RowKey = a required taskId that has not yet resolved in a way
-that satisfies it, counted per bucket (see `countdown`: "~waits" counts them, "~once.<taskId>"
+that satisfies it (a task that waits on one task has none: see `dependencies`), counted per bucket (see `countdown`: "~waits" counts them, "~once.<taskId>"
 marks each requirement ever written). A satisfied requirement's row is deleted with its
 count, and never comes back (its marker stays); the task is ready when every count is zero,
 which whoever deletes the last row learns from its own write and schedules the task
@@ -34,10 +34,10 @@ class RequirementTable:
                   for task_id, same in groupby(sorted(rows), key=lambda row: row[0])]
         list(_WRITERS.map(lambda owner: self._waits(owner[0]).add(*owner), owners))
 
-    def satisfy(self, task_id: str, required_id: str, only: bool = False) -> bool:
+    def satisfy(self, task_id: str, required_id: str) -> bool:
         """The requirement is met (again, or never written: no change); whether the task
-        still waits for any (`only`: it is the task's only one, nothing else to ask)."""
-        return self._waits(task_id).remove(task_id, required_id, ask=not only)
+        still waits for any."""
+        return self._waits(task_id).remove(task_id, required_id)
 
     def remaining(self, task_id: str, limit: int = 1) -> list[str]:
         return first_keys(self._shards.of(task_id), task_id, "", "", limit)
