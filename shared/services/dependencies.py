@@ -87,13 +87,13 @@ class Dependencies:
         for task_id, definition in definitions.items():
             waiting = []
             for required in definition["dependencies"]:
-                dependent = Dependent(task_id, definition["requires"], len(set(definition["dependencies"])))
+                dependent = Dependent(task_id, definition["requires"], _waits_on(definition))
                 edges.append((required, dependent, definition["expires"]))
                 if unresolved or required in definitions \
                         or not _satisfied_now(definition["requires"], records[required]):
                     waiting.append(required)
             waiting_rows += [(task_id, required) for required in waiting]
-            if len(set(definition["dependencies"])) > 1:
+            if _waits_on(definition) > 1:
                 # A task waiting on one task needs no count of what is left: its dependency's
                 # resolution schedules it (see `_satisfy`), its re-check reads that task.
                 requirement_rows += [(task_id, required) for required in waiting]
@@ -119,9 +119,9 @@ class Dependencies:
         """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
         schedule the task once none is left; True if this call scheduled it. A task waiting
         on one task has no requirement row: that task is read."""
-        requires, dependencies = definition["requires"], set(definition["dependencies"])
-        if len(dependencies) == 1:
-            return _satisfied_now(requires, self.tasks.load(*dependencies)) and self.schedule(task_id)
+        requires = definition["requires"]
+        if _waits_on(definition) == 1:
+            return _satisfied_now(requires, self.tasks.load(definition["dependencies"][0])) and self.schedule(task_id)
         while True:
             waiting = self.requirements.remaining(task_id, page)
             if not waiting:
@@ -172,9 +172,8 @@ class Dependencies:
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):
             return
-        if dependent.waits_on == 1:   # its only dependency: it has no requirement row
-            self.schedule(dependent.task_id)
-        elif not self.requirements.satisfy(dependent.task_id, required_id):
+        # Its only dependency (it has no requirement row), or its last requirement satisfied.
+        if dependent.waits_on == 1 or not self.requirements.satisfy(dependent.task_id, required_id):
             self.schedule(dependent.task_id)
 
     def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
@@ -187,6 +186,11 @@ class Dependencies:
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
             return False
+
+
+def _waits_on(definition: dict) -> int:
+    """How many tasks a definition depends on (one named twice is one)."""
+    return len(set(definition["dependencies"]))
 
 
 def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:
