@@ -1,4 +1,5 @@
-"""When a dependency counts as satisfied, and which run resolutions announce a resolved task.
+"""When a dependency counts as satisfied, which run resolutions announce a resolved task, and
+who waits on a task.
 
 - `all-completed`: a dependency is satisfied when it resolves completed. A failed or
   exception dependency leaves the dependent waiting, so a rerun of the dependency can still
@@ -8,12 +9,64 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .runs import ReasonCreated, RunState
 from .task_status import TaskStatus
 
 ALL_COMPLETED = "all-completed"
 ALL_RESOLVED = "all-resolved"
 MAX_DEPENDENCIES = 10_000
+# Dependents a task's row lists itself, so that its resolution finds them without a query;
+# a task with more has them all in the TaskDependencies table (a fan-out's root).
+LISTED_DEPENDENTS = 16
+
+
+@dataclass(frozen=True)
+class Dependent:
+    """A task waiting on another, with what its resolution needs to know of it."""
+    task_id: str
+    requires: str
+    waits_on: int = 0   # how many tasks it depends on, one named twice counted once (0: not recorded)
+
+    @classmethod
+    def of(cls, task_id: str, definition: dict) -> Dependent:
+        return cls(task_id, definition["requires"], len(set(definition["dependencies"])))
+
+    def to_json(self) -> list:
+        return [self.task_id, self.requires, self.waits_on]
+
+    @classmethod
+    def from_json(cls, value: list) -> Dependent:
+        return cls(*value)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Who waits on whom among tasks created together, as their rows list it.
+
+    `dependents`: for each task some of them depend on, the dependents its row lists (in
+    taskId order), or None if they are more than LISTED_DEPENDENTS (its row lists none: the
+    TaskDependencies table holds them). `listed_by`: for each dependent, the tasks whose
+    rows list it."""
+    dependents: dict[str, tuple[Dependent, ...] | None]
+    listed_by: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, definitions: dict[str, dict]) -> Listing:
+        found: dict[str, list[Dependent]] = {}
+        for task_id in sorted(definitions):
+            definition = definitions[task_id]
+            for required in sorted(set(definition["dependencies"])):
+                if required in definitions:
+                    found.setdefault(required, []).append(Dependent.of(task_id, definition))
+        dependents = {required: tuple(found[required]) if len(found[required]) <= LISTED_DEPENDENTS else None
+                      for required in found}
+        listed_by: dict[str, set[str]] = {}
+        for required, listed in dependents.items():
+            for dependent in listed or ():
+                listed_by.setdefault(dependent.task_id, set()).add(required)
+        return cls(dependents, {task_id: frozenset(found) for task_id, found in listed_by.items()})
 
 
 def satisfies(requires: str, run_state: RunState) -> bool:

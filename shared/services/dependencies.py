@@ -1,10 +1,18 @@
 """The dependency tracker: registering a new task's dependencies, and unblocking dependents
 when a task resolves.
 
+Who waits on a task is on its row, up to LISTED_DEPENDENTS of them (written with the row
+when they are created together, or added by a conditional write before a later one is
+created), so most resolutions find their dependents without a query; the others (a
+fan-out's root, or one whose row had no room left) are in the TaskDependencies table, and
+the row says so.
+
 Invariants, kept in this order of writes:
-- a dependent's TaskDependencies rows exist before its task row, so a resolution that
-  happens while the dependent is being created either finds the dependent or is seen by
-  the creator's re-check (`recheck`), which runs after the task row is written;
+- a dependent is on its dependency's row, or in the TaskDependencies table with the row
+  saying so, before its own task row exists, so a resolution that happens while the
+  dependent is being created either finds the dependent or is seen by the creator's
+  re-check (`recheck`), which runs after the task row is written; a dependency created
+  after its dependent (a graph's parts, a batch's waves) is created listing it;
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it, and never comes back (a creator sent twice writes it once); the task is scheduled by
   whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
@@ -21,16 +29,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from ..domain import lifecycle
-from ..domain.dependencies import resolution_of, satisfies
+from ..domain.dependencies import LISTED_DEPENDENTS, Dependent, resolution_of, satisfies
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
-from ..storage.dependency_table import Dependent, DependencyTable
+from ..storage.dependency_table import DependencyTable
 from ..storage.message_queue import SentMessage
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
 from .conditional import change_until_saved
+from .resolution_events import Resolution
 from .task_updates import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
@@ -77,23 +86,32 @@ class Dependencies:
         _check_dependencies(definitions, records)
         return records
 
-    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
-                      events, unresolved: bool = False) -> Registration:
+    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], events,
+                      unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
-        resolved yet). `unresolved`: every dependency is known not to have resolved (a part
-        of a graph that has not started)."""
-        edges, waiting_rows, requirement_rows, registration = [], [], [], Registration({}, {})
+        resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
+        so: see `listings`); its other dependencies get a TaskDependencies row, or, outside
+        the batch and not resolved yet, list it on their rows if they have room.
+        `unresolved`: every dependency is known not to have resolved (a part of a graph that
+        has not started, whose dependencies' rows are created knowing their dependents)."""
+        edges, outside, requirement_rows, registration = [], [], [], Registration({}, {})
+        listed_by = listed_by or {}
         for task_id, definition in definitions.items():
+            dependent = Dependent.of(task_id, definition)
             waiting = []
-            for required in definition["dependencies"]:
-                dependent = Dependent(task_id, definition["requires"], _waits_on(definition))
-                edges.append((required, dependent, definition["expires"]))
-                if unresolved or required in definitions \
-                        or not _satisfied_now(definition["requires"], records[required]):
+            for required in sorted(set(definition["dependencies"])):
+                waits = unresolved or required in definitions \
+                    or not _satisfied_now(definition["requires"], records[required])
+                if waits:
                     waiting.append(required)
-            waiting_rows += [(task_id, required) for required in waiting]
-            if _waits_on(definition) > 1:
+                if required in listed_by.get(task_id, ()):
+                    continue
+                if waits and not unresolved and required not in definitions:
+                    outside.append((records[required], dependent))   # listed if its row has room
+                else:
+                    edges.append((required, dependent, definition["expires"]))
+            if dependent.waits_on > 1:
                 # A task waiting on one task needs no count of what is left: its dependency's
                 # resolution schedules it (see `_satisfy`), its re-check reads that task.
                 requirement_rows += [(task_id, required) for required in waiting]
@@ -101,26 +119,40 @@ class Dependencies:
             if not unresolved and any(required not in definitions for required in waiting):
                 # The intent stands for the re-check if this process dies before it.
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
-        self.dependencies.add(edges)
+        listed = list(_READERS.map(lambda pair: self._list_on(*pair), outside))
+        self.dependencies.add(edges + [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
+                                       for (record, dependent), on_row in zip(outside, listed) if not on_row])
         self.requirements.add(requirement_rows)
-        waited_on = set() if unresolved else {required for _, required in waiting_rows
-                                               if required not in definitions}
-        list(_READERS.map(self._note_dependents, [records[required] for required in waited_on]))
         return registration
 
-    def _note_dependents(self, record: TaskRecord) -> None:
-        """Mark a task that a new one waits on as having dependents, before the new one exists:
-        its resolution then looks for them. One that resolved before the mark is the new
-        task's re-check's (see TaskRecord.has_dependents)."""
-        change_until_saved(lambda: self.tasks.load(record.task_id), lambda r: replace(r, has_dependents=True),
-                           self.tasks.mark_has_dependents, first=record)
+    def _list_on(self, record: TaskRecord, dependent: Dependent) -> bool:
+        """List a new dependent on the row of a task it waits on, before the dependent exists,
+        if the row has room (else note that the table holds more); True if the row lists it.
+        A dependency that resolved before this write is the new task's re-check's."""
+        def add(row: TaskRecord) -> TaskRecord:
+            if row.more_dependents or any(d.task_id == dependent.task_id for d in row.dependents):
+                return row
+            if len(row.dependents) < LISTED_DEPENDENTS:
+                return replace(row, dependents=row.dependents + (dependent,))
+            return replace(row, more_dependents=True)
+        saved = change_until_saved(lambda: self.tasks.load(record.task_id), add, self.tasks.save_dependents,
+                                   first=record)
+        return saved is not None and any(d.task_id == dependent.task_id for d in saved.dependents)
+
+    def dependents(self, record: TaskRecord, after: str, limit: int) -> list[str]:
+        """listDependentTasks: up to `limit` dependents of a task, in taskId order after `after`:
+        those its row lists and those of the table (a dependency resolved when its dependent
+        was created is in the table alone)."""
+        table = self.dependencies.dependents(record.task_id, after, limit)
+        found = {dependent.task_id for dependent in (*record.dependents, *table) if dependent.task_id > after}
+        return sorted(found)[:limit]
 
     def recheck(self, task_id: str, definition: dict, page: int = PAGE) -> bool:
         """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
         schedule the task once none is left; True if this call scheduled it. A task waiting
         on one task has no requirement row: that task is read."""
         requires = definition["requires"]
-        if _waits_on(definition) == 1:
+        if Dependent.of(task_id, definition).waits_on == 1:
             return _satisfied_now(requires, self.tasks.load(definition["dependencies"][0])) and self.schedule(task_id)
         while True:
             waiting = self.requirements.remaining(task_id, page)
@@ -142,31 +174,33 @@ class Dependencies:
             return False
         return self.recheck(task_id, record.definition)
 
-    def task_resolved(self, task_id: str, run_id: int, state: RunState, expires: str,
-                      long_fan_out: bool = True) -> bool:
-        """Handle 'the task resolved in `state` with run `run_id`': satisfy and schedule its
-        dependents, page by page. A fan-out longer than a page records its progress after
-        each page, and a repeated handling resumes after it (or skips it, once done).
-        `long_fan_out=False`: do nothing and answer False if the fan-out is that long."""
-        page = self.dependencies.dependents(task_id, "", PAGE)
+    def task_resolved(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
+        """Handle a resolution: satisfy and schedule the task's dependents, those its row
+        lists, then those of the table (if its row says so) page by page. A fan-out longer
+        than a page records its progress after each page, and a repeated handling resumes
+        after it (or skips it, once done). `long_fan_out=False`: do nothing and answer False
+        if the fan-out is that long."""
+        task_id, state = resolution.task_id, resolution.state
+        page = self.dependencies.dependents(task_id, "", PAGE) if resolution.more_dependents else []
         long = len(page) == PAGE
         if long and not long_fan_out:
             return False
-        progress = f"{PROGRESS}{task_id}.{run_id}"   # kept in the expiry index: it goes with the task
+        list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), resolution.dependents))
+        progress = f"{PROGRESS}{task_id}.{resolution.run_id}"   # kept in the expiry index: it goes with the task
         if long:
-            after = self.expiries.get(expires, progress)
+            after = self.expiries.get(resolution.expires, progress)
             if after == ALL_DONE:
                 return True
             if after:
                 page = self.dependencies.dependents(task_id, after, PAGE)
-        while True:
+        while page:
             list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
             if len(page) < PAGE:
                 break
-            self.expiries.put(expires, progress, page[-1].task_id)
+            self.expiries.put(resolution.expires, progress, page[-1].task_id)
             page = self.dependencies.dependents(task_id, page[-1].task_id, PAGE)
         if long:
-            self.expiries.put(expires, progress, ALL_DONE)
+            self.expiries.put(resolution.expires, progress, ALL_DONE)
         return True
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
@@ -186,11 +220,6 @@ class Dependencies:
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
             return False
-
-
-def _waits_on(definition: dict) -> int:
-    """How many tasks a definition depends on (one named twice is one)."""
-    return len(set(definition["dependencies"]))
 
 
 def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
+from ..domain.dependencies import Dependent, Listing
 from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..storage.errors import ChangedSinceRead
@@ -73,9 +74,9 @@ class GraphParts:
         that its rows of the graph, the group and the dependencies fall in few buckets (see
         `buckets`): a transaction each. An extension's tasks are in that order within each
         of its waves (each task after what it requires), and its parts are staged."""
-        required = {task_id for node in nodes for task_id in node.required_ids}
+        listing = Listing.of({node.task_id: definitions[node.task_id] for node in nodes})
         entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
-                                  "reruns": node.reruns, "dependents": node.task_id in required,
+                                  "reruns": node.reruns, **_listing_entry(listing, node.task_id, definitions),
                                   "definition": definitions[node.task_id]} for node in nodes}
         if not extension:
             parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
@@ -189,11 +190,10 @@ class GraphParts:
         part taken over writes them all again). An extension's run as they are created: one
         taken over reads which of its tasks exist (they may be running), else none exists."""
         definitions = {node["taskId"]: node["definition"] for node in part.nodes}
-        with_dependents = [node["taskId"] for node in part.nodes if node.get("dependents", True)]
+        listing = _listing_of(part.nodes)
         if not part.extension:
-            return self.creation.prepare(definitions, unused_ids=True, held=True, with_dependents=with_dependents)
-        return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True,
-                                     with_dependents=with_dependents)
+            return self.creation.prepare(definitions, unused_ids=True, held=True, listing=listing)
+        return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True, listing=listing)
 
     def _end_creation(self, graph_id: str) -> None:
         """No part is left (every caller has just found so): a new graph starts (its roots
@@ -219,6 +219,31 @@ class GraphParts:
         log.info("task graph %s: every task created (%s)", graph_id,
                  f"extension {graph.extension}" if graph.extension else f"{len(roots)} root tasks scheduled",
                  extra={"taskGraphId": graph_id})
+
+
+def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict]) -> dict:
+    """What a part keeps of who waits on whom in the whole graph (or extension): the task's
+    listed dependents (null: the table holds them), and for each of its dependencies, in the
+    order of its definition's, "1" if that task's row lists it, else "0" (a character each: a
+    fan-in may wait on 10,000 tasks)."""
+    dependents = listing.dependents.get(task_id, ())
+    listed_by = listing.listed_by.get(task_id, frozenset())
+    return {"dependents": None if dependents is None else [dependent.to_json() for dependent in dependents],
+            "listedBy": "".join("1" if required in listed_by else "0"
+                                for required in _dependencies(definitions[task_id]))}
+
+
+def _listing_of(nodes: list[dict]) -> Listing:
+    """A part's share of its graph's listing, as `_listing_entry` kept it."""
+    dependents = {node["taskId"]: None if node.get("dependents") is None
+                  else tuple(Dependent.from_json(value) for value in node["dependents"]) for node in nodes}
+    listed_by = {node["taskId"]: frozenset(required for required, bit in zip(
+        _dependencies(node["definition"]), node.get("listedBy", "")) if bit == "1") for node in nodes}
+    return Listing(dependents, listed_by)
+
+
+def _dependencies(definition: dict) -> list[str]:
+    return sorted(set(definition["dependencies"]))
 
 
 def _first_stage(keys: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from ..domain.dependencies import resolution_of
+from ..domain.dependencies import Dependent, resolution_of
 from ..domain.runs import RunState
 from ..storage.message_queue import MessageQueue, SentMessage
 from ..storage.task_table import TaskRecord
@@ -46,7 +46,8 @@ class Resolution:
     worker_group: str = ""     # empty when the run was never claimed
     worker_id: str = ""
     published: bool = False    # its events are out (known only to the process that wrote it)
-    has_dependents: bool = True   # False: no task waits on it, so none to look for
+    dependents: tuple[Dependent, ...] = ()   # those its row lists (see TaskRecord.dependents)
+    more_dependents: bool = True             # the TaskDependencies table may hold others
 
     @classmethod
     def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:
@@ -57,23 +58,24 @@ class Resolution:
         run, summary = record.status.run(run_id), record.summary
         return cls(record.task_id, run_id, state, run.resolved or "", summary["taskGroupId"],
                    summary["schedulerId"], summary["taskQueueId"], summary["expires"],
-                   run.worker_group or "", run.worker_id or "", has_dependents=record.has_dependents)
+                   run.worker_group or "", run.worker_id or "", dependents=record.dependents,
+                   more_dependents=record.more_dependents)
 
     @classmethod
     def from_message(cls, body: dict) -> Resolution:
-        values = {name: body[key] for name, key in _MESSAGE_KEYS.items() if name != "has_dependents"}
+        values = {name: body[key] for name, key in _MESSAGE_KEYS.items() if key in body}
         return cls(**{**values, "run_id": int(values["run_id"]), "state": RunState(values["state"]),
-                      "has_dependents": body.get("hasDependents") is not False})
+                      "dependents": tuple(Dependent.from_json(value) for value in values.get("dependents", ()))})
 
     def to_message(self) -> dict:
-        return {key: getattr(self, name).value if name == "state" else getattr(self, name)
-                for name, key in _MESSAGE_KEYS.items()}
+        message = {key: getattr(self, name) for name, key in _MESSAGE_KEYS.items()}
+        return {**message, "state": self.state.value, "dependents": [value.to_json() for value in self.dependents]}
 
 
 _MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "resolved": "resolved",
                  "task_group_id": "taskGroupId", "scheduler_id": "schedulerId", "task_queue_id": "taskQueueId",
                  "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId",
-                 "has_dependents": "hasDependents"}
+                 "dependents": "dependents", "more_dependents": "moreDependents"}
 
 
 class ResolutionEvents:

@@ -87,8 +87,7 @@ class ResolutionHandler:
         task_id, run_id = resolution.task_id, resolution.run_id
         group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
         try:
-            handled = not resolution.has_dependents or self.dependencies.task_resolved(
-                task_id, run_id, resolution.state, resolution.expires, long_fan_out)
+            handled = self.dependencies.task_resolved(resolution, long_fan_out)
         finally:
             group_and_graph.result()   # its errors too; done twice, it changes nothing
         if not handled:

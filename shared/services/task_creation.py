@@ -22,10 +22,9 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 from ..domain import lifecycle, task_definition
-from ..domain.dependencies import insertion_waves
+from ..domain.dependencies import Dependent, Listing, insertion_waves
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
@@ -55,7 +54,7 @@ class Plan:
     groups: dict                         # groupId -> the group as read (None: new)
     held: bool = False                   # create unscheduled, whatever the dependencies
     accepted: bool = False               # accepted before (with their graph): a seal since does not refuse them
-    with_dependents: frozenset = frozenset()   # new tasks some task depends on (TaskRecord.has_dependents)
+    listing: Listing = Listing({}, {})   # who waits on whom, as the new rows list it
 
 
 class TaskCreation:
@@ -73,7 +72,7 @@ class TaskCreation:
         return self.carry_out(self.prepare(definitions), now)
 
     def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False,
-                accepted: bool = False, with_dependents: Iterable[str] = ()) -> Plan:
+                accepted: bool = False, listing: Listing | None = None) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
@@ -84,9 +83,9 @@ class TaskCreation:
         graph and are all the graph's own tasks, which cannot have run yet: the tasks are
         created unscheduled, waiting for them, until the graph starts. `accepted` (implied by
         `held`): the tasks were accepted with their graph or extension, so a seal of its group
-        since then does not refuse them. `with_dependents`: tasks that tasks created apart
-        from these will depend on (in other parts of their graph); those the batch's own
-        tasks depend on are found here.
+        since then does not refuse them. `listing`: who waits on each task of a graph (or an
+        extension) created part by part, these tasks and all the others; by default, who
+        waits on whom in the batch.
         """
         accepted = accepted or held
         for task_id, definition in definitions.items():
@@ -105,9 +104,8 @@ class TaskCreation:
         for checked in (outside, groups):
             if isinstance(checked, Exception):
                 raise checked
-        required = {r for definition in definitions.values() for r in definition["dependencies"] if r in definitions}
         return Plan(list(definitions), existing, new, outside, groups, held, accepted,
-                    frozenset(required).union(with_dependents))
+                    Listing.of(definitions) if listing is None else listing)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -133,7 +131,8 @@ class TaskCreation:
         statuses = {}
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
-            registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held)
+            registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held,
+                                                           plan.listing.listed_by)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
                 ready = registration.ready[task_id] and not plan.held
@@ -148,7 +147,7 @@ class TaskCreation:
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(
-                new[task_id], statuses[task_id], task_id in plan.with_dependents), wave)))
+                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ())), wave)))
         for task_id, intent in registration.recheck.items():
             self.dependencies.recheck(task_id, new[task_id])
             records[task_id] = self.tasks.load(task_id)
@@ -164,9 +163,9 @@ class TaskCreation:
                      extra={"taskId": task_id, "action": "create"})
         return {task_id: render_status(record.summary, record.status) for task_id, record in records.items()}
 
-    def _insert(self, definition: dict, status: TaskStatus, has_dependents: bool) -> TaskRecord:
+    def _insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] | None) -> TaskRecord:
         try:
-            record = self.tasks.insert(definition, status, has_dependents)
+            record = self.tasks.insert(definition, status, dependents or (), dependents is None)
         except AlreadyExists:  # a concurrent create of the same task won the race
             record = self.tasks.load(status.task_id, with_definition=True)
             if not task_definition.same_definition(record.definition, definition):

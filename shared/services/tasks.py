@@ -69,10 +69,10 @@ class Tasks:
 
     def dependents(self, task_id: str, continuation: str | None, limit: int | None) -> dict:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
-        self._load(task_id)
+        record = self._load(task_id)
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        page = self.dependencies.dependencies.dependents(task_id, decode_token(continuation), limit + 1)
-        return {"taskId": task_id, **self.groups.page_of_tasks([dependent.task_id for dependent in page], limit)}
+        page = self.dependencies.dependents(record, decode_token(continuation), limit + 1)
+        return {"taskId": task_id, **self.groups.page_of_tasks(page, limit)}
 
     def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:
         now = utcnow()

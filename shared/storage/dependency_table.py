@@ -1,4 +1,6 @@
-"""The TaskDependencies table: who waits on a task, read when that task resolves.
+"""The TaskDependencies table: who waits on a task whose row does not list its dependents
+(more than `LISTED_DEPENDENTS`, or one its row had no room left for), read when that task
+resolves.
 
 PartitionKey = the required taskId's bucket for the dependent (see `buckets`: a root of
 95,000 dependents would otherwise be one partition that every write of its fan-out walks),
@@ -10,19 +12,11 @@ task's rows are in one of the table's shards (see `table_shards`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..domain.dependencies import Dependent
 from .account import StorageAccount
 from .batches import delete_row
 from .buckets import bucket, first_bucket_rows
 from .table_shards import TableShards
-
-
-@dataclass(frozen=True)
-class Dependent:
-    task_id: str
-    requires: str
-    waits_on: int = 0   # how many tasks the dependent depends on (0: not recorded)
 
 
 class DependencyTable:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from ..domain import task_events
+from ..domain.dependencies import Dependent
 from ..domain.runs import Run
 from ..domain.task_events import Event
 from ..domain.task_status import TaskStatus
@@ -26,7 +27,8 @@ from .publication_marks import PublicationMarks
 from .recent_writes import RecentWrites
 
 ROW = "task"
-DEPENDENTS = "hasDependents"   # see TaskRecord.has_dependents
+DEPENDENTS = "dependents"            # see TaskRecord.dependents
+MORE_DEPENDENTS = "moreDependents"   # see TaskRecord.more_dependents
 # A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
 # its routes and tags again for events (64 KB), the outbox (128 KB) and the runs fit.
 MAX_DEFINITION_CHARS = 350_000
@@ -51,10 +53,12 @@ class TaskRecord:
     notice: dict = field(default_factory=dict)      # routes and tags, for events
     outbox: tuple[Event, ...] = ()                  # events not published yet
     definition_chars: int = 0                       # the stored definition's size, when it was read or written
-    # Whether a task may depend on it: set before a dependent that waits on it is created,
-    # so a resolution whose row says False has no dependents to look for (a row without it:
-    # True, the safe side).
-    has_dependents: bool = True
+    # Who waits on it: the dependents the row lists (up to LISTED_DEPENDENTS, written with
+    # the row or added before such a dependent is created), and whether the TaskDependencies
+    # table holds others. A resolution reads the table only if it does (a row without the
+    # column: it may, the safe side).
+    dependents: tuple[Dependent, ...] = ()
+    more_dependents: bool = True
 
     @property
     def key(self) -> str:
@@ -97,12 +101,14 @@ class TaskTable:
         self._recent: RecentWrites[TaskRecord] = RecentWrites(
             weigh=lambda record: record.definition_chars if record.definition is not None else 0)
 
-    def insert(self, definition: dict, status: TaskStatus, has_dependents: bool = True) -> TaskRecord:
+    def insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] = (),
+               more_dependents: bool = True) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
         events = self._events(status.task_id, summary, notice, None, status, ())
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary, DEPENDENTS: has_dependents}
+        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary,
+                  **_dependents_columns(dependents, more_dependents)}
         encoded = encode_definition(definition)
         entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
@@ -114,11 +120,11 @@ class TaskTable:
             self.marks.refused(events)
             raise AlreadyExists(status.task_id) from exc
         return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded),
-                                      has_dependents))
+                                      dependents, more_dependents))
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
-                                               DEPENDENTS]
+                                               DEPENDENTS, MORE_DEPENDENTS]
         try:
             entity = self._table.get_entity(task_id, ROW, select=select)
         except ResourceNotFoundError:
@@ -137,10 +143,11 @@ class TaskTable:
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
 
-    def mark_has_dependents(self, record: TaskRecord) -> TaskRecord:
-        """Note on the row that a task may depend on it, if the row is still as `record` read
-        it; else ChangedSinceRead."""
-        return self._wrote(replace(record, has_dependents=True, etag=self._merge(record, {DEPENDENTS: True})))
+    def save_dependents(self, record: TaskRecord) -> TaskRecord:
+        """Write `record`'s dependents (those listed, and whether the table holds more), if
+        the row is still as this version of it was read; else ChangedSinceRead."""
+        columns = _dependents_columns(record.dependents, record.more_dependents)
+        return self._wrote(replace(record, etag=self._merge(record, columns)))
 
     def _merge(self, record: TaskRecord, columns: dict) -> str | None:
         """Merge `columns` into the row if it is still as `record` read it; its new ETag. Else
@@ -200,6 +207,11 @@ class TaskTable:
         delete_row(self._table, task_id, ROW)
 
 
+def _dependents_columns(dependents: tuple[Dependent, ...], more: bool) -> dict:
+    return {DEPENDENTS: json.dumps([dependent.to_json() for dependent in dependents], separators=(",", ":")),
+            MORE_DEPENDENTS: more}
+
+
 def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     definition, definition_chars = None, 0
     if with_definition:
@@ -214,5 +226,6 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     )
     summary = {name: entity[name] for name in SUMMARY_FIELDS}
     notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
+    dependents = tuple(Dependent.from_json(value) for value in json.loads(entity.get(DEPENDENTS) or "[]"))
     return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity),
-                      definition_chars, entity.get(DEPENDENTS) is not False)
+                      definition_chars, dependents, entity.get(MORE_DEPENDENTS) is not False)

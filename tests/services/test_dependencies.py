@@ -56,42 +56,84 @@ def test_a_chain_runs_in_order(services, task_queue_id):
     assert run(services, task_queue_id) == []
 
 
-def test_only_a_task_something_waits_on_looks_for_dependents_when_it_resolves(services, task_queue_id, monkeypatch):
-    """A task is marked as having dependents before a dependent that waits on it exists (or
-    is created with the mark when its dependents come with it); a resolution without the
-    mark does not ask the dependency table."""
+def table_rows(services: Services, required: str) -> list[str]:
+    """The dependents of `required` that the TaskDependencies table holds."""
+    return [dependent.task_id for dependent in services.dependencies.dependencies.dependents(required, "", 1000)]
+
+
+def test_a_tasks_row_lists_its_dependents_and_its_resolution_asks_no_table(services, task_queue_id, monkeypatch):
+    """A dependent created after its dependency is listed on the dependency's row (a
+    conditional write before the dependent exists); the resolution finds it there."""
     looked_up = []
     table = services.resolution_handler.dependencies.dependencies
     real = table.dependents
     monkeypatch.setattr(table, "dependents", lambda task_id, *rest: looked_up.append(task_id) or real(task_id, *rest))
     alone, first = create(services, task_queue_id), create(services, task_queue_id)
-    assert [services.tasks.tasks.load(task_id).has_dependents for task_id in (alone, first)] == [False, False]
+    rows = services.tasks.tasks
+    assert [(rows.load(task_id).dependents, rows.load(task_id).more_dependents) for task_id in (alone, first)] \
+        == [((), False), ((), False)]
     second = create(services, task_queue_id, dependencies=[first])   # waits on a task created before it
-    assert services.tasks.tasks.load(first).has_dependents and not services.tasks.tasks.load(second).has_dependents
+    assert [dependent.task_id for dependent in rows.load(first).dependents] == [second]
+    assert not rows.load(first).more_dependents and rows.load(second).dependents == ()
+    assert table_rows(services, first) == []
+    looked_up.clear()
     assert sorted(run(services, task_queue_id)) == sorted([alone, first])
-    assert looked_up == [first]
     assert run(services, task_queue_id) == [second]
-    assert looked_up == [first]
+    assert looked_up == []
 
 
-def test_a_dependency_resolving_before_it_is_marked_still_schedules_its_dependent(services, task_queue_id,
-                                                                                  monkeypatch):
-    """The dependency resolves between the creator's read of it and the mark: its resolution
-    looked for no dependents, the mark's conditional write is refused and done again, and the
-    creator's re-check after inserting the dependent schedules it."""
+def test_dependents_beyond_what_a_row_lists_are_in_the_table_and_all_run(services, task_queue_id):
+    from shared.domain.dependencies import LISTED_DEPENDENTS
+
+    root = create(services, task_queue_id)
+    children = [create(services, task_queue_id, dependencies=[root]) for _ in range(LISTED_DEPENDENTS + 4)]
+    record = services.tasks.tasks.load(root)
+    assert [dependent.task_id for dependent in record.dependents] == children[:LISTED_DEPENDENTS]
+    assert record.more_dependents and table_rows(services, root) == sorted(children[LISTED_DEPENDENTS:])
+    listed = services.tasks.dependents(root, None, None)["tasks"]
+    assert [entry["status"]["taskId"] for entry in listed] == sorted(children)
+    assert run(services, task_queue_id) == [root]
+    assert sorted(run(services, task_queue_id)) == sorted(children)
+
+
+def test_dependents_created_at_once_are_each_listed_or_in_the_table(services, task_queue_id):
+    """Creators racing to list their tasks on one row: each write is conditional, so none is
+    lost, and the row never lists more than it may."""
+    from concurrent.futures import ThreadPoolExecutor
+    from shared.domain.dependencies import LISTED_DEPENDENTS
+
+    root = create(services, task_queue_id)
+    with ThreadPoolExecutor(8) as pool:
+        children = list(pool.map(lambda _: create(services, task_queue_id, dependencies=[root]), range(40)))
+    record = services.tasks.tasks.load(root)
+    listed = {dependent.task_id for dependent in record.dependents}
+    assert len(listed) == LISTED_DEPENDENTS and record.more_dependents
+    assert listed | set(table_rows(services, root)) == set(children)
+    assert run(services, task_queue_id) == [root]
+    ran = []
+    while batch := run(services, task_queue_id):   # 32 at most at a time
+        ran += batch
+    assert sorted(ran) == sorted(children)
+
+
+def test_a_dependency_resolving_before_its_dependent_is_listed_still_schedules_it(services, task_queue_id,
+                                                                                monkeypatch):
+    """The dependency resolves between the creator's read of it and the listing: its
+    resolution found no dependent, the listing's conditional write is refused and done
+    again, and the creator's re-check after inserting the dependent schedules it."""
     first = create(services, task_queue_id)
-    tasks, real = services.tasks.tasks, services.tasks.tasks.mark_has_dependents
+    tasks, real = services.tasks.tasks, services.tasks.tasks.save_dependents
     raced = []
 
-    def mark(record):
+    def save(record):
         if not raced:
-            raced.extend(run(services, task_queue_id))   # the quickest worker, between the read and the mark
+            raced.extend(run(services, task_queue_id))   # the quickest worker, between the read and the listing
         return real(record)
-    monkeypatch.setattr(tasks, "mark_has_dependents", mark)
+    monkeypatch.setattr(tasks, "save_dependents", save)
     second = create(services, task_queue_id, dependencies=[first])
     assert raced == [first]
     assert state(services, second) == "pending"
-    assert tasks.load(first).has_dependents
+    assert [dependent.task_id for dependent in tasks.load(first).dependents] == [second]
 
 
 def test_a_diamond_waits_for_both_sides(services, task_queue_id):
@@ -251,6 +293,7 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
     from shared.services import dependencies as module
 
     monkeypatch.setattr(module, "PAGE", 10)
+    monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)   # every dependent in the table, read in pages
     root = create(services, task_queue_id)
     children = [create(services, task_queue_id, dependencies=[root]) for _ in range(35)]
     claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
@@ -342,3 +385,20 @@ def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules
     time.sleep(1.1)                                   # the intent's hold in `_intents`
     services.repairs.sweep()
     assert state(services, dependent) == "pending"
+
+
+def test_an_announced_resolution_carries_the_dependents_its_row_lists(services, task_queue_id):
+    """A resolution handed to the queue trigger (a long fan-out, a failed follow-up) says who
+    waits on the task, so the handler reads nothing back to find them."""
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first])
+    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    with follow_ups_lost(services):
+        services.resolutions.completed(first, claim["runId"])
+    resolution = Resolution.of(services.tasks.tasks.load(first), claim["runId"])
+    assert Resolution.from_message(resolution.to_message()) == resolution
+    assert [dependent.task_id for dependent in resolution.dependents] == [second]
+    assert not resolution.more_dependents
+    services.tasks.updater.events.announce(resolution)
+    deliver_events(services)
+    assert state(services, second) == "pending"

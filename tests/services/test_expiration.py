@@ -38,7 +38,9 @@ def records_of(services, task_id: str, group_id: str) -> dict:
     }
 
 
-def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task_queue_id):
+def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task_queue_id, monkeypatch):
+    from shared.domain import dependencies
+    monkeypatch.setattr(dependencies, "LISTED_DEPENDENTS", 0)   # rows list none: the table holds every edge
     graph_id = new_slugid()
     lifetime = short_lived()   # one for both: a dependency may not expire before its dependent's deadline
     services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime},

@@ -184,6 +184,33 @@ def test_a_graph_is_stored_as_parts_of_tasks_in_task_id_order(services, task_que
     assert sorted(labels_by_task(services, graph_id)) == flat
 
 
+def test_a_graphs_rows_list_their_dependents_across_parts_and_a_fan_outs_root_uses_the_table(services,
+                                                                                              task_queue_id):
+    """Who waits on whom is known to the whole graph: a task's row, created in one part,
+    lists its dependents of other parts (unless they are too many: then the table holds
+    them, written by each dependent's part)."""
+    from shared.domain.dependencies import LISTED_DEPENDENTS
+
+    children = {f"child-{number:03d}": {"requires": ["root"]} for number in range(150)}
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={}, **children,
+                                                join={"requires": sorted(children)}, last={"requires": ["join"]}))
+    assert deliver_parts(services) == 2
+    ids = {label: task_id for task_id, label in labels_by_task(services, graph_id).items()}
+    rows, edges = services.tasks.tasks, services.dependencies.dependencies
+    root = rows.load(ids["root"])
+    assert (root.dependents, root.more_dependents) == ((), True) and 150 > LISTED_DEPENDENTS
+    assert {dependent.task_id for dependent in edges.dependents(ids["root"], "", 1000)} == {
+        ids[child] for child in children}
+    for label, dependent in [*((child, "join") for child in children), ("join", "last")]:
+        record = rows.load(ids[label])
+        assert [d.task_id for d in record.dependents] == [ids[dependent]] and not record.more_dependents, label
+        assert edges.dependents(ids[label], "", 10) == []
+    ran = run_all_labels(services, graph_id, task_queue_id)
+    assert (ran[0], sorted(ran[1:-2]), ran[-2:]) == ("root", sorted(children), ["join", "last"])
+    assert state(services, graph_id) == "finished"
+
+
 def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_stage(services, task_queue_id):
     """An extension beyond one part is stored and answered at once; its parts are created by
     the queue trigger, each stage once the earlier ones exist, while its first tasks already
