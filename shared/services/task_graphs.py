@@ -162,8 +162,8 @@ class TaskGraphs:
         if resolution.scheduler_id != SCHEDULER_ID:
             return
         graph_id, task_id = resolution.task_group_id, resolution.task_id
-        if resolution.state is RunState.COMPLETED:
-            self._completed(graph_id, task_id, resolution.run_id)
+        if self.closes_label(resolution):
+            self.label_completed(graph_id, task_id, resolution.run_id, self.graphs.close(graph_id, task_id))
             return
         label = self.graphs.label_of(graph_id, task_id)
         if label is None:
@@ -174,10 +174,16 @@ class TaskGraphs:
             log.warning("task graph %s blocked by %s (task %s)", graph_id, label, task_id,
                         extra={"taskGraphId": graph_id, "taskId": task_id})
 
-    def _completed(self, graph_id: str, task_id: str, run_id: int) -> None:
-        """Close the task's label (no row to close if the task is not the graph's); the
-        label's name is read only when the graph row may change."""
-        finished = not self.graphs.close(graph_id, task_id)
+    @staticmethod
+    def closes_label(resolution: Resolution) -> bool:
+        """Whether a resolution completes a graph's task (closing its label, if it has one)."""
+        return resolution.scheduler_id == SCHEDULER_ID and resolution.state is RunState.COMPLETED
+
+    def label_completed(self, graph_id: str, task_id: str, run_id: int, labels_open: bool) -> None:
+        """A graph's task completed and its label was closed (no row to close if the task is
+        not the graph's), leaving `labels_open`; the label's name is read only when the graph
+        row may change."""
+        finished = not labels_open
         if not finished and run_id == 0:
             # Nothing to change: a label is in blockedBy only after a run of it failed for
             # good, so its completion is a later run. Most completions skip the graph row.

@@ -87,9 +87,18 @@ class TaskGroups:
     def member_resolved(self, task_group_id: str, task_id: str, resolved: str) -> bool:
         """Note that a member resolved at `resolved`; True when that made the whole group
         resolved (the group's resolved time only moves forward, so noting it twice is once)."""
-        if self.groups.member_resolved(task_group_id, task_id):
-            return False   # another member has not resolved yet
+        return not self.groups.member_resolved(task_group_id, task_id) and self._resolved(task_group_id, resolved)
 
+    def member_completed_label(self, task_group_id: str, task_id: str, resolved: str) -> tuple[bool, bool]:
+        """`member_resolved` for a graph's task that completed, whose label closes in the same
+        transaction; whether that made the whole group resolved, and whether a label of the
+        graph is open still."""
+        members_left, labels_left = self.groups.member_completed_label(task_group_id, task_id)
+        return not members_left and self._resolved(task_group_id, resolved), labels_left
+
+    def _resolved(self, task_group_id: str, resolved: str) -> bool:
+        """No member is left unresolved (at `resolved`): note it on the group's row and announce
+        it, once; True if this call did."""
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:
                 return group

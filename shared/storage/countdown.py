@@ -141,8 +141,7 @@ class Countdown:
                 delete_row(self._table, partition, self._prefix + task_id)
                 return False
             try:
-                etag = self._submit(partition, [("delete", {"PartitionKey": partition,
-                                                            "RowKey": self._prefix + task_id})], count, -1)
+                etag = submit(self._table, self._removal(partition, task_id, count))[-1].get("etag")
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count:      # refused for the row: removed before
@@ -154,6 +153,28 @@ class Countdown:
             return count.value > 0
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
+    def remove_with(self, other: Countdown, owner: str, task_id: str) -> tuple[bool, bool]:
+        """`remove` the task's rows of this countdown and of `other`, whose rows are in the
+        same table and buckets (a graph's open labels beside its group's unresolved members):
+        one transaction for both when this process knows both counts, else one after the
+        other. Whether each has a counted row of `owner` left."""
+        partition = bucket(owner, task_id)
+        with self._serial(partition):   # the table's and bucket's lock: `other`'s too
+            mine, theirs = self._remembered(partition), other._remembered(partition)
+            if mine and mine.etag and theirs and theirs.etag:
+                try:
+                    results = submit(self._table, [*self._removal(partition, task_id, mine),
+                                                   *other._removal(partition, task_id, theirs)])
+                except TableTransactionError:   # a count changed, or a row went before: one at a time
+                    left = self._remove(partition, task_id), other._remove(partition, task_id)
+                else:
+                    self._remember(partition, _Count(mine.value - 1, results[1].get("etag")))
+                    other._remember(partition, _Count(theirs.value - 1, results[3].get("etag")))
+                    left = mine.value > 1, theirs.value > 1
+            else:
+                left = self._remove(partition, task_id), other._remove(partition, task_id)
+        return left[0] or self.left(owner), left[1] or other.left(owner)
+
     def left(self, owner: str) -> bool:
         """Whether any bucket of `owner` counts a row."""
         return bool(first_rows(self._table, IN_BUCKETS + " and RowKey eq @row and count gt 0",
@@ -161,13 +182,20 @@ class Countdown:
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""
+        return submit(self._table, [*operations, self._counting(partition, count, change)])[-1].get("etag")
+
+    def _counting(self, partition: str, count: _Count, change: int) -> tuple:
+        """The operation that changes the bucket's count by `change`, if it is still `count`."""
         row = {"PartitionKey": partition, "RowKey": self._row, COUNT: count.value + change}
         if count.etag is None:
-            operations = [*operations, ("create", row)]
-        else:
-            operations = [*operations, ("update", row, {"mode": UpdateMode.MERGE, "etag": count.etag,
-                                                        "match_condition": MatchConditions.IfNotModified})]
-        return submit(self._table, operations)[-1].get("etag")
+            return "create", row
+        return "update", row, {"mode": UpdateMode.MERGE, "etag": count.etag,
+                               "match_condition": MatchConditions.IfNotModified}
+
+    def _removal(self, partition: str, task_id: str, count: _Count) -> list[tuple]:
+        """The operations that delete the task's counted row and count it down from `count`."""
+        return [("delete", {"PartitionKey": partition, "RowKey": self._prefix + task_id}),
+                self._counting(partition, count, -1)]
 
     def _read(self, partition: str) -> _Count:
         try:

@@ -20,10 +20,9 @@ In the bucket of each label's task:
   fit), reruns and reruns left;
 - "task.<taskId>": the label of a task, to go from a resolution to its label.
 
-The TaskGraphsOpen table holds, in the same bucket, a row <taskId> for each label whose
-task has not completed yet, a marker "~label.<taskId>" for each label, and the count of open
-rows ("~open", see `countdown`): every count at zero = finished, known from the count a
-completion's own write leaves; a completed label is never opened again.
+Which labels are open (their task has not completed) is counted in the buckets of the
+graph's group, beside its members (see `task_group_table`): a graph task's completion
+counts both down in one transaction.
 """
 
 from __future__ import annotations
@@ -37,9 +36,9 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 
 from . import long_text, lost_responses
 from .account import StorageAccount
+from .task_group_table import TaskGroupTable
 from .batches import delete_if_unchanged, delete_partition, upsert_in_batches
 from .buckets import IN_BUCKETS, bucket, bucket_range, forget_buckets
-from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .queries import any_row, first_rows
 
@@ -86,10 +85,9 @@ class LabelRecord:
 
 
 class TaskGraphTable:
-    def __init__(self, account: StorageAccount) -> None:
+    def __init__(self, account: StorageAccount, groups: TaskGroupTable) -> None:
         self._table = account.table("TaskGraphs")
-        self._open = account.table("TaskGraphsOpen")
-        self._open_labels = Countdown(self._open, "", "open", marker="~label.")
+        self._open_labels = groups.open_labels
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:
@@ -220,7 +218,7 @@ class TaskGraphTable:
         delete_if_unchanged(self._table, graph_id, f"part.{part.key}", part.etag, part.key)
 
     def forget(self, graph_id: str) -> None:
-        forget_buckets(self._open, graph_id)
+        """Delete the graph's rows (its open labels go with its group's buckets)."""
         forget_buckets(self._table, graph_id)
         delete_partition(self._table, graph_id)
 

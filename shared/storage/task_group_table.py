@@ -5,9 +5,16 @@ task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until i
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
 with the group): the group is resolved when no unresolved row is left, which the count of
 them in each bucket (row "~unresolved", see `countdown`) tells without a query. A task's
-member and unresolved rows are written together in one transaction with that count. The group's events (resolved,
-sealed) are written with the change they announce, in the group row's outbox columns (see
-`outbox`).
+member and unresolved rows are written together in one transaction with that count.
+
+A task graph is a group (its id is the group's), and its labels' rows of what is open are in
+the same buckets: "open.<taskId>" while the label's task has not completed, "~label.<taskId>"
+for each label ever opened (a completed label is never opened again), and their count
+("~open"): every count at zero = finished. So a graph task's completion counts down its
+membership and its label in one transaction.
+
+The group's events (resolved, sealed) are written with the change they announce, in the
+group row's outbox columns (see `outbox`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from .queries import first_rows
 GROUP_ROW = "group"
 MEMBER_PREFIX = "member."
 UNRESOLVED_PREFIX = "unresolved."  # members that have not resolved even once yet
+OPEN_PREFIX = "open."              # a graph's labels whose task has not completed yet
+LABEL_MARKER = "~label."           # a graph's labels ever opened
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class TaskGroupTable:
     def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
         self._table = account.table("TaskGroups")
         self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved", marker=MEMBER_PREFIX)
+        self.open_labels = Countdown(self._table, OPEN_PREFIX, "open", marker=LABEL_MARKER)  # see TaskGraphTable
         self.marks = marks or PublicationMarks(account)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
@@ -101,6 +111,12 @@ class TaskGroupTable:
         not resolved yet."""
         return self._unresolved.remove(task_group_id, task_id)
 
+    def member_completed_label(self, task_group_id: str, task_id: str) -> tuple[bool, bool]:
+        """A graph's task completed: its membership and its label counted down at once (see
+        `Countdown.remove_with`); whether a member has not resolved yet, and whether a label
+        of the graph is open still."""
+        return self._unresolved.remove_with(self.open_labels, task_group_id, task_id)
+
     def forget_members(self, members: list[tuple[str, str]]) -> None:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
         transaction per bucket; their unresolved rows went when they resolved (one a crash
@@ -109,8 +125,8 @@ class TaskGroupTable:
                                         for group_id, task_id in members])
 
     def forget(self, task_group_id: str) -> None:
-        """Delete whatever member rows are left, then the group's row (so a crash midway
-        leaves a group that is found, and deleted, again)."""
+        """Delete whatever member rows (and a graph's open labels) are left, then the group's
+        row (so a crash midway leaves a group that is found, and deleted, again)."""
         forget_buckets(self._table, task_group_id)
         delete_row(self._table, task_group_id, GROUP_ROW)
 

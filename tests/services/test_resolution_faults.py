@@ -73,10 +73,12 @@ FAULT_POINTS = {
     "after one requirement deleted": (lambda s: s.dependencies.requirements, "satisfy", "after"),
     "before a ready dependent is scheduled": (lambda s: s.dependencies, "schedule", "before"),
     "after graphs.task_resolved": (lambda s: s.resolution_handler.graphs, "task_resolved", "after"),
-    # Inside the graph's writes: a rerun counted but not started; a label closed but the
-    # graph's state not updated.
+    # Inside the graph's writes: a rerun counted but not started; a label closed (with its
+    # task's membership of the group) but the graph's state and the group's not updated.
     "after a graph rerun is counted": (lambda s: s.task_graphs.graphs, "save_label", "after"),
-    "after a graph label is closed": (lambda s: s.task_graphs.graphs, "close", "after"),
+    "after a graph label and its membership are counted down": (
+        lambda s: s.resolution_handler.groups.groups, "member_completed_label", "after"),
+    "after graphs.label_completed": (lambda s: s.resolution_handler.graphs, "label_completed", "after"),
     "after groups.member_resolved": (lambda s: s.resolution_handler.groups, "member_resolved", "after"),
     "before the claimed run's row is removed": (lambda s: s.resolution_handler.claims, "remove_soon", "before"),
 }

@@ -105,3 +105,27 @@ def test_concurrent_writers_of_one_bucket_lose_no_count(table):
     for task_id in task_ids[24:]:
         left.remove(owner, task_id)
     assert not left.left(owner)
+
+
+def test_two_countdowns_of_one_bucket_remove_a_task_in_one_transaction_and_stay_exact(table, monkeypatch):
+    """A graph's open label beside its group's unresolved member: one transaction for both
+    when this process knows both counts; with a stale count, or a row removed before, one at
+    a time, and exact still."""
+    members, labels = Countdown(table, "x.", "left", marker="m."), Countdown(table, "o.", "open", marker="l.")
+    owner, first = new_slugid(), new_slugid()
+    task_ids = [first[0] + new_slugid()[1:] for _ in range(3)]   # one bucket
+    members.add(owner, task_ids)
+    labels.add(owner, task_ids)
+    sent, real = [], countdown.submit
+    monkeypatch.setattr(countdown, "submit", lambda client, operations: sent.append(len(operations))
+                        or real(client, operations))
+    assert members.remove_with(labels, owner, task_ids[0]) == (True, True) and sent == [4]
+    key = (table.table_name, bucket(owner, first), "~open")
+    remembered = countdown._REMEMBERED.get(key)
+    labels.remove(owner, task_ids[1])                    # "another process" closed the label
+    countdown._REMEMBERED.put(key, remembered)
+    assert members.remove_with(labels, owner, task_ids[1]) == (True, True)
+    assert members.remove_with(labels, owner, task_ids[2]) == (False, False)
+    assert members.remove_with(labels, owner, task_ids[2]) == (False, False)   # again: nothing counted twice
+    open_count = table.get_entity(bucket(owner, first), "~open")["count"]
+    assert (counts(table, owner), open_count, counted_rows(table, owner)) == ({bucket(owner, first): 0}, 0, {})
