@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..domain import lifecycle
 from ..domain.dependencies import LISTED_DEPENDENTS, Dependent, resolution_of, satisfies
@@ -54,6 +54,8 @@ class Registration:
     ready: dict[str, bool]   # taskId -> no dependency left to wait for
     recheck: dict[str, SentMessage]   # tasks waiting on tasks outside the batch: re-check after
                                       # insert, and the intent standing for that re-check meanwhile
+    # taskId -> its dependencies that keep a TaskDependencies row of it (none lists it)
+    tabled: dict[str, list[str]] = field(default_factory=dict)
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
 # Reads only, never submitting more work: no thread of it waits for another of it.
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
@@ -120,8 +122,11 @@ class Dependencies:
                 # The intent stands for the re-check if this process dies before it.
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
         listed = list(_READERS.map(lambda pair: self._list_on(*pair), outside))
-        self.dependencies.add(edges + [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
-                                       for (record, dependent), on_row in zip(outside, listed) if not on_row])
+        edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
+                  for (record, dependent), on_row in zip(outside, listed) if not on_row]
+        self.dependencies.add(edges)
+        for required, dependent, _ in edges:
+            registration.tabled.setdefault(dependent.task_id, []).append(required)
         self.requirements.add(requirement_rows)
         return registration
 

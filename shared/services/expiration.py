@@ -39,8 +39,9 @@ NOTED_DEPENDENCIES = 100   # dependencies an expiry item notes; a task with more
 class _Expiring:
     task_id: str
     group_id: str
-    dependencies: list[str]
+    dependencies: list[str]   # those whose TaskDependencies rows hold it
     runs: int       # each has a results document (an item noted before they did notes none)
+    requirements: bool = True   # it may have requirement rows (it waited on two tasks or more)
 
 
 class Expiration(TimeResolver):
@@ -69,10 +70,10 @@ class Expiration(TimeResolver):
             group_id, expires = record.summary["taskGroupId"], max(record.summary["expires"], not_before)
             group_expiry[group_id] = max(group_expiry.get(group_id, ""), expires)
             items.append((expires, TASK + record.task_id))
-            dependencies = record.definition["dependencies"]
-            if len(dependencies) <= NOTED_DEPENDENCIES:
-                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": dependencies,
-                                                            "runs": len(record.status.runs)})
+            task = _what_expires(record)
+            if len(task.dependencies) <= NOTED_DEPENDENCIES:
+                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": task.dependencies,
+                                                            "runs": task.runs, "requirements": task.requirements})
         self.index.add(items + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()], values)
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
@@ -102,21 +103,21 @@ class Expiration(TimeResolver):
         task_id = item.key[len(TASK):]
         if item.value:
             noted = json.loads(item.value)
-            return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0)), False
+            return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0),
+                             noted.get("requirements", True)), False
         record = self.tasks.load(task_id, with_definition=True)
         if record is None:
             return None, False
         if not record.status.state.is_resolved:
             return None, True
-        return _Expiring(task_id, record.summary["taskGroupId"], record.definition["dependencies"],
-                         len(record.status.runs)), False
+        return _what_expires(record), False
 
     def _expire_tasks(self, tasks: list[_Expiring], gone_groups: set[str]) -> None:
         self.blobs.delete_many([results_blob(task.task_id, run_id) for task in tasks for run_id in range(task.runs)])
         for task in tasks:
             self.dependencies.forget(task.task_id, task.dependencies)
-            if task.dependencies:
-                self.requirements.forget(task.task_id)   # none was ever written for a task without any
+            if task.requirements:
+                self.requirements.forget(task.task_id)
         self.groups.forget_members([(task.group_id, task.task_id) for task in tasks
                                     if task.group_id not in gone_groups])
         for task in tasks:
@@ -134,3 +135,11 @@ class Expiration(TimeResolver):
         log.info("task group %s expired and was deleted", group_id,
                  extra={"taskGroupId": group_id, "action": self.action})
         return True
+
+
+def _what_expires(record: TaskRecord) -> _Expiring:
+    """What a task read with its definition needs deleted when it expires."""
+    dependencies = record.definition["dependencies"]
+    rows = list(record.dependency_rows) if record.dependency_rows is not None else dependencies
+    return _Expiring(record.task_id, record.summary["taskGroupId"], rows, len(record.status.runs),
+                     len(set(dependencies)) > 1)

@@ -147,7 +147,8 @@ class TaskCreation:
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(
-                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ())), wave)))
+                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ()),
+                tuple(registration.tabled.get(task_id, ()))), wave)))
         for task_id, intent in registration.recheck.items():
             self.dependencies.recheck(task_id, new[task_id])
             records[task_id] = self.tasks.load(task_id)
@@ -163,9 +164,10 @@ class TaskCreation:
                      extra={"taskId": task_id, "action": "create"})
         return {task_id: render_status(record.summary, record.status) for task_id, record in records.items()}
 
-    def _insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] | None) -> TaskRecord:
+    def _insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] | None,
+                dependency_rows: tuple[str, ...]) -> TaskRecord:
         try:
-            record = self.tasks.insert(definition, status, dependents or (), dependents is None)
+            record = self.tasks.insert(definition, status, dependents or (), dependents is None, dependency_rows)
         except AlreadyExists:  # a concurrent create of the same task won the race
             record = self.tasks.load(status.task_id, with_definition=True)
             if not task_definition.same_definition(record.definition, definition):

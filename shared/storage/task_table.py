@@ -29,6 +29,7 @@ from .recent_writes import RecentWrites
 ROW = "task"
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
 MORE_DEPENDENTS = "moreDependents"   # see TaskRecord.more_dependents
+DEPENDENCY_ROWS = "dependencyRows"   # see TaskRecord.dependency_rows
 # A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
 # its routes and tags again for events (64 KB), the outbox (128 KB) and the runs fit.
 MAX_DEFINITION_CHARS = 350_000
@@ -59,6 +60,9 @@ class TaskRecord:
     # column: it may, the safe side).
     dependents: tuple[Dependent, ...] = ()
     more_dependents: bool = True
+    # The tasks it depends on whose TaskDependencies rows hold it (the others list it on
+    # their rows): what its expiry deletes there. None: not recorded, so all of them.
+    dependency_rows: tuple[str, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -102,13 +106,15 @@ class TaskTable:
             weigh=lambda record: record.definition_chars if record.definition is not None else 0)
 
     def insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] = (),
-               more_dependents: bool = True) -> TaskRecord:
+               more_dependents: bool = True, dependency_rows: tuple[str, ...] | None = None) -> TaskRecord:
         """Create the task's row, with the events of its creation in its outbox."""
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
         events = self._events(status.task_id, summary, notice, None, status, ())
         entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary,
                   **_dependents_columns(dependents, more_dependents)}
+        if dependency_rows is not None:
+            entity[DEPENDENCY_ROWS] = json.dumps(list(dependency_rows), separators=(",", ":"))
         encoded = encode_definition(definition)
         entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
@@ -120,7 +126,7 @@ class TaskTable:
             self.marks.refused(events)
             raise AlreadyExists(status.task_id) from exc
         return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded),
-                                      dependents, more_dependents))
+                                      dependents, more_dependents, dependency_rows))
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
@@ -227,5 +233,6 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     summary = {name: entity[name] for name in SUMMARY_FIELDS}
     notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
     dependents = tuple(Dependent.from_json(value) for value in json.loads(entity.get(DEPENDENTS) or "[]"))
+    rows = tuple(json.loads(entity[DEPENDENCY_ROWS])) if entity.get(DEPENDENCY_ROWS) is not None else None
     return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity),
-                      definition_chars, dependents, entity.get(MORE_DEPENDENTS) is not False)
+                      definition_chars, dependents, entity.get(MORE_DEPENDENTS) is not False, rows)

@@ -161,3 +161,21 @@ def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_q
 
 def blobs_left(services, task_id: str) -> list[str]:
     return services.objects.blobs.keys(f"t/{task_id}/")
+
+
+def test_an_expiring_task_deletes_only_the_dependency_rows_it_has(services, task_queue_id, monkeypatch):
+    """A task listed on its dependencies' rows has no TaskDependencies row to delete, and one
+    waiting on a single task no requirement rows: its expiry asks for neither."""
+    graph_id = new_slugid()
+    lifetime = short_lived()
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime},
+                                                test={"requires": ["build"], "task": lifetime}))
+    ids = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+    run(services, task_queue_id)
+    run(services, task_queue_id)
+    asked = []
+    edges, requirements = services.expiration.dependencies, services.expiration.requirements
+    monkeypatch.setattr(edges, "forget", lambda task_id, dependencies: asked.append(("edges", task_id, dependencies)))
+    monkeypatch.setattr(requirements, "forget", lambda task_id: asked.append(("requirements", task_id)))
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2
+    assert sorted(asked) == sorted([("edges", ids["build"], []), ("edges", ids["test"], [])])
