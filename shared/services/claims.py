@@ -8,7 +8,6 @@ only a pointer: it is checked against the task row and dropped once it is stale.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -25,6 +24,7 @@ from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .concurrent_steps import at_once
 from .credentials import CredentialIssuer
+from .pending_buffer import PendingBuffer
 from .task_queues import TaskQueues
 from .task_updates import TaskUpdater, claim_row
 from .workers import Workers
@@ -33,7 +33,7 @@ log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
 # being written. Older ones are leftovers of a crashed create and are removed.
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
-WINDOW = 100   # hints read per attempt: while contended, the oldest of the best priority are picked from at random
+TAKES = 3   # hands of hints one claimWork takes at most (the later ones when earlier hints were stale)
 CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork on that queue pick at random
 # The runs of one claimWork are claimed concurrently: each is a read and a conditional write
 # of its own task row, independent of the others.
@@ -66,6 +66,7 @@ class Claims:
         self.claim_timeout = timedelta(seconds=claim_timeout)
         self.wait_seconds = wait_seconds
         self._lost_race: dict[str, float] = {}   # task queue -> when a claim here last lost a race
+        self.buffer = PendingBuffer(pending, updater.signal)
 
     def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
         """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
@@ -92,25 +93,35 @@ class Claims:
         return {"tasks": claimed}
 
     def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
-        hints, twins = _one_per_run(self.pending.peek(task_queue_id, WINDOW))
         claimed: list[dict] = []
         done: list[PendingHint] = []   # hints to delete: claimed, or found stale
-        try:
-            while hints and len(claimed) < count:
-                contended = time.monotonic() - self._lost_race.get(task_queue_id, -CONTENTION_MEMORY) \
-                    < CONTENTION_MEMORY
-                batch = _pick(hints, count - len(claimed), at_random=contended)
-                stopped, lost = self._claim_hints(batch, worker_group, worker_id, claimed, done)
-                if lost:
-                    self._lost_race[task_queue_id] = time.monotonic()
-                if stopped:
-                    break
-        finally:
-            settled = {(hint.task_id, hint.run_id) for hint in done}
-            done += [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
-            if done:
-                _best_effort(lambda: self.pending.remove_many(done), None, "remove claimed and stale pending hints")
+        twins: list[PendingHint] = []
+        for _ in range(TAKES):
+            contended = time.monotonic() - self._lost_race.get(task_queue_id, -CONTENTION_MEMORY) < CONTENTION_MEMORY
+            hints, more_twins = _one_per_run(self.buffer.take(task_queue_id, count - len(claimed), contended))
+            twins += more_twins
+            if not hints:
+                break
+            try:
+                stopped, lost = self._claim_hints(hints, worker_group, worker_id, claimed, done)
+            except Exception:
+                self._settle(task_queue_id, done, twins)
+                raise
+            if lost:
+                self._lost_race[task_queue_id] = time.monotonic()
+            if stopped or len(claimed) >= count:
+                break
+        self._settle(task_queue_id, done, twins)
         return claimed
+
+    def _settle(self, task_queue_id: str, done: list[PendingHint], twins: list[PendingHint]) -> None:
+        """Delete the hints of runs claimed or found stale (their twins too); give the other
+        twins back to the buffer."""
+        settled = {(hint.task_id, hint.run_id) for hint in done}
+        done = done + [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
+        if done:
+            _best_effort(lambda: self.pending.remove_many(done), None, "remove claimed and stale pending hints")
+        self.buffer.give_back(task_queue_id, [twin for twin in twins if (twin.task_id, twin.run_id) not in settled])
 
     def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
                      done: list[PendingHint]) -> tuple[bool, bool]:
@@ -198,20 +209,6 @@ class Claims:
             out["task"] = definition
         return out
 
-
-
-def _pick(hints: list[PendingHint], count: int, at_random: bool) -> list[PendingHint]:
-    """Take up to `count` hints out of `hints` (in claim order): the first ones, or, while
-    claimers contend for the queue, ones at random among those of the best priority present.
-    Concurrent claimers read the same first hints; each taking the first ones, all but one
-    would lose every race, and try again, and lose again."""
-    if not at_random:
-        taken, hints[:count] = hints[:count], []
-        return taken
-    best = hints[0].row_key.split(".", 1)[0]
-    same = [position for position, hint in enumerate(hints) if hint.row_key.split(".", 1)[0] == best]
-    chosen = sorted(random.sample(same, min(count, len(same))), reverse=True)
-    return [hints.pop(position) for position in chosen]
 
 
 def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[PendingHint]]:

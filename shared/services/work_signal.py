@@ -29,10 +29,18 @@ class WorkSignal:
         self._lock = threading.Lock()
         self._waiting: dict[str, list[threading.Event]] = defaultdict(list)  # oldest first
         self._polled: set[str] = set()
+        self._generations: dict[str, int] = defaultdict(int)   # notifies so far, per queue
+
+    def generation(self, task_queue_id: str) -> int:
+        """How many times work was announced on the queue in this process: what a reader of
+        its hints compares to know whether new work came since (see `pending_buffer`)."""
+        with self._lock:
+            return self._generations[task_queue_id]
 
     def notify(self, task_queue_id: str, runs: int | None = None) -> None:
         """`runs` new pending runs on the queue (None: wake every caller)."""
         with self._lock:
+            self._generations[task_queue_id] += 1
             waiting = self._waiting.get(task_queue_id, [])
             for event in waiting[:runs] if runs is not None else waiting:
                 event.set()
