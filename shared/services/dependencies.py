@@ -93,7 +93,7 @@ class Dependencies:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
-        so: see `listings`); its other dependencies get a TaskDependencies row, or, outside
+        so: see `domain.dependencies.Listing`); its other dependencies get a TaskDependencies row, or, outside
         the batch and not resolved yet, list it on their rows if they have room.
         `unresolved`: every dependency is known not to have resolved (a part of a graph that
         has not started, whose dependencies' rows are created knowing their dependents)."""
