@@ -96,9 +96,12 @@ class Claims:
         claimed: list[dict] = []
         done: list[PendingHint] = []   # hints to delete: claimed, or found stale
         twins: list[PendingHint] = []
+        read = False
         for _ in range(TAKES):
             contended = time.monotonic() - self._lost_race.get(task_queue_id, -CONTENTION_MEMORY) < CONTENTION_MEMORY
-            hints, more_twins = _one_per_run(self.buffer.take(task_queue_id, count - len(claimed), contended))
+            hints, more_twins = _one_per_run(self.buffer.take(task_queue_id, count - len(claimed), contended,
+                                                              may_read=not read))
+            read = True
             twins += more_twins
             if not hints:
                 break
@@ -109,7 +112,7 @@ class Claims:
                 raise
             if lost:
                 self._lost_race[task_queue_id] = time.monotonic()
-            if stopped or len(claimed) >= count:
+            if stopped or lost or len(claimed) >= count:   # lost: the others' hints are contended too
                 break
         self._settle(task_queue_id, done, twins)
         return claimed

@@ -45,14 +45,17 @@ class PendingBuffer:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def take(self, task_queue_id: str, count: int, at_random: bool) -> list[PendingHint]:
+    def take(self, task_queue_id: str, count: int, at_random: bool, may_read: bool = True) -> list[PendingHint]:
         """Up to `count` runs' hints for one claimWork (a run's twin hints with its first),
-        read from storage if what this process holds is used up or old."""
+        read from storage if what this process holds is used up or old (and `may_read`: a
+        claimWork reads at most once, as it did before hints were kept)."""
         with self._lock(task_queue_id):
             held = self._held.get(task_queue_id)
             generation = self.signal.generation(task_queue_id)
-            if held is None or not held.hints or held.generation != generation \
-                    or time.monotonic() - held.read_at > self.fresh:
+            stale = held is None or held.generation != generation or time.monotonic() - held.read_at > self.fresh
+            if not may_read and (stale or not held.hints):
+                return []
+            if stale or not held.hints:
                 held = self._held[task_queue_id] = _Held(self.pending.peek(task_queue_id, self.read),
                                                          time.monotonic(), generation)
             return _pop(held.hints, count, at_random)
