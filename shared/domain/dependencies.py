@@ -22,6 +22,11 @@ MAX_DEPENDENCIES = 10_000
 LISTED_DEPENDENTS = 16
 
 
+def dependencies_of(definition: dict) -> list[str]:
+    """The tasks a definition depends on, each once, in taskId order."""
+    return sorted(set(definition["dependencies"]))
+
+
 @dataclass(frozen=True)
 class Dependent:
     """A task waiting on another, with what its resolution needs to know of it."""
@@ -31,7 +36,7 @@ class Dependent:
 
     @classmethod
     def of(cls, task_id: str, definition: dict) -> Dependent:
-        return cls(task_id, definition["requires"], len(set(definition["dependencies"])))
+        return cls(task_id, definition["requires"], len(dependencies_of(definition)))
 
     def to_json(self) -> list:
         return [self.task_id, self.requires, self.waits_on]
@@ -57,7 +62,7 @@ class Listing:
         found: dict[str, list[Dependent]] = {}
         for task_id in sorted(definitions):
             definition = definitions[task_id]
-            for required in sorted(set(definition["dependencies"])):
+            for required in dependencies_of(definition):
                 if required in definitions:
                     found.setdefault(required, []).append(Dependent.of(task_id, definition))
         dependents = {required: tuple(found[required]) if len(found[required]) <= LISTED_DEPENDENTS else None

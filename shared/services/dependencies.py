@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from ..domain import lifecycle
-from ..domain.dependencies import LISTED_DEPENDENTS, Dependent, resolution_of, satisfies
+from ..domain.dependencies import LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.runs import RunState
 from ..domain.timestamps import parse_iso, utcnow
@@ -102,7 +102,7 @@ class Dependencies:
         for task_id, definition in definitions.items():
             dependent = Dependent.of(task_id, definition)
             waiting = []
-            for required in sorted(set(definition["dependencies"])):
+            for required in dependencies_of(definition):
                 waits = unresolved or required in definitions \
                     or not _satisfied_now(definition["requires"], records[required])
                 if waits:

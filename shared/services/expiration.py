@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..domain.dependencies import dependencies_of
 from ..domain.timestamps import parse_iso
 from ..storage.dependency_table import DependencyTable
 from ..storage.requirement_table import RequirementTable
@@ -139,7 +140,7 @@ class Expiration(TimeResolver):
 
 def _what_expires(record: TaskRecord) -> _Expiring:
     """What a task read with its definition needs deleted when it expires."""
-    dependencies = record.definition["dependencies"]
+    dependencies = dependencies_of(record.definition)
     rows = list(record.dependency_rows) if record.dependency_rows is not None else dependencies
     return _Expiring(record.task_id, record.summary["taskGroupId"], rows, len(record.status.runs),
-                     len(set(dependencies)) > 1)
+                     len(dependencies) > 1)

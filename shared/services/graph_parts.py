@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
-from ..domain.dependencies import Dependent, Listing
+from ..domain.dependencies import Dependent, Listing, dependencies_of
 from ..domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..storage.errors import ChangedSinceRead
@@ -230,7 +230,7 @@ def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict])
     listed_by = listing.listed_by.get(task_id, frozenset())
     return {"dependents": None if dependents is None else [dependent.to_json() for dependent in dependents],
             "listedBy": "".join("1" if required in listed_by else "0"
-                                for required in _dependencies(definitions[task_id]))}
+                                for required in dependencies_of(definitions[task_id]))}
 
 
 def _listing_of(nodes: list[dict]) -> Listing:
@@ -238,12 +238,8 @@ def _listing_of(nodes: list[dict]) -> Listing:
     dependents = {node["taskId"]: None if node.get("dependents") is None
                   else tuple(Dependent.from_json(value) for value in node["dependents"]) for node in nodes}
     listed_by = {node["taskId"]: frozenset(required for required, bit in zip(
-        _dependencies(node["definition"]), node.get("listedBy", "")) if bit == "1") for node in nodes}
+        dependencies_of(node["definition"]), node.get("listedBy", "")) if bit == "1") for node in nodes}
     return Listing(dependents, listed_by)
-
-
-def _dependencies(definition: dict) -> list[str]:
-    return sorted(set(definition["dependencies"]))
 
 
 def _first_stage(keys: list[str]) -> list[str]:

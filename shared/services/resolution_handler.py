@@ -107,7 +107,7 @@ class ResolutionHandler:
             group_resolved, labels_open = self.groups.member_completed_label(group_id, task_id, resolution.resolved)
             self.graphs.label_completed(group_id, task_id, resolution.run_id, labels_open)
         else:
-            self.graphs.task_resolved(resolution)
+            self.graphs.task_failed(resolution)
             group_resolved = self.groups.member_resolved(group_id, task_id, resolution.resolved)
         if group_resolved:
             log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})

@@ -157,14 +157,12 @@ class TaskGraphs:
             } for label in labels],
         }
 
-    def task_resolved(self, resolution: Resolution) -> None:
-        """A graph task resolved: close its label, rerun it, or block the graph."""
-        if resolution.scheduler_id != SCHEDULER_ID:
+    def task_failed(self, resolution: Resolution) -> None:
+        """A task resolved without completing: a graph's is rerun, or blocks its graph (one
+        that completed closes its label with its membership: see `label_completed`)."""
+        if resolution.scheduler_id != SCHEDULER_ID or resolution.state is RunState.COMPLETED:
             return
         graph_id, task_id = resolution.task_group_id, resolution.task_id
-        if self.closes_label(resolution):
-            self.label_completed(graph_id, task_id, resolution.run_id, self.graphs.close(graph_id, task_id))
-            return
         label = self.graphs.label_of(graph_id, task_id)
         if label is None:
             return

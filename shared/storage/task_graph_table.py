@@ -162,11 +162,6 @@ class TaskGraphTable:
         row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
         return row["label"] if row is not None else None
 
-    def close(self, graph_id: str, task_id: str) -> bool:
-        """The label of task `task_id` completed (again, or not the graph's: no change);
-        whether a label of the graph is open still."""
-        return self._open_labels.remove(graph_id, task_id)
-
     def any_open(self, graph_id: str) -> bool:
         return self._open_labels.left(graph_id)
 

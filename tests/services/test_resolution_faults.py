@@ -72,7 +72,7 @@ FAULT_POINTS = {
     # yet checked or scheduled (the write that would otherwise be lost).
     "after one requirement deleted": (lambda s: s.dependencies.requirements, "satisfy", "after"),
     "before a ready dependent is scheduled": (lambda s: s.dependencies, "schedule", "before"),
-    "after graphs.task_resolved": (lambda s: s.resolution_handler.graphs, "task_resolved", "after"),
+    "after graphs.task_failed": (lambda s: s.resolution_handler.graphs, "task_failed", "after"),
     # Inside the graph's writes: a rerun counted but not started; a label closed (with its
     # task's membership of the group) but the graph's state and the group's not updated.
     "after a graph rerun is counted": (lambda s: s.task_graphs.graphs, "save_label", "after"),
