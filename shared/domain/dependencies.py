@@ -36,7 +36,7 @@ class Dependent:
 
     @classmethod
     def of(cls, task_id: str, definition: dict) -> Dependent:
-        return cls(task_id, definition["requires"], len(dependencies_of(definition)))
+        return cls(task_id, definition["requires"], len(set(definition["dependencies"])))
 
     def to_json(self) -> list:
         return [self.task_id, self.requires, self.waits_on]
@@ -62,9 +62,11 @@ class Listing:
         found: dict[str, list[Dependent]] = {}
         for task_id in sorted(definitions):
             definition = definitions[task_id]
+            dependent = None   # made once: a fan-in's is listed by each of its thousands of dependencies
             for required in dependencies_of(definition):
                 if required in definitions:
-                    found.setdefault(required, []).append(Dependent.of(task_id, definition))
+                    dependent = dependent or Dependent.of(task_id, definition)
+                    found.setdefault(required, []).append(dependent)
         dependents = {required: tuple(found[required]) if len(found[required]) <= LISTED_DEPENDENTS else None
                       for required in found}
         listed_by: dict[str, set[str]] = {}
