@@ -41,16 +41,25 @@ class Workers:
         self.updater = updater
         self.expiry = expiry
 
-    def arrive(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
-        """The worker's row as its claimWork begins; a worker seen for the first time gets one."""
+    def arrive(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime,
+               fresh: bool = False) -> WorkerRecord:
+        """The worker's row as its claimWork begins; a worker seen for the first time gets one.
+
+        The version this process knows is enough unless it says the worker is quarantined
+        (the quarantine may have been lifted since) or `fresh` is asked: a quarantine made
+        since by another process is found when the claims are recorded, which is conditional
+        on that version (see `worked`), as for a quarantine that races with the claims."""
+        known = None if fresh else self.table.last_known(task_queue_id, worker_group, worker_id)
+        if known is not None and not self.quarantined(known, now):
+            return known
         record = self.table.load(task_queue_id, worker_group, worker_id)
         if record is not None:
             return record
-        fresh = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
+        first = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
                              to_iso(now + WORKER_LIFETIME))
-        self.expiry.watch(fresh)  # first: a worker row is never left without its expiry item
+        self.expiry.watch(first)  # first: a worker row is never left without its expiry item
         try:
-            return self.table.insert(fresh)
+            return self.table.insert(first)
         except AlreadyExists:  # the same worker's concurrent claimWork
             return self.table.load(task_queue_id, worker_group, worker_id)
 
@@ -72,7 +81,7 @@ class Workers:
                                         recent_tasks=recent[-RECENT_TASKS:]))
                 return True
             except ChangedSinceRead:  # quarantined, or expired and deleted by the sweep meanwhile
-                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now)
+                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
 
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
                    now: datetime) -> dict:

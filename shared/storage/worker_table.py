@@ -3,6 +3,8 @@
 PartitionKey = escaped taskQueueId, RowKey = `<workerGroup>.<workerId>` (neither may hold
 a '.'), so listWorkers is one partition read in key order. A worker row is written by the
 worker's own claimWork calls and by quarantineWorker, both conditionally on its ETag.
+The version this process wrote or read last is remembered (see `recent_writes`), so that a
+worker's next claimWork can start from it without reading the row again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .batches import delete_if_unchanged
 from .errors import AlreadyExists, ChangedSinceRead
 from .keys import escape_key
 from .queries import first_rows
+from .recent_writes import RecentWrites
 
 
 @dataclass(frozen=True)
@@ -37,31 +40,43 @@ class WorkerRecord:
 class WorkerTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("Workers")
+        self._recent: RecentWrites[WorkerRecord] = RecentWrites()
 
     def load(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
         try:
             entity = self._table.get_entity(escape_key(task_queue_id), f"{worker_group}.{worker_id}")
         except ResourceNotFoundError:
             return None
-        return _record(task_queue_id, entity)
+        return self._remember(_record(task_queue_id, entity))
+
+    def last_known(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
+        """The row as this process last wrote or read it, if it remembers it: possibly not
+        the current version any more, so only to try a conditional write from."""
+        return self._recent.get(_memory_key(task_queue_id, worker_group, worker_id))
 
     def insert(self, worker: WorkerRecord) -> WorkerRecord:
         try:
             meta = lost_responses.insert(self._table, _entity(worker))
         except ResourceExistsError as exc:
             raise AlreadyExists(f"{worker.worker_group}/{worker.worker_id}") from exc
-        return replace(worker, etag=meta.get("etag"))
+        return self._remember(replace(worker, etag=meta.get("etag")))
 
     def save(self, worker: WorkerRecord) -> WorkerRecord:
         """Write `worker` if its row is still as read; else ChangedSinceRead."""
         try:
             meta = lost_responses.update(self._table, _entity(worker), worker.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            self._recent.forget(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id))
             raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
-        return replace(worker, etag=meta.get("etag"))
+        return self._remember(replace(worker, etag=meta.get("etag")))
+
+    def _remember(self, worker: WorkerRecord) -> WorkerRecord:
+        self._recent.wrote(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id), worker)
+        return worker
 
     def delete(self, worker: WorkerRecord) -> None:
         """Delete `worker` if its row is still as read; else ChangedSinceRead (gone already is fine)."""
+        self._recent.forget(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id))
         delete_if_unchanged(self._table, escape_key(worker.task_queue_id), row_key(worker), worker.etag,
                             f"{worker.worker_group}/{worker.worker_id}")
 
@@ -70,6 +85,10 @@ class WorkerTable:
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
                           {"pk": escape_key(task_queue_id), "after": after}, limit)
         return [_record(task_queue_id, entity) for entity in rows]
+
+
+def _memory_key(task_queue_id: str, worker_group: str, worker_id: str) -> str:
+    return f"{task_queue_id}/{worker_group}.{worker_id}"
 
 
 def row_key(worker: WorkerRecord) -> str:

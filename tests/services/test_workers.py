@@ -6,7 +6,8 @@ from datetime import timedelta
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from tests.conftest import make_task, memory_services
+from tests.conftest import make_task, memory_services, unique_prefix
+from tests.memory_storage import MemoryAccount
 
 
 def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
@@ -27,3 +28,48 @@ def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
     assert [(run["state"], run.get("reasonResolved"), run.get("workerId")) for run in runs] == [
         ("exception", "worker-shutdown", "racer"), ("pending", None, None)]
     assert services.workers.get(task_queue_id, "wg", "racer", utcnow())["recentTasks"] == []
+
+
+def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_id):
+    """A process starts a worker's claimWork from the row as it last wrote it: a quarantine
+    written since by another process is found when the claims are recorded."""
+    account = MemoryAccount(unique_prefix())
+    here, there = memory_services(account=account), memory_services(account=account)
+    here.claims.claim_work(task_queue_id, "wg", "w1", 1)              # this process knows the worker now
+    there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
+    task_id = new_slugid()
+    here.tasks.create(task_id, make_task(task_queue_id))
+
+    assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
+    assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
+    runs = here.tasks.status(task_id)["runs"]
+    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [
+        ("exception", "worker-shutdown"), ("pending", None)]                 # released once, then not claimed
+
+
+def test_a_quarantine_lifted_by_another_process_is_seen(task_queue_id):
+    account = MemoryAccount(unique_prefix())
+    here, there = memory_services(account=account), memory_services(account=account)
+    here.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    here.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
+    there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow()), "lifted", utcnow())
+    task_id = new_slugid()
+    here.tasks.create(task_id, make_task(task_queue_id))
+
+    claimed = here.claims.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]
+    assert [claim["status"]["taskId"] for claim in claimed] == [task_id]
+
+
+def test_a_workers_claims_are_recorded_after_its_row_expired_and_went(task_queue_id):
+    """The version remembered is of a row the worker expiry deleted since: the claims are
+    recorded on a new row."""
+    account = MemoryAccount(unique_prefix())
+    here, there = memory_services(account=account), memory_services(account=account)
+    here.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    there.workers.table.delete(there.workers.table.load(task_queue_id, "wg", "w1"))
+    task_id = new_slugid()
+    here.tasks.create(task_id, make_task(task_queue_id))
+
+    assert [claim["status"]["taskId"] for claim in here.claims.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]] \
+        == [task_id]
+    assert here.workers.get(task_queue_id, "wg", "w1", utcnow())["recentTasks"] == [{"taskId": task_id, "runId": 0}]
