@@ -28,8 +28,8 @@ from ..domain.dependencies import Dependent, Listing, insertion_waves
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
-from ..storage.task_table import (MAX_DEFINITION_CHARS, MAX_NOTICE_CHARS, TaskRecord, TaskTable, encode_definition,
-                                  encode_notice)
+from ..storage.task_table import (MAX_DEFINITION_CHARS, MAX_NOTICE_CHARS, NewTask, TaskRecord, TaskTable,
+                                  encode_definition, encode_notice)
 from .concurrent_steps import at_once
 from .dependencies import Dependencies, Registration
 from .task_groups import TaskGroups
@@ -146,9 +146,10 @@ class TaskCreation:
             register_and_hint])
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
-            records.update(zip(wave, _WRITERS.map(lambda task_id: self._insert(
-                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ()),
-                tuple(registration.tabled.get(task_id, ()))), wave)))
+            records.update(self._insert_wave([NewTask(
+                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ()) or (),
+                plan.listing.dependents.get(task_id, ()) is None, tuple(registration.tabled.get(task_id, ())))
+                for task_id in wave]))
         for task_id, intent in registration.recheck.items():
             self.dependencies.recheck(task_id, new[task_id])
             records[task_id] = self.tasks.load(task_id)
@@ -164,18 +165,21 @@ class TaskCreation:
                      extra={"taskId": task_id, "action": "create"})
         return {task_id: render_status(record.summary, record.status) for task_id, record in records.items()}
 
-    def _insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] | None,
-                dependency_rows: tuple[str, ...]) -> TaskRecord:
-        try:
-            record = self.tasks.insert(definition, status, dependents or (), dependents is None, dependency_rows)
-        except AlreadyExists:  # a concurrent create of the same task won the race
-            record = self.tasks.load(status.task_id, with_definition=True)
-            if not task_definition.same_definition(record.definition, definition):
-                raise Conflict(f"Task {status.task_id} already exists with a different definition") from None
-            self.updater.publisher.settle(self.tasks, record.task_id, record.outbox, record.etag)
-            return record
-        self.updater.publisher.written(self.tasks, record)
-        return record
+    def _insert_wave(self, tasks: list[NewTask]) -> dict[str, TaskRecord]:
+        """Insert task rows, a transaction per partition; a row that exists already is the
+        answer if its definition is the same (a concurrent create of the same task won the race)."""
+        records = {}
+        for task, outcome in zip(tasks, self.tasks.insert_many(tasks)):
+            if isinstance(outcome, AlreadyExists):
+                record = self.tasks.load(task.status.task_id, with_definition=True)
+                if not task_definition.same_definition(record.definition, task.definition):
+                    raise Conflict(f"Task {task.status.task_id} already exists with a different definition") from None
+                self.updater.publisher.settle(self.tasks, record.task_id, record.outbox, record.etag)
+            else:
+                record = outcome
+                self.updater.publisher.written(self.tasks, record)
+            records[record.task_id] = record
+        return records
 
 
 def _check_size(task_id: str, definition: dict) -> None:

@@ -1,6 +1,11 @@
 """The Tasks table: one row per task holding its definition and its status.
 
-PartitionKey = taskId, RowKey = "task". The definition is written once, at creation;
+PartitionKey = the taskId's first PARTITION_CHARS characters, RowKey = taskId. Tasks created
+together are inserted a transaction per partition: a graph's part is a run of tasks in
+taskId order, which share few partitions (a part of 100 of a 100,000-task graph: two or
+three), so its rows cost a few round trips instead of one each. A partition holds about
+1/2,048 of the tasks (slugids have 32 first characters and 64 second ones), so a row is
+found among few others (Azurite walks a partition to find a row). The definition is written once, at creation;
 afterwards only the status columns change, always through a conditional merge on the
 row's ETag, so two writers can never both win from the same read. The events each change
 announces are written with it, in the row's outbox columns (see `outbox`).
@@ -9,6 +14,7 @@ announces are written with it, in the row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -21,12 +27,19 @@ from ..domain.task_status import TaskStatus
 from ..domain.timestamps import to_iso, utcnow
 from . import long_text, lost_responses, outbox
 from .account import StorageAccount
-from .batches import delete_row
+from azure.data.tables import TableTransactionError
+
+from .batches import MAX_BATCH, delete_row
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
 from .recent_writes import RecentWrites
+from .transactions import submit
 
-ROW = "task"
+PARTITION_CHARS = 2
+# The transactions of one insert_many, at once (a part of a graph spans tens of partitions).
+_INSERTERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-insert")
+# Characters of definitions a transaction of new rows carries at most (a request holds 4 MiB).
+BATCH_CHARS = 2_000_000
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
 MORE_DEPENDENTS = "moreDependents"   # see TaskRecord.more_dependents
 DEPENDENCY_ROWS = "dependencyRows"   # see TaskRecord.dependency_rows
@@ -43,6 +56,16 @@ _NOTICE_COLUMNS = ["noticeChunks", *(f"notice{i}" for i in range(NOTICE_CHUNKS))
 # Definitions up to this size are remembered with the row this process wrote (a claim answers
 # with the definition); a larger one is read again when it is needed.
 REMEMBERED_DEFINITION_CHARS = 16_000
+
+
+@dataclass(frozen=True)
+class NewTask:
+    """A task row to insert: its definition, first status, and what it lists (see TaskRecord)."""
+    definition: dict
+    status: TaskStatus
+    dependents: tuple[Dependent, ...] = ()
+    more_dependents: bool = True
+    dependency_rows: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,32 +130,68 @@ class TaskTable:
 
     def insert(self, definition: dict, status: TaskStatus, dependents: tuple[Dependent, ...] = (),
                more_dependents: bool = True, dependency_rows: tuple[str, ...] | None = None) -> TaskRecord:
-        """Create the task's row, with the events of its creation in its outbox."""
+        """Create the task's row, with the events of its creation in its outbox; AlreadyExists
+        if the task has a row."""
+        return self._insert_row(*self._new_row(NewTask(definition, status, dependents, more_dependents,
+                                                       dependency_rows)))
+
+    def insert_many(self, tasks: list[NewTask]) -> list[TaskRecord | AlreadyExists]:
+        """`insert` each task, a transaction per partition (and BATCH_CHARS of definitions);
+        for each, its record, or AlreadyExists. A transaction refused (a row that exists, a
+        request too large) is done again row by row."""
+        outcomes: dict[str, TaskRecord | AlreadyExists] = {}
+        chunks = _chunks([self._new_row(task) for task in tasks])
+        for found in (_INSERTERS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)):
+            outcomes.update(found)
+        return [outcomes[task.status.task_id] for task in tasks]
+
+    def _insert_chunk(self, chunk: list[tuple[dict, TaskRecord]]) -> dict[str, TaskRecord | AlreadyExists]:
+        """One partition's new rows in one transaction, or row by row if it is refused."""
+        try:
+            answers = submit(self._table, [("create", entity) for entity, _ in chunk]) if len(chunk) > 1 else None
+        except (TableTransactionError, ResourceExistsError):
+            answers = None
+        if answers is not None:
+            return {record.task_id: self._wrote(replace(record, etag=answer.get("etag")))
+                    for (_, record), answer in zip(chunk, answers)}
+        outcomes: dict[str, TaskRecord | AlreadyExists] = {}
+        for entity, record in chunk:
+            try:
+                outcomes[record.task_id] = self._insert_row(entity, record)
+            except AlreadyExists as exists:
+                outcomes[record.task_id] = exists
+        return outcomes
+
+    def _new_row(self, task: NewTask) -> tuple[dict, TaskRecord]:
+        """The new row's entity, and its record but for the ETag."""
+        definition, status = task.definition, task.status
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
         events = self._events(status.task_id, summary, notice, None, status, ())
-        entity = {"PartitionKey": status.task_id, "RowKey": ROW, **summary,
-                  **_dependents_columns(dependents, more_dependents)}
-        if dependency_rows is not None:
-            entity[DEPENDENCY_ROWS] = json.dumps(list(dependency_rows), separators=(",", ":"))
+        entity = {**_keys(status.task_id), **summary, **_dependents_columns(task.dependents, task.more_dependents)}
+        if task.dependency_rows is not None:
+            entity[DEPENDENCY_ROWS] = json.dumps(list(task.dependency_rows), separators=(",", ":"))
         encoded = encode_definition(definition)
         entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
         entity.update(_status_columns(status))
         entity.update(outbox.to_columns(events))
+        return entity, TaskRecord(summary, status, definition, None, notice, events, len(encoded),
+                                  task.dependents, task.more_dependents, task.dependency_rows)
+
+    def _insert_row(self, entity: dict, record: TaskRecord) -> TaskRecord:
         try:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
-            self.marks.refused(events)
-            raise AlreadyExists(status.task_id) from exc
-        return self._wrote(TaskRecord(summary, status, definition, meta.get("etag"), notice, events, len(encoded),
-                                      dependents, more_dependents, dependency_rows))
+            self.marks.refused(record.outbox)
+            raise AlreadyExists(record.task_id) from exc
+        return self._wrote(replace(record, etag=meta.get("etag")))
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
                                                DEPENDENTS, MORE_DEPENDENTS]
         try:
-            entity = self._table.get_entity(task_id, ROW, select=select)
+            entity = self._table.get_entity(*_keys(task_id).values(), select=select)
         except ResourceNotFoundError:
             return None
         return _record(task_id, entity, with_definition)
@@ -159,7 +218,7 @@ class TaskTable:
         """Merge `columns` into the row if it is still as `record` read it; its new ETag. Else
         ChangedSinceRead, and the remembered version is dropped."""
         try:
-            meta = lost_responses.update(self._table, {"PartitionKey": record.task_id, "RowKey": ROW, **columns},
+            meta = lost_responses.update(self._table, {**_keys(record.task_id), **columns},
                                          record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             self._recent.forget(record.task_id)
@@ -195,11 +254,11 @@ class TaskTable:
             task_events.task_changed(summary, notice, before, after, to_iso(utcnow()))))
 
     def load_outbox(self, task_id: str) -> tuple[tuple[Event, ...], str] | None:
-        return outbox.load(self._table, task_id, ROW)
+        return outbox.load(self._table, *_keys(task_id).values())
 
     def clear_outbox(self, task_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        cleared = outbox.clear(self._table, task_id, ROW, published, etag, kept)
+        cleared = outbox.clear(self._table, *_keys(task_id).values(), published, etag, kept)
         remembered = self._recent.get(task_id)
         if remembered is None:
             return
@@ -210,7 +269,29 @@ class TaskTable:
 
     def delete(self, task_id: str) -> None:
         self._recent.forget(task_id)
-        delete_row(self._table, task_id, ROW)
+        delete_row(self._table, *_keys(task_id).values())
+
+
+def _keys(task_id: str) -> dict:
+    return {"PartitionKey": task_id[:PARTITION_CHARS], "RowKey": task_id}
+
+
+def _chunks(rows: list[tuple[dict, TaskRecord]]) -> list[list[tuple[dict, TaskRecord]]]:
+    """New rows grouped by partition, at most MAX_BATCH and BATCH_CHARS of definitions each."""
+    by_partition: dict[str, list] = {}
+    for row in rows:
+        by_partition.setdefault(row[0]["PartitionKey"], []).append(row)
+    chunks = []
+    for partition_rows in by_partition.values():
+        chunk, chars = [], 0
+        for row in partition_rows:
+            if chunk and (len(chunk) == MAX_BATCH or chars + row[1].definition_chars > BATCH_CHARS):
+                chunks.append(chunk)
+                chunk, chars = [], 0
+            chunk.append(row)
+            chars += row[1].definition_chars
+        chunks.append(chunk)
+    return chunks
 
 
 def _dependents_columns(dependents: tuple[Dependent, ...], more: bool) -> dict:

@@ -331,20 +331,20 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_q
     stayed unscheduled for good)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from shared.services import task_creation
+    from shared.storage import task_table
     from tests.conftest import memory_services
 
     services = memory_services(claim_work_wait=0)
     tasks, ran = services.task_graphs.creation.tasks, []
-    real_insert = tasks.insert
+    real_insert = tasks._insert_chunk   # one transaction of task rows, or its rows one by one
 
-    def insert(definition, status, *flags):
-        record = real_insert(definition, status, *flags)
+    def insert(chunk):
+        records = real_insert(chunk)
         ran.extend(run(services, task_queue_id))
-        return record
-    monkeypatch.setattr(tasks, "insert", insert)
+        return records
+    monkeypatch.setattr(tasks, "_insert_chunk", insert)
     # One writer, so the order of the rows is the order the creation chose, not a race's.
-    monkeypatch.setattr(task_creation, "_WRITERS", ThreadPoolExecutor(max_workers=1))
+    monkeypatch.setattr(task_table, "_INSERTERS", ThreadPoolExecutor(max_workers=1))
     graph_id = new_slugid()
     children = {f"child-{number}": {"requires": ["root"]} for number in range(10)}
     services.task_graphs.create(graph_id, graph(task_queue_id, root={}, **children))

@@ -5,11 +5,12 @@ from dataclasses import replace
 import pytest
 
 from shared.domain import lifecycle
+from shared.domain.ids import new_slugid
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import utcnow
-from shared.storage.account import StorageAccount
+from shared.storage.account import OPERATIONS, StorageAccount
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
-from shared.storage.task_table import TaskTable
+from shared.storage.task_table import NewTask, TaskTable
 
 from tests.conftest import unique_prefix
 
@@ -78,3 +79,31 @@ def test_a_refused_write_forgets_the_row(table, task_id):
     assert table.last_written(task_id) is None
     table.delete(task_id)
     assert table.last_written(task_id) is None
+
+
+def _ids(prefix: str, count: int) -> list[str]:
+    return [prefix + new_slugid()[len(prefix):] for _ in range(count)]
+
+
+def test_tasks_created_together_take_a_transaction_per_partition(table):
+    ids = _ids("Ab", 4) + _ids("Cd", 2)
+    tasks = [NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids]
+    before = OPERATIONS.value
+    records = table.insert_many(tasks)
+    assert OPERATIONS.value - before == 2
+    for task_id, record in zip(ids, records):
+        stored = table.load(task_id, with_definition=True)
+        assert record.task_id == task_id and stored.etag == record.etag
+        assert stored.definition == definition(task_id) and stored.status == TaskStatus.new(task_id, definition(task_id))
+
+
+def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
+    taken, *others = _ids("Ef", 3)
+    first = definition(taken, {"first": True})
+    table.insert(first, TaskStatus.new(taken, first))
+    outcomes = table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id)))
+                                  for task_id in [taken, *others]])
+    assert isinstance(outcomes[0], AlreadyExists)
+    assert [outcome.task_id for outcome in outcomes[1:]] == others
+    assert table.load(taken, with_definition=True).definition == first
+    assert all(table.load(task_id) is not None for task_id in others)
