@@ -3,9 +3,13 @@ queue publishes them: durable topic exchanges `exchange/taskcluster-queue/v1/<na
 persistent `application/json` messages under the primary routing key, the task's routes
 in the `CC` header as `route.<r>` (the broker delivers a copy to queues bound on those).
 
-One connection per process, shared by every thread under a lock (pika's connections are
-not thread-safe), with publisher confirms: `publish` returns once the broker has taken
-every message. A broker that is down costs a caller one refused connection, not a wait:
+A few connections per process (LANES), each used by one thread at a time under its lock
+(pika's connections are not thread-safe), with publisher confirms: `publish` returns once
+the broker has taken every message. A publish waits for its confirm, so one connection
+shared by all of a busy host's threads was a queue of its own: sampled during a
+10,000-task graph, a tenth of the host's threads were waiting for its lock. A publish
+takes a free connection, or waits for one. A task's changes follow each other, each
+published before the call that made it answers, so its events keep their order. A broker that is down costs a caller one refused connection, not a wait:
 after a failure, attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
 The connection has no heartbeats (a host may publish nothing for hours, and the blocking
 client only answers heartbeats while it is called): a connection that died meanwhile is
@@ -45,23 +49,51 @@ def declare_exchanges(channel) -> None:
         channel.exchange_declare(EXCHANGE_PREFIX + name, exchange_type="topic", durable=True)
 
 
+LANES = 4   # connections a process publishes on at once
+
+
 class AmqpBus:
     def __init__(self, url: str) -> None:
-        self._parameters = connection_parameters(url)
-        self._lock = threading.Lock()
+        self._lanes = [_Lane(connection_parameters(url)) for _ in range(LANES)]
+        self._next = 0
+
+    def publish(self, events: Sequence[Event]) -> None:
+        for lane in self._lanes:
+            if lane.lock.acquire(blocking=False):
+                break
+        else:   # all busy: wait for one, taking turns
+            self._next = (self._next + 1) % len(self._lanes)
+            lane = self._lanes[self._next]
+            lane.lock.acquire()
+        try:
+            lane.publish(events)
+        finally:
+            lane.lock.release()
+
+    def close(self) -> None:
+        for lane in self._lanes:
+            with lane.lock:
+                lane.close()
+
+
+class _Lane:
+    """One connection and its channel; its caller holds `lock`."""
+
+    def __init__(self, parameters: pika.URLParameters) -> None:
+        self._parameters = parameters
+        self.lock = threading.Lock()
         self._connection = None
         self._channel = None
         self._next_attempt = 0.0
 
     def publish(self, events: Sequence[Event]) -> None:
-        with self._lock:
-            reused = self._channel is not None and self._channel.is_open
-            try:
-                self._publish(self._open(), events)
-            except BusUnavailable:
-                if not reused:
-                    raise
-                self._publish(self._open(again=True), events)   # the connection had died idle
+        reused = self._channel is not None and self._channel.is_open
+        try:
+            self._publish(self._open(), events)
+        except BusUnavailable:
+            if not reused:
+                raise
+            self._publish(self._open(again=True), events)   # the connection had died idle
 
     def _publish(self, channel, events: Sequence[Event]) -> None:
         try:
@@ -100,10 +132,9 @@ class AmqpBus:
                 pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None and self._connection.is_open:
-                self._connection.close()
-            self._connection = self._channel = None
+        if self._connection is not None and self._connection.is_open:
+            self._connection.close()
+        self._connection = self._channel = None
 
 
 def _encode(event: Event) -> bytes:

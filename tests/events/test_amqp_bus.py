@@ -1,0 +1,45 @@
+"""The AMQP publisher on a real RabbitMQ: threads publishing at once share its connections
+and every event arrives."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from shared.domain.ids import new_slugid
+from shared.domain.task_events import EXCHANGE_PREFIX, group_sealed
+from shared.events import amqp
+from shared.events.amqp import AmqpBus
+from tests.events.amqp_consumer import Consumer
+
+
+def test_threads_publishing_at_once_use_several_connections_and_lose_nothing(broker, monkeypatch):
+    group_id = new_slugid()
+    consumer = Consumer(broker.url, [{"exchange": EXCHANGE_PREFIX + "task-group-sealed",
+                                      "routingKeyPattern": f"primary.{group_id}.#"}])
+    bus = AmqpBus(broker.url)
+    busy, most_busy, lock = [0], [0], threading.Lock()
+    real_publish = amqp._Lane.publish
+
+    def counted(lane, events):     # how many lanes publish at the same moment
+        with lock:
+            busy[0] += 1
+            most_busy[0] = max(most_busy[0], busy[0])
+        try:
+            real_publish(lane, events)
+        finally:
+            with lock:
+                busy[0] -= 1
+    monkeypatch.setattr(amqp._Lane, "publish", counted)
+    events = [group_sealed(group_id, f"scheduler-{number}", "2100-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z",
+                           "2026-01-01T00:00:00.000Z") for number in range(200)]
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda event: bus.publish([event]), events))
+        received = consumer.wait_for(200)
+    finally:
+        bus.close()
+        consumer.close()
+    assert sorted(message.body["schedulerId"] for message in received) == sorted(
+        event.body["schedulerId"] for event in events)
+    assert 1 < most_busy[0] <= amqp.LANES
