@@ -142,7 +142,21 @@ class Server:
 
 
 def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
-    port = free_port()
+    """A host on `azurite`; on another port if the one chosen was taken before the host bound
+    it (a free port is one the kernel may also give an outgoing connection meanwhile)."""
+    for attempt in range(3):
+        try:
+            return _start_server(azurite, log_dir, free_port(), settings)
+        except PortTaken:
+            if attempt == 2:
+                raise
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict) -> Server:
     prefix = unique_prefix()
     env = {
         **os.environ,
@@ -187,7 +201,9 @@ def _wait_until_up(server: Server, timeout: float = 60) -> None:
     give_up = time.monotonic() + timeout
     while time.monotonic() < give_up:
         if server.process.poll() is not None:
-            raise RuntimeError(f"the local host exited: {server.log_path.read_text()[-3000:]}")
+            log = server.log_path.read_text()
+            raise (PortTaken if "Address already in use" in log[-3000:] else RuntimeError)(
+                f"the local host exited: {log[-3000:]}")
         try:
             if requests.get(server.url("/ping"), timeout=2).status_code == 200:
                 return

@@ -7,6 +7,7 @@ announce, in the group row's outbox, and published right after it (see `event_pu
 from __future__ import annotations
 
 import base64
+from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable
@@ -14,14 +15,17 @@ from typing import Callable
 from ..domain import task_events
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.task_status import render_status
-from ..domain.timestamps import parse_iso
-from ..storage.errors import AlreadyExists
+from ..domain.timestamps import parse_iso, utcnow
+from ..storage.errors import AlreadyExists, Closed
 from ..storage.task_group_table import TaskGroupRecord, TaskGroupTable
 from ..storage.task_table import TaskTable
 from .conditional import change_until_saved
 from .event_publisher import EventPublisher
 
 DEFAULT_PAGE = 1000
+# A group known to this process is taken as it is (but for a seal, found when its members are
+# added) unless its expiry is this near: once that passes it may be deleted and made anew.
+TRUST_BEFORE_EXPIRY = timedelta(hours=1)
 Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
 
@@ -52,25 +56,43 @@ class TaskGroups:
         does not refuse them."""
         groups = {}
         for group_id, task_ids in _by_group(definitions).items():
-            group = groups[group_id] = self.groups.load(group_id)
+            group = groups[group_id] = self._known(group_id)
             scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
             sealed = group.sealed if group and not accepted else ""
             _check_members(group_id, scheduler_id, sealed, definitions, task_ids)
         return groups
 
+    def _known(self, group_id: str) -> TaskGroupRecord | None:
+        """The group as this process knows it, read only if it does not, or if its expiry
+        is near (after it, the group may be deleted and made again, by another first task)."""
+        known = self.groups.last_known(group_id)
+        if known is not None and parse_iso(known.expires) > utcnow() + TRUST_BEFORE_EXPIRY:
+            return known
+        return self.groups.load(group_id)
+
     def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None],
                   accepted: bool = False) -> None:
         """Make new tasks members of their groups, creating groups or extending their expiry;
-        `known` are the groups as `check` read them.
+        `known` are the groups as `check` found them.
 
         A group's schedulerId is fixed by its first task, and a sealed group takes no more
-        (but those `accepted` before it was sealed).
+        (but those `accepted` before it was sealed): a seal after the version `check` knew
+        is found when the members are added (see `TaskGroupTable.add_members`).
         """
         for group_id, task_ids in _by_group(definitions).items():
+            expires = max(definitions[task_id]["expires"] for task_id in task_ids)
             group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
-            _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
-            self._extend_expiry(group, max(definitions[task_id]["expires"] for task_id in task_ids))
-            self.groups.add_members(group_id, task_ids)
+            while True:
+                _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
+                if extended := self._extend_expiry(group, expires):
+                    break
+                group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
+            try:
+                self.groups.add_members(group_id, task_ids, refuse_sealed=not accepted)
+            except Closed:
+                sealed = self.groups.load(group_id)
+                raise Conflict(f"Task group {group_id} was sealed at {sealed.sealed if sealed else 'a moment ago'}; "
+                               "no tasks can be added") from None
 
     def _ensure(self, definition: dict) -> TaskGroupRecord:
         fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"])
@@ -79,10 +101,11 @@ class TaskGroups:
         except AlreadyExists:
             return self.groups.load(fresh.task_group_id)
 
-    def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> None:
+    def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> TaskGroupRecord | None:
+        """The group, its expiry made at least `expires`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
             return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
-        change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
+        return change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
 
     def member_resolved(self, task_group_id: str, task_id: str, resolved: str) -> bool:
         """Note that a member resolved at `resolved`; True when that made the whole group
@@ -129,7 +152,9 @@ class TaskGroups:
             return self._announced(replace(group, sealed=now), task_events.group_sealed(
                 task_group_id, group.scheduler_id, group.expires, now, now))
         self._change(lambda: self._existing(task_group_id, authorize), sealed)
-        return self.get(task_group_id)
+        out = self.get(task_group_id)
+        self.groups.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
+        return out
 
     def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
         """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""

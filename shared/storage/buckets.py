@@ -39,6 +39,15 @@ def bucket(owner: str, task_id: str) -> str:
     return f"{owner}{SEPARATOR}{task_id[:1]}"
 
 
+# What a task id may begin with (see `domain.ids`): each is a bucket an owner may use.
+TASK_ID_FIRST_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def all_buckets(owner: str) -> list[str]:
+    """Every partition `bucket` may give `owner`'s rows."""
+    return [f"{owner}{SEPARATOR}{first}" for first in TASK_ID_FIRST_CHARACTERS]
+
+
 def bucket_range(owner: str) -> dict:
     """The parameters of IN_BUCKETS for every bucket of `owner`."""
     return {"low": owner + SEPARATOR, "high": owner + SEPARATOR * 2}

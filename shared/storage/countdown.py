@@ -39,11 +39,13 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from .batches import MAX_BATCH, delete_row
-from .buckets import IN_BUCKETS, bucket, bucket_range
+from .buckets import IN_BUCKETS, all_buckets, bucket, bucket_range
 from .queries import first_rows
+from .errors import Closed
 from .transactions import submit
 
 COUNT = "count"
+CLOSED = "closed"
 PER_TRANSACTION = (MAX_BATCH - 1) // 2   # a marker and a counted row each, and the count
 ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
@@ -56,6 +58,10 @@ _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-read
 class _Count:
     value: int
     etag: str | None      # None: no count row in the bucket (as far as this process knows)
+    closed: str = ""      # when the owner was closed to new rows (see `close`), if it was
+
+    def counted(self, change: int, etag: str | None) -> _Count:
+        return _Count(self.value + change, etag, self.closed)
 
 
 class _Remembered:
@@ -78,6 +84,7 @@ class _Remembered:
 
 
 _REMEMBERED = _Remembered()
+
 _LOCKS = [threading.Lock() for _ in range(1024)]
 
 
@@ -88,24 +95,27 @@ class Countdown:
         self._marker = marker
         self._row = "~" + name          # sorts after every task id: outside the counted rows' range
 
-    def add(self, owner: str, task_ids: list[str]) -> None:
+    def add(self, owner: str, task_ids: list[str], refuse_closed: bool = False) -> None:
         """Counted rows for `task_ids`, but those counted before (their marker exists); a
-        bucket's transactions one after another, the buckets at once."""
+        bucket's transactions one after another, the buckets at once. `refuse_closed`: raise
+        Closed, adding nothing more, if the owner was closed (see `close`)."""
         by_bucket = [(partition, list(ids)) for partition, ids in
                      groupby(sorted(set(task_ids), key=lambda t: bucket(owner, t)), key=lambda t: bucket(owner, t))]
 
         def fill(partition: str, ids: list[str]) -> None:
             for start in range(0, len(ids), PER_TRANSACTION):
                 with self._serial(partition):
-                    self._add_chunk(partition, ids[start:start + PER_TRANSACTION])
+                    self._add_chunk(partition, ids[start:start + PER_TRANSACTION], refuse_closed)
         if len(by_bucket) == 1:
             fill(*by_bucket[0])
         else:
             list(_BUCKETS.map(lambda job: fill(*job), by_bucket))
 
-    def _add_chunk(self, partition: str, task_ids: list[str]) -> None:
+    def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool) -> None:
         missing, count = task_ids, self._remembered(partition) or _Count(0, None)
         for refusals in range(ATTEMPTS):
+            if refuse_closed and count.closed:
+                raise Closed(partition)
             if not missing:
                 return
             rows = [("create", {"PartitionKey": partition, "RowKey": key + task_id})
@@ -119,7 +129,7 @@ class Countdown:
                         lambda t: self._exists(partition, self._marker + t), missing)) if not found]
                 count = fresh
                 continue
-            self._remember(partition, _Count(count.value + len(missing), etag))
+            self._remember(partition, count.counted(len(missing), etag))
             return
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
@@ -148,7 +158,7 @@ class Countdown:
                     return count.value > 0
                 count = fresh
                 continue
-            count = _Count(count.value - 1, etag)
+            count = count.counted(-1, etag)
             self._remember(partition, count)
             return count.value > 0
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
@@ -168,12 +178,21 @@ class Countdown:
                 except TableTransactionError:   # a count changed, or a row went before: one at a time
                     left = self._remove(partition, task_id), other._remove(partition, task_id)
                 else:
-                    self._remember(partition, _Count(mine.value - 1, results[1].get("etag")))
-                    other._remember(partition, _Count(theirs.value - 1, results[3].get("etag")))
+                    self._remember(partition, mine.counted(-1, results[1].get("etag")))
+                    other._remember(partition, theirs.counted(-1, results[3].get("etag")))
                     left = mine.value > 1, theirs.value > 1
             else:
                 left = self._remove(partition, task_id), other._remove(partition, task_id)
         return left[0] or self.left(owner), left[1] or other.left(owner)
+
+    def close(self, owner: str, when: str) -> None:
+        """Mark every bucket the owner's rows may ever use as closed at `when` (an upsert of
+        each count row, made if missing): an `add` refusing closed owners that began before
+        is refused by the count's changed ETag, or by the row it would have made, and reads
+        the mark. Done again, it changes nothing but the ETags."""
+        list(_READERS.map(lambda partition: self._table.upsert_entity(
+            {"PartitionKey": partition, "RowKey": self._row, CLOSED: when}, mode=UpdateMode.MERGE),
+            all_buckets(owner)))
 
     def left(self, owner: str) -> bool:
         """Whether any bucket of `owner` counts a row."""
@@ -203,7 +222,7 @@ class Countdown:
         except ResourceNotFoundError:
             count = _Count(0, None)
         else:
-            count = _Count(row[COUNT], row.metadata.get("etag"))
+            count = _Count(row.get(COUNT) or 0, row.metadata.get("etag"), row.get(CLOSED) or "")
         self._remember(partition, count)
         return count
 

@@ -7,3 +7,7 @@ class AlreadyExists(Exception):
 
 class ChangedSinceRead(Exception):
     """A conditional write lost: the row's ETag moved on since it was read."""
+
+
+class Closed(Exception):
+    """Rows were to be added to an owner closed to new ones (a sealed group's members)."""

@@ -5,7 +5,9 @@ task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until i
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
 with the group): the group is resolved when no unresolved row is left, which the count of
 them in each bucket (row "~unresolved", see `countdown`) tells without a query. A task's
-member and unresolved rows are written together in one transaction with that count.
+member and unresolved rows are written together in one transaction with that count, which
+a seal marks in every bucket (column `closed`), so that a member cannot join a sealed group
+whatever version of its row the writer had read.
 
 A task graph is a group (its id is the group's), and its labels' rows of what is open are in
 the same buckets: "open.<taskId>" while the label's task has not completed, "~label.<taskId>"
@@ -32,6 +34,7 @@ from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
 from .queries import first_rows
+from .recent_writes import RecentWrites
 
 GROUP_ROW = "group"
 MEMBER_PREFIX = "member."
@@ -61,6 +64,7 @@ class TaskGroupTable:
         self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved", marker=MEMBER_PREFIX)
         self.open_labels = Countdown(self._table, OPEN_PREFIX, "open", marker=LABEL_MARKER)  # see TaskGraphTable
         self.marks = marks or PublicationMarks(account)
+        self._recent: RecentWrites[TaskGroupRecord] = RecentWrites(size=4096)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
         group = self._prepared(group)
@@ -69,16 +73,23 @@ class TaskGroupTable:
         except ResourceExistsError as exc:
             self.marks.refused(group.outbox)
             raise AlreadyExists(group.task_group_id) from exc
-        return replace(group, etag=meta.get("etag"))
+        return self._remember(replace(group, etag=meta.get("etag")))
 
     def load(self, task_group_id: str) -> TaskGroupRecord | None:
         try:
             entity = self._table.get_entity(task_group_id, GROUP_ROW)
         except ResourceNotFoundError:
+            self._recent.forget(task_group_id)
             return None
-        return TaskGroupRecord(task_group_id, entity["schedulerId"], entity["expires"],
-                               entity.get("sealed", ""), entity.get("resolved", ""), entity.metadata.get("etag"),
-                               outbox.from_entity(entity))
+        return self._remember(TaskGroupRecord(
+            task_group_id, entity["schedulerId"], entity["expires"], entity.get("sealed", ""),
+            entity.get("resolved", ""), entity.metadata.get("etag"), outbox.from_entity(entity)))
+
+    def last_known(self, task_group_id: str) -> TaskGroupRecord | None:
+        """The group's row as this process last wrote or read it, if it remembers it: its
+        schedulerId never changes and its expiry only grows, but it may have been sealed
+        since (which `add_members` finds) and it is deleted once its expiry passed."""
+        return self._recent.get(task_group_id)
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
         group = self._prepared(group)
@@ -86,8 +97,13 @@ class TaskGroupTable:
             meta = lost_responses.update(self._table, self._entity(group), group.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             self.marks.refused(group.outbox)
+            self._recent.forget(group.task_group_id)
             raise ChangedSinceRead(group.task_group_id) from exc
-        return replace(group, etag=meta.get("etag"))
+        return self._remember(replace(group, etag=meta.get("etag")))
+
+    def _remember(self, group: TaskGroupRecord) -> TaskGroupRecord:
+        self._recent.wrote(group.task_group_id, group)
+        return group
 
     def _prepared(self, group: TaskGroupRecord) -> TaskGroupRecord:
         """The group with the outbox to write (see `publication_marks`)."""
@@ -100,11 +116,18 @@ class TaskGroupTable:
                      kept: tuple[Event, ...] | None = None) -> None:
         outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
 
-    def add_members(self, task_group_id: str, task_ids: list[str]) -> None:
+    def add_members(self, task_group_id: str, task_ids: list[str], refuse_sealed: bool = True) -> None:
         """Member and unresolved rows, each task's pair in the same transaction, with its
         bucket's count of unresolved rows (see `countdown`: the member row is the marker, so
-        a task that was a member before is not counted again)."""
-        self._unresolved.add(task_group_id, task_ids)
+        a task that was a member before is not counted again). Closed if the group was
+        sealed (unless not `refuse_sealed`: tasks accepted before the seal), found by the
+        counts' marks (see `seal_members`), whatever this process knew of the group."""
+        self._unresolved.add(task_group_id, task_ids, refuse_closed=refuse_sealed)
+
+    def seal_members(self, task_group_id: str, sealed: str) -> None:
+        """After the group's row was sealed: mark every bucket's count, so that a member
+        added from a version of the group read before the seal is refused."""
+        self._unresolved.close(task_group_id, sealed)
 
     def member_resolved(self, task_group_id: str, task_id: str) -> bool:
         """A member resolved (its first resolution; again: no change); whether a member has
@@ -128,6 +151,7 @@ class TaskGroupTable:
         """Delete whatever member rows (and a graph's open labels) are left, then the group's
         row (so a crash midway leaves a group that is found, and deleted, again)."""
         forget_buckets(self._table, task_group_id)
+        self._recent.forget(task_group_id)
         delete_row(self._table, task_group_id, GROUP_ROW)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:

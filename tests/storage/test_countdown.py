@@ -11,6 +11,7 @@ from shared.storage import countdown
 from shared.storage.account import StorageAccount
 from shared.storage.buckets import bucket
 from shared.storage.countdown import Countdown
+from shared.storage.errors import Closed
 from tests.conftest import unique_prefix
 from tests.memory_storage import MemoryAccount
 from tests.storage.counted_table import CountedQueries
@@ -129,3 +130,21 @@ def test_two_countdowns_of_one_bucket_remove_a_task_in_one_transaction_and_stay_
     assert members.remove_with(labels, owner, task_ids[2]) == (False, False)   # again: nothing counted twice
     open_count = table.get_entity(bucket(owner, first), "~open")["count"]
     assert (counts(table, owner), open_count, counted_rows(table, owner)) == ({bucket(owner, first): 0}, 0, {})
+
+
+def test_a_closed_owner_refuses_new_rows_whatever_this_process_remembers(table):
+    """A sealed group's buckets: the close changes every count row (or makes it), so an add
+    from a count remembered before is refused, and so is one into a bucket never used."""
+    left, owner, first = Countdown(table, "x.", "left", marker="m."), new_slugid(), new_slugid()
+    left.add(owner, [first])                                 # a count this process remembers
+    left.close(owner, "2026-01-01T00:00:00.000Z")
+    same_bucket = first[0] + new_slugid()[1:]
+    other_bucket = next(c for c in "ABCDEFGH" if c != first[0]) + new_slugid()[1:]
+    for task_id in (same_bucket, other_bucket):
+        with pytest.raises(Closed):
+            left.add(owner, [task_id], refuse_closed=True)
+    assert sum(counted_rows(table, owner).values()) == 1
+    left.add(owner, [same_bucket, other_bucket])             # rows accepted before the close still come in
+    assert sum(counted_rows(table, owner).values()) == 3
+    assert left.remove(owner, first) and left.remove(owner, same_bucket)
+    assert not left.remove(owner, other_bucket) and not left.left(owner)
