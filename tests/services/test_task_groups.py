@@ -110,3 +110,19 @@ def test_a_group_known_until_its_expiry_is_read_again_then_and_made_anew_if_gone
     here.tasks.create(later, make_task(task_queue_id, taskGroupId=group, schedulerId="another-scheduler"))
     assert there.task_groups.get(group)["schedulerId"] == "another-scheduler"
     assert [entry["status"]["taskId"] for entry in there.task_groups.list(group, None, None)["tasks"]] == [later]
+
+
+def test_a_task_refused_by_a_seal_found_late_leaves_no_dependent_and_no_work(task_queue_id):
+    """The members' transaction refuses it after the rows written beside it (its listing on
+    its dependency, its hint): none of them shows, or runs."""
+    here, there = two_processes()
+    dependency, group = new_slugid(), new_slugid()
+    here.tasks.create(dependency, make_task(task_queue_id))
+    here.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+    there.task_groups.seal(group, to_iso(utcnow()))
+    refused = new_slugid()
+    with pytest.raises(Conflict, match="sealed"):
+        here.tasks.create(refused, make_task(task_queue_id, taskGroupId=group, dependencies=[dependency]))
+    assert here.tasks.dependents(dependency, None, None)["tasks"] == []
+    claimed = {claim["status"]["taskId"] for claim in here.claims.claim_work(task_queue_id, "wg", "w", 8)["tasks"]}
+    assert refused not in claimed and dependency in claimed
