@@ -243,6 +243,12 @@ def memory_services(bus=None, feeds=None, account: MemoryAccount | None = None, 
                           bus=bus or MemoryBus(), feeds=feeds)
 
 
+def two_processes(**overrides) -> tuple[Services, Services]:
+    """The services of two processes on one storage account in memory."""
+    account = MemoryAccount(unique_prefix())
+    return memory_services(account=account, **overrides), memory_services(account=account, **overrides)
+
+
 def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
     settings = dict(
         storage_connection=connection, table_prefix=prefix,

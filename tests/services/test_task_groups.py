@@ -8,8 +8,7 @@ import pytest
 from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from tests.conftest import make_task, memory_services, unique_prefix
-from tests.memory_storage import MemoryAccount
+from tests.conftest import make_task, memory_services, two_processes
 from tests.services.test_dependencies import deliver_events, run
 
 
@@ -51,12 +50,6 @@ def test_the_group_knows_when_every_member_resolved(services, task_queue_id):
     run(services, task_queue_id, "failed")
     deliver_events(services)
     assert table.load(group).resolved != "" and table.unresolved(group) == []
-
-
-def two_processes():
-    """Two processes' services on one storage account."""
-    account = MemoryAccount(unique_prefix())
-    return memory_services(account=account), memory_services(account=account)
 
 
 def test_a_group_sealed_by_another_process_takes_no_task_from_one_that_knew_it_unsealed(task_queue_id):

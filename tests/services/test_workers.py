@@ -6,8 +6,7 @@ from datetime import timedelta
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from tests.conftest import make_task, memory_services, unique_prefix
-from tests.memory_storage import MemoryAccount
+from tests.conftest import make_task, memory_services, two_processes
 
 
 def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
@@ -33,8 +32,7 @@ def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
 def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_id):
     """A process starts a worker's claimWork from the row as it last wrote it: a quarantine
     written since by another process is found when the claims are recorded."""
-    account = MemoryAccount(unique_prefix())
-    here, there = memory_services(account=account), memory_services(account=account)
+    here, there = two_processes()
     here.claims.claim_work(task_queue_id, "wg", "w1", 1)              # this process knows the worker now
     there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     task_id = new_slugid()
@@ -48,8 +46,7 @@ def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_i
 
 
 def test_a_quarantine_lifted_by_another_process_is_seen(task_queue_id):
-    account = MemoryAccount(unique_prefix())
-    here, there = memory_services(account=account), memory_services(account=account)
+    here, there = two_processes()
     here.claims.claim_work(task_queue_id, "wg", "w1", 1)
     here.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow()), "lifted", utcnow())
@@ -63,8 +60,7 @@ def test_a_quarantine_lifted_by_another_process_is_seen(task_queue_id):
 def test_a_workers_claims_are_recorded_after_its_row_expired_and_went(task_queue_id):
     """The version remembered is of a row the worker expiry deleted since: the claims are
     recorded on a new row."""
-    account = MemoryAccount(unique_prefix())
-    here, there = memory_services(account=account), memory_services(account=account)
+    here, there = two_processes()
     here.claims.claim_work(task_queue_id, "wg", "w1", 1)
     there.workers.table.delete(there.workers.table.load(task_queue_id, "wg", "w1"))
     task_id = new_slugid()
