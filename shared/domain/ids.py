@@ -2,8 +2,10 @@
 
 import base64
 import re
+import string
 import uuid
 
+SLUGID_CHARACTERS = string.ascii_letters + string.digits + "_-"   # URL-safe base64
 SLUGID_PATTERN = r"^[A-Za-z0-9_-]{8}[Q-T][A-Za-z0-9_-][CGKOSWaeimquy26-][A-Za-z0-9_-]{10}[AQgw]$"
 _SLUGID = re.compile(SLUGID_PATTERN)
 

@@ -9,8 +9,10 @@ the broker has taken every message. A publish waits for its confirm, so one conn
 shared by all of a busy host's threads was a queue of its own: sampled during a
 10,000-task graph, a tenth of the host's threads were waiting for its lock. A publish
 takes a free connection, or waits for one. A task's changes follow each other, each
-published before the call that made it answers, so its events keep their order. A broker that is down costs a caller one refused connection, not a wait:
-after a failure, attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
+published before the call that made it answers, so its events keep their order.
+
+A broker that is down costs a caller one refused connection, not a wait: after a
+failure, a connection's attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
 The connection has no heartbeats (a host may publish nothing for hours, and the blocking
 client only answers heartbeats while it is called): a connection that died meanwhile is
 found at the next publish, which then reconnects and publishes once more at once.

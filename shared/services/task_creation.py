@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..domain import lifecycle, task_definition
-from ..domain.dependencies import Dependent, Listing, insertion_waves
+from ..domain.dependencies import Listing, insertion_waves
 from ..domain.errors import Conflict, InvalidInput
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
@@ -146,10 +146,8 @@ class TaskCreation:
             register_and_hint])
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
-            records.update(self._insert_wave([NewTask(
-                new[task_id], statuses[task_id], plan.listing.dependents.get(task_id, ()) or (),
-                plan.listing.dependents.get(task_id, ()) is None, tuple(registration.tabled.get(task_id, ())))
-                for task_id in wave]))
+            records.update(self._insert_wave([
+                _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
         for task_id, intent in registration.recheck.items():
             self.dependencies.recheck(task_id, new[task_id])
             records[task_id] = self.tasks.load(task_id)
@@ -180,6 +178,15 @@ class TaskCreation:
                 self.updater.publisher.written(self.tasks, record)
             records[record.task_id] = record
         return records
+
+
+def _new_task(task_id: str, definition: dict, status: TaskStatus, listing: Listing,
+              registration: Registration) -> NewTask:
+    """A new task's row: its dependents as the listing has them on it (None there: more than
+    its row lists, so the table holds them), and its dependencies that table rows hold it."""
+    dependents = listing.dependents.get(task_id, ())
+    return NewTask(definition, status, dependents or (), dependents is None,
+                   tuple(registration.tabled.get(task_id, ())))
 
 
 def _check_size(task_id: str, definition: dict) -> None:

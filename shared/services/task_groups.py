@@ -7,9 +7,9 @@ announce, in the group row's outbox, and published right after it (see `event_pu
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import timedelta
 from typing import Callable
 
 from ..domain import task_events
@@ -84,7 +84,7 @@ class TaskGroups:
             group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
             while True:
                 _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
-                if extended := self._extend_expiry(group, expires):
+                if self._extend_expiry(group, expires) is not None:
                     break
                 group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
             try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from azure.data.tables import TableClient
 
+from ..domain.ids import SLUGID_CHARACTERS
 from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
 
@@ -39,13 +40,9 @@ def bucket(owner: str, task_id: str) -> str:
     return f"{owner}{SEPARATOR}{task_id[:1]}"
 
 
-# What a task id may begin with (see `domain.ids`): each is a bucket an owner may use.
-TASK_ID_FIRST_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-
-
 def all_buckets(owner: str) -> list[str]:
-    """Every partition `bucket` may give `owner`'s rows."""
-    return [f"{owner}{SEPARATOR}{first}" for first in TASK_ID_FIRST_CHARACTERS]
+    """Every partition `bucket` may give `owner`'s rows (a task id is a slugid)."""
+    return [f"{owner}{SEPARATOR}{first}" for first in SLUGID_CHARACTERS]
 
 
 def bucket_range(owner: str) -> dict:

@@ -40,8 +40,8 @@ from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from .batches import MAX_BATCH, delete_row
 from .buckets import IN_BUCKETS, all_buckets, bucket, bucket_range
-from .queries import first_rows
 from .errors import Closed
+from .queries import first_rows
 from .transactions import submit
 
 COUNT = "count"
@@ -84,7 +84,6 @@ class _Remembered:
 
 
 _REMEMBERED = _Remembered()
-
 _LOCKS = [threading.Lock() for _ in range(1024)]
 
 

@@ -5,7 +5,9 @@ together are inserted a transaction per partition: a graph's part is a run of ta
 taskId order, which share few partitions (a part of 100 of a 100,000-task graph: two or
 three), so its rows cost a few round trips instead of one each. A partition holds about
 1/2,048 of the tasks (slugids have 32 first characters and 64 second ones), so a row is
-found among few others (Azurite walks a partition to find a row). The definition is written once, at creation;
+found among few others (Azurite walks a partition to find a row).
+
+The definition is written once, at creation;
 afterwards only the status columns change, always through a conditional merge on the
 row's ETag, so two writers can never both win from the same read. The events each change
 announces are written with it, in the row's outbox columns (see `outbox`).
@@ -141,7 +143,8 @@ class TaskTable:
         request too large) is done again row by row."""
         outcomes: dict[str, TaskRecord | AlreadyExists] = {}
         chunks = _chunks([self._new_row(task) for task in tasks])
-        for found in (_INSERTERS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)):
+        inserted = _INSERTERS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)
+        for found in inserted:
             outcomes.update(found)
         return [outcomes[task.status.task_id] for task in tasks]
 
@@ -191,7 +194,7 @@ class TaskTable:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
                                                DEPENDENTS, MORE_DEPENDENTS]
         try:
-            entity = self._table.get_entity(*_keys(task_id).values(), select=select)
+            entity = self._table.get_entity(*_key(task_id), select=select)
         except ResourceNotFoundError:
             return None
         return _record(task_id, entity, with_definition)
@@ -254,11 +257,11 @@ class TaskTable:
             task_events.task_changed(summary, notice, before, after, to_iso(utcnow()))))
 
     def load_outbox(self, task_id: str) -> tuple[tuple[Event, ...], str] | None:
-        return outbox.load(self._table, *_keys(task_id).values())
+        return outbox.load(self._table, *_key(task_id))
 
     def clear_outbox(self, task_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        cleared = outbox.clear(self._table, *_keys(task_id).values(), published, etag, kept)
+        cleared = outbox.clear(self._table, *_key(task_id), published, etag, kept)
         remembered = self._recent.get(task_id)
         if remembered is None:
             return
@@ -269,11 +272,18 @@ class TaskTable:
 
     def delete(self, task_id: str) -> None:
         self._recent.forget(task_id)
-        delete_row(self._table, *_keys(task_id).values())
+        delete_row(self._table, *_key(task_id))
+
+
+def _key(task_id: str) -> tuple[str, str]:
+    """The task row's (PartitionKey, RowKey)."""
+    return task_id[:PARTITION_CHARS], task_id
 
 
 def _keys(task_id: str) -> dict:
-    return {"PartitionKey": task_id[:PARTITION_CHARS], "RowKey": task_id}
+    """The task row's keys as entity columns."""
+    partition, row = _key(task_id)
+    return {"PartitionKey": partition, "RowKey": row}
 
 
 def _chunks(rows: list[tuple[dict, TaskRecord]]) -> list[list[tuple[dict, TaskRecord]]]:

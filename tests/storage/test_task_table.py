@@ -94,7 +94,8 @@ def test_tasks_created_together_take_a_transaction_per_partition(table):
     for task_id, record in zip(ids, records):
         stored = table.load(task_id, with_definition=True)
         assert record.task_id == task_id and stored.etag == record.etag
-        assert stored.definition == definition(task_id) and stored.status == TaskStatus.new(task_id, definition(task_id))
+        assert stored.definition == definition(task_id)
+        assert stored.status == TaskStatus.new(task_id, definition(task_id))
 
 
 def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
