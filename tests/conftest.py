@@ -44,6 +44,12 @@ def unique_prefix() -> str:
     return "t" + uuid.uuid4().hex[:10]
 
 
+def as_members(task_ids, deadline: str = "2030-01-01T00:00:00.000Z", expires: str = "2031-01-01T00:00:00.000Z") -> dict:
+    """What `TaskGroupTable.add_members` takes of new tasks (taskId -> definition), for
+    tests of the group's rows alone."""
+    return {task_id: {"deadline": deadline, "expires": expires, "dependencies": []} for task_id in task_ids}
+
+
 def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
     """Call `probe` until it returns something truthy and return that; fail after `timeout` s.
     Tests poll with a bound instead of sleeping a fixed time."""

@@ -123,7 +123,7 @@ class Claims:
         settled = {(hint.task_id, hint.run_id) for hint in done}
         done = done + [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
         if done:
-            _best_effort(lambda: self.pending.remove_many(done), None, "remove claimed and stale pending hints")
+            self.pending.remove_soon(done)
         self.buffer.give_back(task_queue_id, [twin for twin in twins if (twin.task_id, twin.run_id) not in settled])
 
     def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
@@ -177,8 +177,13 @@ class Claims:
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
 
+        def of_this_queue(record: TaskRecord) -> None:   # a hint written for a createTask refused late
+            if record.summary["taskQueueId"] != hint.task_queue_id:
+                raise _Skip(stale=True)
+
         try:
-            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True, remove_hints=False)
+            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True, remove_hints=False,
+                                        authorize=of_this_queue)
         except NotFound:
             raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
         return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)

@@ -8,7 +8,8 @@ which shares its id) once the group's own expiry, the latest of its tasks', has 
 Artifacts and objects have expiry items of their own (see `artifact_expiry`).
 
 A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
-is past its deadline and so resolved for good (`expires` is never before the deadline):
+is past its deadline and so resolved for good (`expires` is never before the deadline),
+from the task's row or from its group's deadline row (see `time_resolvers.Deadlines`):
 the sweep reads only what is due. Each deletion is repeatable and the task row goes last,
 so a sweep killed midway is finished by the next one.
 """
@@ -25,7 +26,7 @@ from ..domain.timestamps import parse_iso
 from ..storage.dependency_table import DependencyTable
 from ..storage.requirement_table import RequirementTable
 from ..storage.task_graph_table import TaskGraphTable
-from ..storage.task_group_table import TaskGroupTable
+from ..storage.task_group_table import DeadlineRow, TaskGroupTable
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import DueItem, TimeIndex
 from .run_results import results_blob
@@ -43,6 +44,11 @@ class _Expiring:
     dependencies: list[str]   # those whose TaskDependencies rows hold it
     runs: int       # each has a results document (an item noted before they did notes none)
     requirements: bool = True   # it may have requirement rows (it waited on two tasks or more)
+    deadline: str = ""          # its group's deadline row's (not noted: that row goes with the group)
+
+    def note(self) -> str:
+        return json.dumps({"group": self.group_id, "dependencies": self.dependencies, "runs": self.runs,
+                           "requirements": self.requirements, "deadline": self.deadline})
 
 
 class Expiration(TimeResolver):
@@ -59,22 +65,26 @@ class Expiration(TimeResolver):
         self.graphs = graphs
         self.blobs = blobs
 
-    def watch(self, records: list[TaskRecord], not_before: str) -> None:
+    def watch(self, records: list[TaskRecord], not_before: str,
+              resolved: list[tuple[str, DeadlineRow]] = ()) -> None:
         """Index tasks past their deadline (so resolved for good) and their groups at their
         expiry, or at `not_before` if that is later (a late sweep's `now`, which the sweep's
-        cursor has not passed). Each task's item notes its group, dependencies and number of
+        cursor has not passed): tasks as read (`records`), and tasks without dependencies
+        that resolved in time, as their groups' deadline rows note them (`resolved`, as
+        (taskGroupId, row)). Each task's item notes its group, dependencies and number of
         runs (final past the deadline), so the expiration reads no task row (unless there
         are too many dependencies to note)."""
+        expiring = [(record.summary["expires"], _what_expires(record)) for record in records]
+        expiring += [(row.expires, _Expiring(row.task_id, group_id, [], row.runs, False, row.deadline))
+                     for group_id, row in resolved]
         group_expiry: dict[str, str] = {}
         items, values = [], {}
-        for record in records:
-            group_id, expires = record.summary["taskGroupId"], max(record.summary["expires"], not_before)
-            group_expiry[group_id] = max(group_expiry.get(group_id, ""), expires)
-            items.append((expires, TASK + record.task_id))
-            task = _what_expires(record)
+        for expires, task in expiring:
+            expires = max(expires, not_before)
+            group_expiry[task.group_id] = max(group_expiry.get(task.group_id, ""), expires)
+            items.append((expires, TASK + task.task_id))
             if len(task.dependencies) <= NOTED_DEPENDENCIES:
-                values[TASK + record.task_id] = json.dumps({"group": group_id, "dependencies": task.dependencies,
-                                                            "runs": task.runs, "requirements": task.requirements})
+                values[TASK + task.task_id] = task.note()
         self.index.add(items + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()], values)
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
@@ -105,7 +115,7 @@ class Expiration(TimeResolver):
         if item.value:
             noted = json.loads(item.value)
             return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0),
-                             noted.get("requirements", True)), False
+                             noted.get("requirements", True), noted.get("deadline", "")), False
         record = self.tasks.load(task_id, with_definition=True)
         if record is None:
             return None, False
@@ -119,10 +129,10 @@ class Expiration(TimeResolver):
             self.dependencies.forget(task.task_id, task.dependencies)
             if task.requirements:
                 self.requirements.forget(task.task_id)
-        self.groups.forget_members([(task.group_id, task.task_id) for task in tasks
+        self.groups.forget_members([(task.group_id, task.task_id, task.deadline) for task in tasks
                                     if task.group_id not in gone_groups])
+        self.tasks.delete_many([task.task_id for task in tasks])  # last: while it exists, its item is handled again
         for task in tasks:
-            self.tasks.delete(task.task_id)  # last: while it exists, its item is handled again
             log.info("task %s expired and was deleted", task.task_id,
                      extra={"taskId": task.task_id, "action": self.action})
 
@@ -143,4 +153,4 @@ def _what_expires(record: TaskRecord) -> _Expiring:
     dependencies = dependencies_of(record.definition)
     rows = list(record.dependency_rows) if record.dependency_rows is not None else dependencies
     return _Expiring(record.task_id, record.summary["taskGroupId"], rows, len(record.status.runs),
-                     len(dependencies) > 1)
+                     len(dependencies) > 1, record.status.deadline)

@@ -22,6 +22,7 @@ from datetime import timedelta
 from ..domain.dependencies import Dependent, resolution_of
 from ..domain.runs import RunState
 from ..storage.message_queue import MessageQueue, SentMessage
+from ..storage.task_group_table import FirstResolution
 from ..storage.task_table import TaskRecord
 
 log = logging.getLogger("queue.repairs")
@@ -48,6 +49,13 @@ class Resolution:
     published: bool = False    # its events are out (known only to the process that wrote it)
     dependents: tuple[Dependent, ...] = ()   # those its row lists (see TaskRecord.dependents)
     more_dependents: bool = True             # the TaskDependencies table may hold others
+    deadline: str = ""         # the task's, and its runs then: what its group's deadline row notes
+    runs: int = 0
+
+    @property
+    def first(self) -> FirstResolution:
+        """What its group's deadline row notes, if this is the task's first resolution."""
+        return FirstResolution(self.deadline, self.resolved, self.runs)
 
     @classmethod
     def of(cls, record: TaskRecord, run_id: int) -> Resolution | None:
@@ -59,7 +67,8 @@ class Resolution:
         return cls(record.task_id, run_id, state, run.resolved or "", summary["taskGroupId"],
                    summary["schedulerId"], summary["taskQueueId"], summary["expires"],
                    run.worker_group or "", run.worker_id or "", dependents=record.dependents,
-                   more_dependents=record.more_dependents)
+                   more_dependents=record.more_dependents, deadline=record.status.deadline,
+                   runs=len(record.status.runs))
 
     @classmethod
     def from_message(cls, body: dict) -> Resolution:
@@ -75,7 +84,8 @@ class Resolution:
 _MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "resolved": "resolved",
                  "task_group_id": "taskGroupId", "scheduler_id": "schedulerId", "task_queue_id": "taskQueueId",
                  "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId",
-                 "dependents": "dependents", "more_dependents": "moreDependents"}
+                 "dependents": "dependents", "more_dependents": "moreDependents", "deadline": "deadline",
+                 "runs": "runs"}
 
 
 class ResolutionEvents:

@@ -104,10 +104,10 @@ class ResolutionHandler:
     def _group_and_graph(self, resolution: Resolution) -> None:
         group_id, task_id = resolution.task_group_id, resolution.task_id
         if self.graphs.closes_label(resolution):   # its label and its membership counted down at once
-            group_resolved, labels_open = self.groups.member_completed_label(group_id, task_id, resolution.resolved)
+            group_resolved, labels_open = self.groups.member_completed_label(group_id, task_id, resolution.first)
             self.graphs.label_completed(group_id, task_id, resolution.run_id, labels_open)
         else:
             self.graphs.task_failed(resolution)
-            group_resolved = self.groups.member_resolved(group_id, task_id, resolution.resolved)
+            group_resolved = self.groups.member_resolved(group_id, task_id, resolution.first)
         if group_resolved:
             log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})

@@ -3,8 +3,9 @@
 Every check that can refuse a request (sizes, conflicting definitions, dependencies,
 groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
 Then the order of writes, so that a crash at any point loses nothing:
-1. the deadline watch, group membership, dependency and requirement rows, and pending hints
-   (all batched in single-partition transactions where the partition allows);
+1. group membership with the deadline rows (after the group's second of deadlines is
+   indexed, see `time_resolvers.Deadlines`), dependency and requirement rows, and pending
+   hints (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
@@ -55,6 +56,7 @@ class Plan:
     held: bool = False                   # create unscheduled, whatever the dependencies
     accepted: bool = False               # accepted before (with their graph): a seal since does not refuse them
     listing: Listing = Listing({}, {})   # who waits on whom, as the new rows list it
+    unread: bool = False                 # whether `new` tasks exist is found by their membership, not read
 
 
 class TaskCreation:
@@ -90,13 +92,19 @@ class TaskCreation:
         accepted = accepted or held
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
+        # Tasks without dependencies are not read: their membership, written first, tells
+        # whether they were created before (see `_create_new`). A task with dependencies is,
+        # since a conflicting definition must not list itself on tasks it does not wait on.
+        unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
         # The three reads are independent: made at once, they cost one round trip of waiting.
         existing, outside, groups = at_once(_STEPS, [
-            lambda: {} if unused_ids else self._existing(definitions),
+            lambda: {} if unused_ids or unread else self._existing(definitions),
             lambda: {} if held else self.dependencies.check(definitions),
             lambda: self.groups.check(definitions, accepted=accepted)], settle=True)
         if isinstance(existing, Exception):
             raise existing
+        if unread and isinstance(groups, Conflict):   # a sealed group: tasks made before it are answered
+            existing, unread = self._existing(definitions), False
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         if existing:  # tasks that exist are answered as they are: check only the others
             outside = {} if held else self.dependencies.check(new)
@@ -105,18 +113,22 @@ class TaskCreation:
             if isinstance(checked, Exception):
                 raise checked
         return Plan(list(definitions), existing, new, outside, groups, held, accepted,
-                    Listing.of(definitions) if listing is None else listing)
+                    Listing.of(definitions) if listing is None else listing, unread)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
-        statuses = {task_id: render_status(record.summary, record.status)
-                    for task_id, record in plan.existing.items()}
-        for record in plan.existing.values():
-            if record.outbox:
-                self.updater.publisher.everything(self.tasks, record)
+        statuses = self._answer_existing(plan.existing)
         if plan.new:
             statuses.update(self._create_new(plan, now))
         return {task_id: statuses[task_id] for task_id in plan.order}
+
+    def _answer_existing(self, existing: dict[str, TaskRecord]) -> dict[str, dict]:
+        """Statuses of tasks created before with the same definition; the events their
+        outboxes still hold go out (their creator may have died before publishing)."""
+        for record in existing.values():
+            if record.outbox:
+                self.updater.publisher.everything(self.tasks, record)
+        return {task_id: render_status(record.summary, record.status) for task_id, record in existing.items()}
 
     def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
         found = dict(zip(definitions, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), definitions)))
@@ -129,6 +141,7 @@ class TaskCreation:
     def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
         new = plan.new
         statuses = {}
+        answered = {}   # tasks found created before, by their membership (`plan.unread`)
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
             registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held,
@@ -140,10 +153,25 @@ class TaskCreation:
             self.updater.add_hints([(new[task_id], task_id, status.latest)
                                     for task_id, status in statuses.items() if status.runs])
             return registration
-        _, _, registration = at_once(_STEPS, [
-            lambda: self.groups.join_many(new, plan.groups, accepted=plan.accepted),
-            lambda: self.deadlines.watch([(task_id, definition["deadline"]) for task_id, definition in new.items()]),
-            register_and_hint])
+        def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
+            self.deadlines.watch(new)
+            return self.groups.join_many(new, plan.groups, accepted=plan.accepted)
+        if plan.unread:   # first the membership, which finds tasks created before (unread: see `prepare`)
+            try:
+                members_before = watch_and_join()
+            except Conflict:   # sealed since this process knew the group: tasks made before are answered
+                found = self._existing(new)
+                if set(found) != set(new):
+                    raise
+                return self._answer_existing(found)
+            if members_before:
+                answered = self._answer_existing(self._existing({task_id: new[task_id] for task_id in members_before}))
+                new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
+                if not new:
+                    return answered
+            registration = register_and_hint()
+        else:
+            _, registration = at_once(_STEPS, [watch_and_join, register_and_hint])
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(self._insert_wave([
@@ -161,17 +189,22 @@ class TaskCreation:
             log.info("task %s created in group %s on %s (%s)", task_id, definition["taskGroupId"],
                      definition["taskQueueId"], records[task_id].status.state.value,
                      extra={"taskId": task_id, "action": "create"})
-        return {task_id: render_status(record.summary, record.status) for task_id, record in records.items()}
+        return {**answered, **{task_id: render_status(record.summary, record.status)
+                               for task_id, record in records.items()}}
 
     def _insert_wave(self, tasks: list[NewTask]) -> dict[str, TaskRecord]:
         """Insert task rows, a transaction per partition; a row that exists already is the
-        answer if its definition is the same (a concurrent create of the same task won the race)."""
+        answer if its definition is the same (a concurrent create of the same task won the race).
+        One of another group took the taskId: the membership just written is taken back."""
         records = {}
         for task, outcome in zip(tasks, self.tasks.insert_many(tasks)):
             if isinstance(outcome, AlreadyExists):
-                record = self.tasks.load(task.status.task_id, with_definition=True)
+                task_id = task.status.task_id
+                record = self.tasks.load(task_id, with_definition=True)
                 if not task_definition.same_definition(record.definition, task.definition):
-                    raise Conflict(f"Task {task.status.task_id} already exists with a different definition") from None
+                    if record.summary["taskGroupId"] != task.definition["taskGroupId"]:
+                        self.groups.withdraw(task_id, task.definition)
+                    raise Conflict(f"Task {task_id} already exists with a different definition") from None
                 self.updater.publisher.settle(self.tasks, record.task_id, record.outbox, record.etag)
             else:
                 record = outcome

@@ -17,7 +17,7 @@ from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.task_status import render_status
 from ..domain.timestamps import parse_iso, utcnow
 from ..storage.errors import AlreadyExists, Closed
-from ..storage.task_group_table import TaskGroupRecord, TaskGroupTable
+from ..storage.task_group_table import FirstResolution, TaskGroupRecord, TaskGroupTable
 from ..storage.task_table import TaskTable
 from .conditional import change_until_saved
 from .event_publisher import EventPublisher
@@ -71,14 +71,16 @@ class TaskGroups:
         return self.groups.load(group_id)
 
     def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None],
-                  accepted: bool = False) -> None:
+                  accepted: bool = False) -> set[str]:
         """Make new tasks members of their groups, creating groups or extending their expiry;
-        `known` are the groups as `check` found them.
+        `known` are the groups as `check` found them. Returns the tasks that were members
+        already (a create done before, entirely or in part).
 
         A group's schedulerId is fixed by its first task, and a sealed group takes no more
         (but those `accepted` before it was sealed): a seal after the version `check` knew
         is found when the members are added (see `TaskGroupTable.add_members`).
         """
+        members_before: set[str] = set()
         for group_id, task_ids in _by_group(definitions).items():
             expires = max(definitions[task_id]["expires"] for task_id in task_ids)
             group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
@@ -88,11 +90,17 @@ class TaskGroups:
                     break
                 group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
             try:
-                self.groups.add_members(group_id, task_ids, refuse_sealed=not accepted)
+                members_before |= self.groups.add_members(
+                    group_id, {task_id: definitions[task_id] for task_id in task_ids}, refuse_sealed=not accepted)
             except Closed:
                 sealed = self.groups.load(group_id)
                 raise Conflict(f"Task group {group_id} was sealed at {sealed.sealed if sealed else 'a moment ago'}; "
                                "no tasks can be added") from None
+        return members_before
+
+    def withdraw(self, task_id: str, definition: dict) -> None:
+        """Take back a new task's membership: its taskId turned out to be another group's task."""
+        self.groups.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
 
     def _ensure(self, definition: dict) -> TaskGroupRecord:
         fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"])
@@ -107,17 +115,23 @@ class TaskGroups:
             return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
         return change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
 
-    def member_resolved(self, task_group_id: str, task_id: str, resolved: str) -> bool:
-        """Note that a member resolved at `resolved`; True when that made the whole group
-        resolved (the group's resolved time only moves forward, so noting it twice is once)."""
-        return not self.groups.member_resolved(task_group_id, task_id) and self._resolved(task_group_id, resolved)
+    def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
+        """Note that a member resolved (`first`: as it was then, for its deadline row); True
+        when that made the whole group resolved (the group's resolved time only moves
+        forward, so noting it twice is once)."""
+        return not self.groups.member_resolved(task_group_id, task_id, first) \
+            and self._resolved(task_group_id, first.resolved)
 
-    def member_completed_label(self, task_group_id: str, task_id: str, resolved: str) -> tuple[bool, bool]:
+    def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """`member_resolved` for a graph's task that completed, whose label closes in the same
         transaction; whether that made the whole group resolved, and whether a label of the
         graph is open still."""
-        members_left, labels_left = self.groups.member_completed_label(task_group_id, task_id)
-        return not members_left and self._resolved(task_group_id, resolved), labels_left
+        members_left, labels_left = self.groups.member_completed_label(task_group_id, task_id, first)
+        return not members_left and self._resolved(task_group_id, first.resolved), labels_left
+
+    def member_rerun(self, task_group_id: str, task_id: str, deadline: str) -> None:
+        """Before a member is rerun: its deadline is decided by its row from now on."""
+        self.groups.member_rerun(task_group_id, task_id, deadline)
 
     def _resolved(self, task_group_id: str, resolved: str) -> bool:
         """No member is left unresolved (at `resolved`): note it on the group's row and announce

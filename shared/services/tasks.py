@@ -52,6 +52,13 @@ class Tasks:
         return self._change(task_id, lifecycle.schedule, "schedule", authorize)
 
     def rerun(self, task_id: str, authorize: Authorize = None) -> dict:
+        """rerunTask. Its group's deadline row is told first (see `TaskGroupTable.member_rerun`),
+        once the caller may and the task would be rerun."""
+        record = self._load(task_id)
+        if authorize is not None:
+            authorize(record)
+        if lifecycle.rerun(record.status, utcnow()) is not record.status:
+            self.groups.member_rerun(record.summary["taskGroupId"], task_id, record.status.deadline)
         return self._change(task_id, lifecycle.rerun, "rerun", authorize)
 
     def cancel(self, task_id: str, authorize: Authorize = None) -> dict:

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from datetime import datetime, timedelta
 
 from ..domain import lifecycle
-from ..domain.timestamps import to_iso, utcnow
+from ..domain.timestamps import parse_iso, to_iso, utcnow
 from ..domain.runs import RunState
 from ..storage.claim_table import ClaimRow, ClaimTable
+from ..storage.recent_writes import RecentWrites
+from ..storage.task_group_table import TaskGroupTable
 from ..storage.time_index import DueItem, TimeIndex
 from .resolution_events import Resolution
 from .task_updates import TaskUpdater
@@ -26,6 +28,10 @@ if TYPE_CHECKING:  # Expiration is itself a TimeResolver, defined in its own mod
 
 log = logging.getLogger("queue.time")
 BATCH = 100
+GROUP = "group."           # a deadline item's key: the group whose members' deadlines came
+SECOND = timedelta(seconds=1)
+WATCHED = 16_384           # groups and seconds this process remembers having indexed
+MAX_MEMBERS = 1_000_000    # a second's members read at once (a graph's tasks share a deadline)
 KEEP = None  # what `_handle` answers for an item that is not ready to be handled yet
 # A claim row of a resolution being processed is looked at again this much later.
 RECHECK = timedelta(minutes=1)
@@ -67,31 +73,60 @@ class Deadlines(TimeResolver):
     """Tasks past their deadline: each resolved `exception`/`deadline-exceeded` (a resolved
     task ignores its deadline, so the task row decides). A task past its deadline is
     resolved for good, so this is also where its expiry is indexed, for the expiration
-    sweep: a batch of tasks in a transaction or two, instead of a write per createTask."""
+    sweep: a batch of tasks in a transaction or two, instead of a write per createTask.
+
+    What comes due is a group and a second of deadlines ("group.<taskGroupId>", due at the
+    second's start), indexed once per process before the first member with a deadline in
+    that second is written; the members themselves are the group's deadline rows (see
+    `task_group_table`), written with their membership. So a task costs its deadline no
+    write of its own, and a task that resolved before it no read: its deadline row says
+    when it resolved and with how many runs, which is all its expiry needs unless it has
+    dependencies (then its row is read, as is any task that has not resolved or was rerun).
+    """
 
     action = "deadline exceeded"
 
-    def __init__(self, index: TimeIndex, updater: TaskUpdater, expiration: Expiration) -> None:
+    def __init__(self, index: TimeIndex, updater: TaskUpdater, expiration: Expiration, groups: TaskGroupTable) -> None:
         super().__init__(index)
         self.updater = updater
         self.expiration = expiration
+        self.groups = groups
+        self._watched: RecentWrites[bool] = RecentWrites(size=WATCHED)
 
-    def watch(self, deadlines: list[tuple[str, str]]) -> None:
-        """(taskId, deadline) pairs of new tasks."""
-        self.index.add([(deadline, task_id) for task_id, deadline in deadlines])
+    def watch(self, definitions: dict[str, dict]) -> None:
+        """Before new tasks (taskId -> definition) are made members of their groups: index
+        each group and second of their deadlines that this process has not indexed yet."""
+        seconds = {(definition["taskGroupId"], _second(definition["deadline"])) for definition in definitions.values()}
+        new = sorted(pair for pair in seconds if self._watched.get("@".join(pair)) is None)
+        if not new:
+            return
+        self.index.add([(second, GROUP + group_id) for group_id, second in new])
+        for pair in new:
+            self._watched.wrote("@".join(pair), True)
 
-    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int]:
-        outcomes, past = [], []
-        for item in items:
-            changed, record = self.updater.apply_if_found(
-                item.key, lambda status: lifecycle.exceed_deadline(status, now), self.action, with_definition=True)
-            if changed:
-                log.info("task %s: %s", item.key, self.action, extra={"taskId": item.key, "action": self.action})
-            if record is not None:
-                past.append(record)
-            outcomes.append(int(changed))
-        self.expiration.watch(past, to_iso(now))   # before the deadline rows go: a crash only repeats it
-        return outcomes
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        return [self._handle_second(item.key[len(GROUP):], item.due, now) if item.key.startswith(GROUP) else 0
+                for item in items]
+
+    def _handle_second(self, group_id: str, second: str, now: datetime) -> int | None:
+        """The group's members with a deadline in that second and past `now`: each resolved
+        if it is not, then indexed at its expiry. KEEP while some of the second is ahead."""
+        rows = self.groups.deadline_rows(group_id, second, to_iso(parse_iso(second) + SECOND), MAX_MEMBERS)
+        due = [row for row in rows if parse_iso(row.deadline) <= now]
+        changed, past, noted = 0, [], []
+        for row in due:
+            if row.resolved and not row.rerun and row.plain:
+                noted.append((group_id, row))
+                continue
+            exceeded, record = self.updater.apply_if_found(
+                row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action, with_definition=True)
+            if exceeded:
+                changed += 1
+                log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
+            if record is not None and lifecycle.is_past_deadline(record.status, now):
+                past.append(record)   # (not past it: a row of a createTask refused late, another task's)
+        self.expiration.watch(past, to_iso(now), noted)   # before the item goes: a crash only repeats it
+        return KEEP if len(due) < len(rows) else changed
 
 
 class ClaimExpiry:
@@ -134,3 +169,9 @@ class ClaimExpiry:
         if changed:
             log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
         return int(changed)
+
+
+def _second(deadline: str) -> str:
+    """The start of the second a deadline falls in, as ISO text."""
+    return deadline[:19] + ".000Z" if deadline.endswith("Z") and len(deadline) == 24 else \
+        to_iso(parse_iso(deadline).replace(microsecond=0))

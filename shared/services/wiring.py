@@ -109,7 +109,8 @@ class Services:
         groups = TaskGroups(group_table, task_table, publisher)
         blobs = account.blobs(settings.artifacts_container)
         expiration = Expiration(expiries, task_table, edges, requirements, group_table, graph_table, blobs)
-        deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration)
+        deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration,
+                              group_table)
         creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
         parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
                            timedelta(seconds=settings.repair_delay))

@@ -46,7 +46,6 @@ from .transactions import submit
 
 COUNT = "count"
 CLOSED = "closed"
-PER_TRANSACTION = (MAX_BATCH - 1) // 2   # a marker and a counted row each, and the count
 ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
 # Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
@@ -94,31 +93,40 @@ class Countdown:
         self._marker = marker
         self._row = "~" + name          # sorts after every task id: outside the counted rows' range
 
-    def add(self, owner: str, task_ids: list[str], refuse_closed: bool = False) -> None:
-        """Counted rows for `task_ids`, but those counted before (their marker exists); a
-        bucket's transactions one after another, the buckets at once. `refuse_closed`: raise
-        Closed, adding nothing more, if the owner was closed (see `close`)."""
+    def add(self, owner: str, task_ids: list[str], refuse_closed: bool = False,
+            beside: dict[str, dict] | None = None) -> set[str]:
+        """Counted rows for `task_ids`, but those counted before (their marker exists), which
+        are returned; a bucket's transactions one after another, the buckets at once.
+        `refuse_closed`: raise Closed, adding nothing more, if the owner was closed (see
+        `close`). `beside`: a row more per task (RowKey and columns), written with its
+        marker, once."""
         by_bucket = [(partition, list(ids)) for partition, ids in
                      groupby(sorted(set(task_ids), key=lambda t: bucket(owner, t)), key=lambda t: bucket(owner, t))]
+        beside = beside or {}
+        per_transaction = (MAX_BATCH - 1) // (3 if beside else 2)   # each task's rows, and the count
 
-        def fill(partition: str, ids: list[str]) -> None:
-            for start in range(0, len(ids), PER_TRANSACTION):
+        def fill(partition: str, ids: list[str]) -> set[str]:
+            before = set()
+            for start in range(0, len(ids), per_transaction):
                 with self._serial(partition):
-                    self._add_chunk(partition, ids[start:start + PER_TRANSACTION], refuse_closed)
+                    before |= self._add_chunk(partition, ids[start:start + per_transaction], refuse_closed, beside)
+            return before
         if len(by_bucket) == 1:
-            fill(*by_bucket[0])
-        else:
-            list(_BUCKETS.map(lambda job: fill(*job), by_bucket))
+            return fill(*by_bucket[0])
+        return set().union(*_BUCKETS.map(lambda job: fill(*job), by_bucket))
 
-    def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool) -> None:
+    def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool,
+                   beside: dict[str, dict]) -> set[str]:
+        """Add one transaction's worth of a bucket's rows; those counted before."""
         missing, count = task_ids, self._remembered(partition) or _Count(0, None)
         for refusals in range(ATTEMPTS):
             if refuse_closed and count.closed:
                 raise Closed(partition)
             if not missing:
-                return
+                return set(task_ids)
             rows = [("create", {"PartitionKey": partition, "RowKey": key + task_id})
                     for task_id in missing for key in (self._marker, self._prefix)]
+            rows += [("upsert", {**beside[task_id], "PartitionKey": partition}) for task_id in missing if task_id in beside]
             try:
                 etag = self._submit(partition, rows, count, len(missing))
             except TableTransactionError:
@@ -129,18 +137,19 @@ class Countdown:
                 count = fresh
                 continue
             self._remember(partition, count.counted(len(missing), etag))
-            return
+            return set(task_ids) - set(missing)
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
-    def remove(self, owner: str, task_id: str) -> bool:
+    def remove(self, owner: str, task_id: str, beside: dict | None = None) -> bool:
         """Delete the task's counted row (gone already: nothing to count); whether any counted
-        row of `owner` is left, in any bucket."""
+        row of `owner` is left, in any bucket. `beside`: a row of the task's bucket (RowKey and
+        columns) merged in the same transaction, only if the counted row was there."""
         partition = bucket(owner, task_id)
         with self._serial(partition):
-            left = self._remove(partition, task_id)
+            left = self._remove(partition, task_id, beside)
         return left or self.left(owner)
 
-    def _remove(self, partition: str, task_id: str) -> bool:
+    def _remove(self, partition: str, task_id: str, beside: dict | None = None) -> bool:
         """Whether the bucket counts a row after the task's is removed."""
         count = self._remembered(partition)
         if count is None or count.etag is None:    # "no count row" only as read now
@@ -150,7 +159,8 @@ class Countdown:
                 delete_row(self._table, partition, self._prefix + task_id)
                 return False
             try:
-                etag = submit(self._table, self._removal(partition, task_id, count))[-1].get("etag")
+                etag = submit(self._table, [*_merged(partition, beside), *self._removal(partition, task_id, count)]
+                              )[-1].get("etag")
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count:      # refused for the row: removed before
@@ -162,26 +172,28 @@ class Countdown:
             return count.value > 0
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
-    def remove_with(self, other: Countdown, owner: str, task_id: str) -> tuple[bool, bool]:
+    def remove_with(self, other: Countdown, owner: str, task_id: str, beside: dict | None = None) -> tuple[bool, bool]:
         """`remove` the task's rows of this countdown and of `other`, whose rows are in the
         same table and buckets (a graph's open labels beside its group's unresolved members):
         one transaction for both when this process knows both counts, else one after the
-        other. Whether each has a counted row of `owner` left."""
+        other. Whether each has a counted row of `owner` left. `beside`: as for `remove`,
+        with this countdown's row."""
         partition = bucket(owner, task_id)
         with self._serial(partition):   # the table's and bucket's lock: `other`'s too
             mine, theirs = self._remembered(partition), other._remembered(partition)
             if mine and mine.etag and theirs and theirs.etag:
+                merged = _merged(partition, beside)
                 try:
-                    results = submit(self._table, [*self._removal(partition, task_id, mine),
+                    results = submit(self._table, [*merged, *self._removal(partition, task_id, mine),
                                                    *other._removal(partition, task_id, theirs)])
                 except TableTransactionError:   # a count changed, or a row went before: one at a time
-                    left = self._remove(partition, task_id), other._remove(partition, task_id)
+                    left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
                 else:
-                    self._remember(partition, mine.counted(-1, results[1].get("etag")))
-                    other._remember(partition, theirs.counted(-1, results[3].get("etag")))
+                    self._remember(partition, mine.counted(-1, results[len(merged) + 1].get("etag")))
+                    other._remember(partition, theirs.counted(-1, results[-1].get("etag")))
                     left = mine.value > 1, theirs.value > 1
             else:
-                left = self._remove(partition, task_id), other._remove(partition, task_id)
+                left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
         return left[0] or self.left(owner), left[1] or other.left(owner)
 
     def close(self, owner: str, when: str) -> None:
@@ -243,3 +255,8 @@ class Countdown:
 
     def _remember(self, partition: str, count: _Count) -> None:
         _REMEMBERED.put((self._table.table_name, partition, self._row), count)
+
+
+def _merged(partition: str, beside: dict | None) -> list[tuple]:
+    """The operation that merges `beside` (RowKey and columns) into the bucket, if given."""
+    return [("upsert", {**beside, "PartitionKey": partition})] if beside else []

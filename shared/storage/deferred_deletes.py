@@ -22,6 +22,7 @@ class DeferredDeletes:
         self._table = table
         self._name = name
         self._waiting: set[tuple[str, str]] = set()
+        self._deleting: set[tuple[str, str]] = set()   # taken by a flush under way
         self._lock = threading.Lock()
         # Held through a flush's deletes: a flush that finds nothing waiting must still wait
         # for one under way, or a count right after it would see rows about to go.
@@ -35,11 +36,21 @@ class DeferredDeletes:
             if self._flusher is None:
                 self._flusher = every(EVERY, self, "flush", f"deferred deletes of {self._name}")
 
+    def holds(self) -> set[tuple[str, str]]:
+        """The rows given and not deleted yet, as (PartitionKey, RowKey): what a reader of
+        this process takes as gone."""
+        with self._lock:
+            return self._waiting | self._deleting
+
     def flush(self) -> int:
         """Delete the rows waiting now; how many there were."""
         with self._flushing:
             with self._lock:
                 keys, self._waiting = self._waiting, set()
-            # Not kept for another try if this fails: rows left behind are safe to leave (see above).
-            delete_in_batches(self._table, sorted(keys))
+                self._deleting = keys
+            try:   # not kept for another try if this fails: rows left behind are safe to leave (see above)
+                delete_in_batches(self._table, sorted(keys))
+            finally:
+                with self._lock:
+                    self._deleting = set()
             return len(keys)

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from .account import StorageAccount
 from .batches import MAX_BATCH, delete_in_batches, delete_row, upsert_in_batches
 from .buckets import IN_BUCKETS, SEPARATOR, bucket_range
+from .deferred_deletes import DeferredDeletes
 from .keys import escape_key
 from .queries import first_rows
 
@@ -60,6 +61,7 @@ def _bucket(task_queue_id: str, row_key: str) -> str:
 class PendingTable:
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table("PendingTasks")
+        self._later = DeferredDeletes(self._table, "pending hints")
 
     def add(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
         self.add_many([(task_queue_id, priority_rank, scheduled, task_id, run_id)])
@@ -82,19 +84,28 @@ class PendingTable:
         delete_row(self._table, _bucket(task_queue_id, row_key), row_key)   # gone already, or spread (see above)
 
     def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
-        """The first `limit` hints of the queue in claim order."""
-        page = first_rows(self._table, IN_BUCKETS, bucket_range(escape_key(task_queue_id)), limit,
+        """The first `limit` hints of the queue in claim order, but those `remove_soon` holds."""
+        gone = self._later.holds()
+        page = first_rows(self._table, IN_BUCKETS, bucket_range(escape_key(task_queue_id)), limit + len(gone),
                           ["PartitionKey", "RowKey", "taskId", "runId"])
-        return [self._hint(task_queue_id, entity) for entity in page][:limit]
+        return [self._hint(task_queue_id, entity) for entity in page
+                if (entity["PartitionKey"], entity["RowKey"]) not in gone][:limit]
 
     def remove(self, hint: PendingHint) -> None:
         delete_row(self._table, hint.partition, hint.row_key)   # another claimer cleaned it up first
 
-    def remove_many(self, hints: list[PendingHint]) -> None:
-        """Delete hints, 100 to a transaction (hints already gone are no error)."""
-        delete_in_batches(self._table, [(hint.partition, hint.row_key) for hint in hints])
+    def remove_soon(self, hints: list[PendingHint]) -> None:
+        """Delete hints within a moment (see `deferred_deletes`), a transaction per partition
+        for those of many claimWork calls; this process reads them as gone meanwhile, and
+        another that reads one finds its run claimed, as for any hint left behind."""
+        self._later.add([(hint.partition, hint.row_key) for hint in hints])
+
+    def flush_removals(self) -> int:
+        """Delete at once the hints `remove_soon` was given; how many."""
+        return self._later.flush()
 
     def count(self, task_queue_id: str) -> int:
+        self.flush_removals()   # what waits for its delete is not pending
         rows = self._table.query_entities(IN_BUCKETS, parameters=bucket_range(escape_key(task_queue_id)),
                                           select=["RowKey"])
         return sum(1 for _ in rows)

@@ -9,6 +9,13 @@ member and unresolved rows are written together in one transaction with that cou
 a seal marks in every bucket (column `closed`), so that a member cannot join a sealed group
 whatever version of its row the writer had read.
 
+Each member also has a row "deadline.<deadline>.<taskId>" in its bucket, written with its
+member row: its `expires` and whether it has dependencies, then `resolved` and `runs` merged
+in by the transaction of its first resolution, and `rerun` once it is rerun. It is what the
+deadline sweep reads (see `time_resolvers.Deadlines`): a range of keys per group and second
+of deadlines, which tells which tasks resolved in time and what their expiry needs, so a
+task that resolved costs its deadline no read of its row.
+
 A task graph is a group (its id is the group's), and its labels' rows of what is open are in
 the same buckets: "open.<taskId>" while the label's task has not completed, "~label.<taskId>"
 for each label ever opened (a completed label is never opened again), and their count
@@ -29,7 +36,7 @@ from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
 from .batches import delete_in_batches, delete_row
-from .buckets import bucket, first_keys, forget_buckets
+from .buckets import IN_BUCKETS, bucket, bucket_range, first_keys, forget_buckets
 from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
@@ -41,6 +48,19 @@ MEMBER_PREFIX = "member."
 UNRESOLVED_PREFIX = "unresolved."  # members that have not resolved even once yet
 OPEN_PREFIX = "open."              # a graph's labels whose task has not completed yet
 LABEL_MARKER = "~label."           # a graph's labels ever opened
+DEADLINE_PREFIX = "deadline."      # a member by its deadline: what the deadline sweep reads
+
+
+@dataclass(frozen=True)
+class DeadlineRow:
+    """A member's deadline row, as the deadline sweep reads it."""
+    task_id: str
+    deadline: str
+    expires: str
+    plain: bool           # it has no dependencies (so nothing of them to delete when it expires)
+    resolved: str = ""    # when it first resolved, if it did
+    runs: int = 0         # its runs then
+    rerun: bool = False   # rerun since: its row decides
 
 
 @dataclass(frozen=True)
@@ -116,36 +136,65 @@ class TaskGroupTable:
                      kept: tuple[Event, ...] | None = None) -> None:
         outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
 
-    def add_members(self, task_group_id: str, task_ids: list[str], refuse_sealed: bool = True) -> None:
-        """Member and unresolved rows, each task's pair in the same transaction, with its
-        bucket's count of unresolved rows (see `countdown`: the member row is the marker, so
-        a task that was a member before is not counted again). Closed if the group was
-        sealed (unless not `refuse_sealed`: tasks accepted before the seal), found by the
-        counts' marks (see `seal_members`), whatever this process knew of the group."""
-        self._unresolved.add(task_group_id, task_ids, refuse_closed=refuse_sealed)
+    def add_members(self, task_group_id: str, definitions: dict[str, dict], refuse_sealed: bool = True) -> set[str]:
+        """Member, unresolved and deadline rows of new tasks (taskId -> definition), each
+        task's in the same transaction, with its bucket's count of unresolved rows (see
+        `countdown`: the member row is the marker, so a task that was a member before is not
+        counted again). Closed if the group was sealed (unless not `refuse_sealed`: tasks
+        accepted before the seal), found by the counts' marks (see `seal_members`), whatever
+        this process knew of the group. Returns the tasks that were members already."""
+        beside = {task_id: {"RowKey": _deadline_key(definition["deadline"], task_id), "expires": definition["expires"],
+                            "plain": not definition["dependencies"]}
+                  for task_id, definition in definitions.items()}
+        return self._unresolved.add(task_group_id, list(definitions), refuse_closed=refuse_sealed, beside=beside)
+
+    def withdraw_member(self, task_group_id: str, task_id: str, deadline: str) -> None:
+        """Take back the rows `add_members` wrote for a task that turned out to be another
+        group's (its taskId was taken): counted down first, then its marker and deadline row."""
+        self._unresolved.remove(task_group_id, task_id)
+        delete_in_batches(self._table, [(bucket(task_group_id, task_id), key)
+                                        for key in (MEMBER_PREFIX + task_id, _deadline_key(deadline, task_id))])
 
     def seal_members(self, task_group_id: str, sealed: str) -> None:
         """After the group's row was sealed: mark every bucket's count, so that a member
         added from a version of the group read before the seal is refused."""
         self._unresolved.close(task_group_id, sealed)
 
-    def member_resolved(self, task_group_id: str, task_id: str) -> bool:
-        """A member resolved (its first resolution; again: no change); whether a member has
-        not resolved yet."""
-        return self._unresolved.remove(task_group_id, task_id)
+    def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
+        """A member resolved (its first resolution, noted on its deadline row; again: no
+        change); whether a member has not resolved yet."""
+        return self._unresolved.remove(task_group_id, task_id, first.noted(task_id))
 
-    def member_completed_label(self, task_group_id: str, task_id: str) -> tuple[bool, bool]:
+    def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """A graph's task completed: its membership and its label counted down at once (see
         `Countdown.remove_with`); whether a member has not resolved yet, and whether a label
         of the graph is open still."""
-        return self._unresolved.remove_with(self.open_labels, task_group_id, task_id)
+        return self._unresolved.remove_with(self.open_labels, task_group_id, task_id, first.noted(task_id))
 
-    def forget_members(self, members: list[tuple[str, str]]) -> None:
-        """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId), one
-        transaction per bucket; their unresolved rows went when they resolved (one a crash
-        left behind goes with the group)."""
-        delete_in_batches(self._table, [(bucket(group_id, task_id), MEMBER_PREFIX + task_id)
-                                        for group_id, task_id in members])
+    def member_rerun(self, task_group_id: str, task_id: str, deadline: str) -> None:
+        """A member is about to be rerun: from now on its deadline row leaves the decision to
+        its task row (written before the rerun, so a crash cannot hide a rerun task's deadline)."""
+        self._table.upsert_entity({"PartitionKey": bucket(task_group_id, task_id),
+                                   "RowKey": _deadline_key(deadline, task_id), "rerun": True})
+
+    def deadline_rows(self, task_group_id: str, start: str, end: str, limit: int) -> list[DeadlineRow]:
+        """Up to `limit` of the group's deadline rows with deadlines in [start, end), in
+        deadline order within each bucket."""
+        rows = first_rows(self._table, IN_BUCKETS + " and RowKey ge @start and RowKey lt @end",
+                          {**bucket_range(task_group_id), "start": DEADLINE_PREFIX + start,
+                           "end": DEADLINE_PREFIX + end}, limit,
+                          ["RowKey", "expires", "plain", "resolved", "runs", "rerun"])
+        return [_deadline_row(row) for row in rows]
+
+    def forget_members(self, members: list[tuple[str, str, str]]) -> None:
+        """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId,
+        deadline or "" if not known), one transaction per bucket; their unresolved rows went
+        when they resolved (one a crash left behind goes with the group, as does a deadline
+        row whose deadline was not known)."""
+        delete_in_batches(self._table, [
+            (bucket(group_id, task_id), key)
+            for group_id, task_id, deadline in members
+            for key in (MEMBER_PREFIX + task_id, *([_deadline_key(deadline, task_id)] if deadline else []))])
 
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows (and a graph's open labels) are left, then the group's
@@ -186,3 +235,26 @@ class TaskGroupTable:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
                 "resolved": group.resolved, **outbox.to_columns(group.outbox)}
+
+
+@dataclass(frozen=True)
+class FirstResolution:
+    """What a member's first resolution notes on its deadline row."""
+    deadline: str
+    resolved: str
+    runs: int
+
+    def noted(self, task_id: str) -> dict | None:
+        if not self.deadline:   # not known (a resolution announced before deadline rows were)
+            return None
+        return {"RowKey": _deadline_key(self.deadline, task_id), "resolved": self.resolved, "runs": self.runs}
+
+
+def _deadline_key(deadline: str, task_id: str) -> str:
+    return f"{DEADLINE_PREFIX}{deadline}.{task_id}"
+
+
+def _deadline_row(row) -> DeadlineRow:
+    deadline, task_id = row["RowKey"][len(DEADLINE_PREFIX):].rsplit(".", 1)
+    return DeadlineRow(task_id, deadline, row.get("expires") or "", bool(row.get("plain")),
+                       row.get("resolved") or "", row.get("runs") or 0, bool(row.get("rerun")))

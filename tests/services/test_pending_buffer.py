@@ -43,7 +43,7 @@ def test_one_read_serves_many_claims_each_hint_to_one_of_them():
     taken = [buffer.take(QUEUE, 4, at_random=False) for _ in range(10)]
     assert [hint.task_id for hand in taken for hint in hand] == task_ids   # in claim order, none twice
     assert pending.reads == 1
-    pending.remove_many([hint for hand in taken for hint in hand])   # claimed, as claimWork deletes them
+    pending.remove_soon([hint for hand in taken for hint in hand])   # claimed, as claimWork deletes them
     assert buffer.take(QUEUE, 4, at_random=False) == [] and pending.reads == 2   # used up: read again
 
 

@@ -137,3 +137,33 @@ def test_a_claim_row_of_a_claimer_that_lost_the_race_is_removed(quick, task_queu
     assert quick.claims.claim_rows.held_by(task_queue_id, "wg", "loser") == []
     assert quick.claims.claim_rows.held_by(task_queue_id, "wg", "w") == [(task_id, 0)]
     assert quick.tasks.status(task_id)["state"] == "running"
+
+
+def test_a_deadline_reads_only_the_tasks_that_may_not_have_resolved_and_a_rerun_one_still_meets_it(
+        services, task_queue_id, monkeypatch):
+    soon, group_id = to_iso(utcnow() + timedelta(seconds=2)), new_slugid()
+    done, rerun, waiting, blocker = new_slugid(), new_slugid(), new_slugid(), new_slugid()
+    for task_id in (done, rerun):
+        services.tasks.create(task_id, make_task(task_queue_id, deadline=soon, taskGroupId=group_id))
+    services.tasks.create(blocker, make_task(task_queue_id, taskGroupId=group_id))
+    services.tasks.create(waiting, make_task(task_queue_id, deadline=soon, taskGroupId=group_id,
+                                             dependencies=[blocker]))
+    for _ in range(2):
+        services.resolutions.completed(claim(services, task_queue_id)["status"]["taskId"], 0)
+    deliver_events(services)
+    services.tasks.rerun(rerun)                    # pending again, with the deadline it had
+    read = []
+    apply_if_found = services.deadlines.updater.apply_if_found
+    monkeypatch.setattr(services.deadlines.updater, "apply_if_found",
+                        lambda task_id, *args, **kwargs: read.append(task_id) or apply_if_found(task_id, *args, **kwargs))
+    time.sleep(2.2)
+    assert services.deadlines.sweep() == 2         # the rerun one and the one still waiting
+    assert sorted(read) == sorted([rerun, waiting])
+    assert services.tasks.status(done)["state"] == "completed"
+    for task_id in (rerun, waiting):
+        assert services.tasks.status(task_id)["runs"][-1]["reasonResolved"] == "deadline-exceeded"
+    expired = services.expiration.sweep(now=utcnow() + timedelta(days=400))
+    assert expired == 3                            # each indexed at its expiry, the blocker not yet (no deadline)
+    for task_id in (done, rerun, waiting):
+        with pytest.raises(Exception, match="not found"):
+            services.tasks.status(task_id)

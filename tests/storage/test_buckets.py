@@ -12,8 +12,8 @@ from shared.storage.buckets import SEPARATOR, bucket, first_keys, forget_buckets
 from shared.storage.dependency_table import Dependent, DependencyTable
 from shared.storage.requirement_table import RequirementTable
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
-from shared.storage.task_group_table import TaskGroupTable
-from tests.conftest import unique_prefix
+from shared.storage.task_group_table import FirstResolution, TaskGroupTable
+from tests.conftest import as_members, unique_prefix
 from tests.memory_storage import MemoryAccount
 
 
@@ -24,6 +24,9 @@ def account(request):
     return StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
 
 
+RESOLVED = FirstResolution("2030-01-01T00:00:00.000Z", "2029-01-01T00:00:00.000Z", 1)
+
+
 def rows_by_partition(table) -> Counter:
     return Counter(row["PartitionKey"] for row in table.query_entities("PartitionKey ne ''", select=["PartitionKey"]))
 
@@ -31,17 +34,17 @@ def rows_by_partition(table) -> Counter:
 def test_a_large_group_keeps_every_partition_small(account):
     groups, group_id = TaskGroupTable(account), new_slugid()
     members = sorted(new_slugid() for _ in range(1000))
-    groups.add_members(group_id, members)
+    groups.add_members(group_id, as_members(members))
     sizes = rows_by_partition(account.table("TaskGroups"))
-    assert sum(sizes.values()) == 2000 + len(sizes)        # and a count of unresolved rows in each
-    assert len(sizes) >= 24 and max(sizes.values()) <= 150   # 32 buckets of about 62 rows each
+    assert sum(sizes.values()) == 3000 + len(sizes)        # and a count of unresolved rows in each
+    assert len(sizes) >= 24 and max(sizes.values()) <= 200   # 32 buckets of about 94 rows each
     assert all(partition.startswith(group_id + SEPARATOR) for partition in sizes)
 
 
 def test_members_read_back_in_task_id_order_from_any_point(account):
     groups, group_id = TaskGroupTable(account), new_slugid()
     members = sorted(new_slugid() for _ in range(300))
-    groups.add_members(group_id, members)
+    groups.add_members(group_id, as_members(members))
     assert groups.members(group_id, "", 1000) == members
     for start in (0, 17, 150, 298):   # the rest of the bucket of `after`, then the buckets after it
         assert groups.members(group_id, members[start], 40) == members[start + 1:start + 41]
@@ -51,19 +54,19 @@ def test_members_read_back_in_task_id_order_from_any_point(account):
 def test_a_group_is_resolved_once_its_last_bucket_is_empty(account):
     groups, group_id = TaskGroupTable(account), new_slugid()
     members = [new_slugid() for _ in range(100)]
-    groups.add_members(group_id, members)
+    groups.add_members(group_id, as_members(members))
     for task_id in members[:-1]:
-        groups.member_resolved(group_id, task_id)
+        groups.member_resolved(group_id, task_id, RESOLVED)
     assert groups.unresolved(group_id, 5) == [members[-1]]
-    groups.member_resolved(group_id, members[-1])
+    groups.member_resolved(group_id, members[-1], RESOLVED)
     assert groups.unresolved(group_id) == []
 
 
 def test_forgetting_a_group_or_a_graph_leaves_no_row_of_theirs(account):
     groups, owner, other = TaskGroupTable(account), new_slugid(), new_slugid()
     graphs = TaskGraphTable(account, groups)
-    groups.add_members(owner, [new_slugid() for _ in range(150)])
-    groups.add_members(other, [new_slugid()])
+    groups.add_members(owner, as_members([new_slugid() for _ in range(150)]))
+    groups.add_members(other, as_members([new_slugid()]))
     graphs.add_labels([LabelRecord(owner, f"label-{i}", new_slugid(), (), 0, 0) for i in range(150)])
     groups.forget(owner)
     graphs.forget(owner)

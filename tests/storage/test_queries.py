@@ -4,7 +4,7 @@ from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
 from shared.storage.queries import any_row, first_rows
 from shared.storage.task_group_table import TaskGroupTable
-from tests.conftest import unique_prefix
+from tests.conftest import as_members, unique_prefix
 
 
 def test_a_listing_longer_than_one_storage_page_is_read_whole(azurite):
@@ -12,7 +12,7 @@ def test_a_listing_longer_than_one_storage_page_is_read_whole(azurite):
     token; with 1,001 asked, storage answers 1,000 in a first page (it lost the token)."""
     groups = TaskGroupTable(StorageAccount(azurite.connection_string, unique_prefix()))
     group_id, members = new_slugid(), sorted(new_slugid() for _ in range(1002))
-    groups.add_members(group_id, members)
+    groups.add_members(group_id, as_members(members))
     assert groups.members(group_id, "", 1001) == members[:1001]
     assert groups.members(group_id, members[1000], 5) == members[1001:]
 

@@ -77,7 +77,7 @@ def test_a_refused_write_forgets_the_row(table, task_id):
     with pytest.raises(ChangedSinceRead):
         table.save_status(stale, lifecycle.cancel(inserted.status, utcnow()))
     assert table.last_written(task_id) is None
-    table.delete(task_id)
+    table.delete_many([task_id])
     assert table.last_written(task_id) is None
 
 
@@ -96,6 +96,16 @@ def test_tasks_created_together_take_a_transaction_per_partition(table):
         assert record.task_id == task_id and stored.etag == record.etag
         assert stored.definition == definition(task_id)
         assert stored.status == TaskStatus.new(task_id, definition(task_id))
+
+
+def test_tasks_expiring_together_are_deleted_a_transaction_per_partition(table):
+    ids = _ids("G", 5) + _ids("h", 3)
+    table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids])
+    before = OPERATIONS.value
+    table.delete_many(ids)
+    assert OPERATIONS.value - before == 2
+    assert [table.load(task_id) for task_id in ids] == [None] * len(ids)
+    table.delete_many(ids[:3])   # gone already: no error
 
 
 def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
