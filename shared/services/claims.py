@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
+from ..storage.worker_table import WorkerRecord
 from .concurrent_steps import at_once
 from .credentials import CredentialIssuer
 from .pending_buffer import PendingBuffer
@@ -38,6 +40,14 @@ CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork 
 # The runs of one claimWork are claimed concurrently: each is a read and a conditional write
 # of its own task row, independent of the others.
 _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
+
+
+@dataclass
+class _Worker:
+    """The worker of one claimWork: its row as last written, the runs noted on it."""
+    record: WorkerRecord
+    noted: list[tuple[str, int]] = field(default_factory=list)
+    quarantined: bool = False
 
 
 class _Skip(Exception):
@@ -71,28 +81,29 @@ class Claims:
     def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
         """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
         worker gets none."""
-        worker = self.workers.arrive(task_queue_id, worker_group, worker_id, utcnow())
-        if self.workers.quarantined(worker, utcnow()):
+        worker = _Worker(self.workers.arrive(task_queue_id, worker_group, worker_id, utcnow()))
+        if self.workers.quarantined(worker.record, utcnow()):
             return {"tasks": []}
         give_up = time.monotonic() + self.wait_seconds
         while True:
-            claimed = self._claim_available(task_queue_id, worker_group, worker_id, count)
+            claimed = self._claim_available(task_queue_id, worker, count)
             remaining = give_up - time.monotonic()
-            if claimed or remaining <= 0:
+            if claimed or remaining <= 0 or worker.quarantined:
                 break
             self.updater.signal.wait(task_queue_id, remaining)
         runs = [(claim["status"]["taskId"], claim["runId"]) for claim in claimed]
         # Once runs are claimed they must reach the worker: bookkeeping that fails after
         # that is logged, not raised (an error answer would leave the runs claimed by
         # nobody until their claims expired).
-        if not _best_effort(lambda: self.workers.worked(worker, runs, utcnow()), True, "record the worker's claims"):
+        if not _best_effort(lambda: self.workers.worked(worker.record, worker.noted, runs, utcnow()), True,
+                            "record the worker's claims"):
             self.workers.release(task_queue_id, worker_group, worker_id, runs, utcnow())
             claimed = []
         _best_effort(lambda: self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1))), None,
                      "record the task queue as seen")
         return {"tasks": claimed}
 
-    def _claim_available(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> list[dict]:
+    def _claim_available(self, task_queue_id: str, worker: _Worker, count: int) -> list[dict]:
         claimed: list[dict] = []
         done: list[PendingHint] = []   # hints to delete: claimed, or found stale
         twins: list[PendingHint] = []
@@ -106,7 +117,7 @@ class Claims:
             if not hints:
                 break
             try:
-                stopped, lost = self._claim_hints(hints, worker_group, worker_id, claimed, done)
+                stopped, lost = self._claim_hints(hints, worker, claimed, done)
             except Exception:
                 self._settle(task_queue_id, done, twins)
                 raise
@@ -126,15 +137,24 @@ class Claims:
             self.pending.remove_soon(done)
         self.buffer.give_back(task_queue_id, [twin for twin in twins if (twin.task_id, twin.run_id) not in settled])
 
-    def _claim_hints(self, hints: list[PendingHint], worker_group: str, worker_id: str, claimed: list[dict],
+    def _claim_hints(self, hints: list[PendingHint], worker: _Worker, claimed: list[dict],
                      done: list[PendingHint]) -> tuple[bool, bool]:
         """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
-        `done`; returns (whether an error ended the claiming, whether another claimer won any)."""
+        `done`; returns (whether an error or a quarantine ended the claiming, whether another
+        claimer won any)."""
         now = utcnow()
         taken_until = now + self.claim_timeout
+        worker_group, worker_id = worker.record.worker_group, worker.record.worker_id
         rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
                 for hint in hints]
-        self.claim_rows.add(rows)  # watched before the claims exist, so none outlives a crash unwatched
+        # Watched before the claims exist, so none outlives a crash unwatched; noted on the
+        # worker's row in the same transaction, which a quarantine since refuses.
+        written = self.workers.claiming(worker.record, rows, now)
+        if written is None:
+            worker.quarantined = True
+            return True, False
+        worker.record = written
+        worker.noted += [(row.task_id, row.run_id) for row in rows]
         outcomes = at_once(_CLAIMERS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
                                        for hint in hints], settle=True)
         unused, errors, lost = [], [], False

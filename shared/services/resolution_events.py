@@ -6,7 +6,7 @@ instead: a message on the `task-resolved` queue carrying everything the handler 
 `Resolution`), so handling it reads nothing back. What finishes the work if the process
 dies between the write and the follow-up depends on how the task resolved:
 - the run was claimed (a worker reported, a claim ran out, a cancel or deadline hit a
-  running run): the run's ClaimedRuns row stays until the handler is done with the
+  running run): the run's claim row stays until the handler is done with the
   resolution, and the claim expiry sweep announces it again once the row is due;
 - otherwise (a cancel or a deadline before any claim): a *delayed* intent on the `repairs`
   queue, sent before the write, which the repair sweep checks against the task row.

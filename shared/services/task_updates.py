@@ -158,7 +158,7 @@ class TaskUpdater:
 
 
 def claim_row(task_queue_id: str, task_id: str, run: Run) -> ClaimRow:
-    """The ClaimedRuns row of a claimed run."""
+    """The claim row of a claimed run (see `claim_table`)."""
     return ClaimRow(task_queue_id, task_id, run.run_id, run.worker_group or "", run.worker_id or "",
                     run.taken_until or "")
 

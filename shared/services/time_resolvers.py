@@ -1,7 +1,7 @@
 """The time-driven resolvers: claims that ran out and deadlines that passed.
 
 Each has the same shape (as Taskcluster's claim and deadline resolvers): a row is written
-before the change it watches (a deadline in the time index, a claim in ClaimedRuns); when
+before the change it watches (a deadline in its group, a claim in its claim row); when
 it comes due a sweep applies one transition to the task row, which decides whether
 anything is still to be done (a reclaim that moved `takenUntil` wins over the expiry, a
 resolved task ignores its deadline). Handling a row twice changes nothing.
@@ -130,7 +130,7 @@ class Deadlines(TimeResolver):
 
 
 class ClaimExpiry:
-    """Claims past `takenUntil`, found by their ClaimedRuns rows (see `claim_table`).
+    """Claims past `takenUntil`, found by their claim rows (see `claim_table`).
 
     A due row's run is resolved `exception`/`claim-expired` (retried while retries last)
     unless the task row says otherwise: a reclaim moved `takenUntil` (the row is moved

@@ -5,9 +5,13 @@ quarantine ends, and the runs it holds are resolved at once as exception/worker-
 (retried while retries are left, as when a worker reports its own shutdown), so a broken
 or vanished worker releases its tasks without waiting for their claims to expire.
 
-A claimWork that raced with the quarantine (it read the worker before the quarantine was
-written) finds out when it records its claims: the worker row changed under it, so it
-reads it again, sees the quarantine and releases what it just claimed.
+A claimWork writes its worker's row (the runs it is about to claim, its last activity) in
+the transaction that writes those runs' claim rows, conditionally on the version of the row
+it started from (see `claiming`): a quarantine written since refuses the transaction, so the
+claimWork reads the row again, sees the quarantine and claims nothing. A quarantine that
+comes while the claims are being made is found if the runs it could not claim are written
+off the row afterwards; otherwise it releases the worker's runs itself, as for any runs the
+worker holds.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from ..domain import lifecycle
 from ..domain.errors import NotFound
 from ..domain.runs import ReasonResolved, RunState
 from ..domain.timestamps import parse_iso, to_iso
-from ..storage.claim_table import ClaimTable
+from azure.data.tables import TableTransactionError
+
+from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.worker_table import WorkerRecord, WorkerTable, row_key
 from .activity_expiry import WorkerExpiry, lapsed
@@ -67,18 +73,36 @@ class Workers:
     def quarantined(record: WorkerRecord, now: datetime) -> bool:
         return bool(record.quarantine_until) and parse_iso(record.quarantine_until) > now
 
-    def worked(self, record: WorkerRecord, claimed: list[tuple[str, int]], now: datetime) -> bool:
-        """Note the runs one claimWork gave the worker; False if it was quarantined meanwhile,
-        in which case the caller releases them."""
+    def claiming(self, record: WorkerRecord, rows: list[ClaimRow], now: datetime) -> WorkerRecord | None:
+        """Write the claim rows of runs about to be claimed, and note them on the worker's
+        row, in one transaction; the worker as written, or None if it is quarantined (then
+        nothing is written, and nothing may be claimed)."""
+        while True:
+            if self.quarantined(record, now):
+                return None
+            noted = _active(record, [(row.task_id, row.run_id) for row in rows], now)
+            try:
+                answer = self.claims.add(rows, beside=self.table.update_operation(noted))
+            except TableTransactionError:  # quarantined, or expired and deleted by the sweep meanwhile
+                self.table.forget(record)
+                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
+                continue
+            return self.table.wrote(noted, answer)
+
+    def worked(self, record: WorkerRecord, noted: list[tuple[str, int]], claimed: list[tuple[str, int]],
+               now: datetime) -> bool:
+        """After a claimWork: take off the worker's row the runs `claiming` noted and it did
+        not claim, or note its activity if it claimed nothing for a while; False if it was
+        quarantined meanwhile, in which case the caller releases what it claimed."""
+        missed = set(noted) - set(claimed)
         while True:
             if self.quarantined(record, now):
                 return False
-            if not claimed and now - parse_iso(record.last_date_active) < ACTIVE_REFRESH:
+            if not missed and (noted or now - parse_iso(record.last_date_active) < ACTIVE_REFRESH):
                 return True
-            recent = (*record.recent_tasks, *({"taskId": task_id, "runId": run_id} for task_id, run_id in claimed))
+            kept = tuple(task for task in record.recent_tasks if (task["taskId"], task["runId"]) not in missed)
             try:
-                self.table.save(replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
-                                        recent_tasks=recent[-RECENT_TASKS:]))
+                self.table.save(replace(_active(record, [], now), recent_tasks=kept))
                 return True
             except ChangedSinceRead:  # quarantined, or expired and deleted by the sweep meanwhile
                 record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
@@ -136,6 +160,15 @@ class Workers:
         if record is None or lapsed(record.expires, now):
             raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
         return record
+
+
+def _active(record: WorkerRecord, runs: list[tuple[str, int]], now: datetime) -> WorkerRecord:
+    """The worker active at `now`, with `runs` noted among its recent tasks (once each)."""
+    recent = [*record.recent_tasks]
+    recent += [{"taskId": task_id, "runId": run_id} for task_id, run_id in runs
+               if {"taskId": task_id, "runId": run_id} not in recent]
+    return replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
+                   recent_tasks=tuple(recent[-RECENT_TASKS:]))
 
 
 def _later(first: str, second: str) -> str:

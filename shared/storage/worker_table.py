@@ -1,10 +1,12 @@
 """The Workers table: the workers that claimed from a task queue, and their quarantine.
 
-PartitionKey = escaped taskQueueId, RowKey = `<workerGroup>.<workerId>` (neither may hold
-a '.'), so listWorkers is one partition read in key order. A worker row is written by the
-worker's own claimWork calls and by quarantineWorker, both conditionally on its ETag.
-The version this process wrote or read last is remembered (see `recent_writes`), so that a
-worker's next claimWork can start from it without reading the row again.
+PartitionKey = escaped taskQueueId, RowKey = `~<workerGroup>.<workerId>` (neither may hold
+a '.'), so listWorkers is one range of one partition read in key order. The partition also
+holds the queue's claimed runs (see `claim_table`), whose keys all sort before '~': a
+claimWork writes its worker's row and its claims' rows in one transaction. A worker row is
+written by the worker's own claimWork calls and by quarantineWorker, both conditionally on
+its ETag. The version this process wrote or read last is remembered (see `recent_writes`),
+so that a worker's next claimWork can start from it without reading the row again.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from dataclasses import dataclass, field, replace
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
+from azure.core import MatchConditions
+from azure.data.tables import UpdateMode
+
 from . import lost_responses
 from .account import StorageAccount
 from .batches import delete_if_unchanged
+from .claim_table import TABLE, WORKERS
 from .errors import AlreadyExists, ChangedSinceRead
 from .keys import escape_key
 from .queries import first_rows
@@ -39,12 +45,12 @@ class WorkerRecord:
 
 class WorkerTable:
     def __init__(self, account: StorageAccount) -> None:
-        self._table = account.table("Workers")
+        self._table = account.table(TABLE)
         self._recent: RecentWrites[WorkerRecord] = RecentWrites()
 
     def load(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
         try:
-            entity = self._table.get_entity(escape_key(task_queue_id), f"{worker_group}.{worker_id}")
+            entity = self._table.get_entity(escape_key(task_queue_id), WORKERS + f"{worker_group}.{worker_id}")
         except ResourceNotFoundError:
             return None
         return self._remember(_record(task_queue_id, entity))
@@ -70,6 +76,20 @@ class WorkerTable:
             raise ChangedSinceRead(f"{worker.worker_group}/{worker.worker_id}") from exc
         return self._remember(replace(worker, etag=meta.get("etag")))
 
+    def update_operation(self, worker: WorkerRecord) -> tuple:
+        """The transaction operation that writes `worker` if its row is still as read (see
+        `ClaimTable.add`); `wrote` takes its answer."""
+        return "update", _entity(worker), {"mode": UpdateMode.MERGE, "etag": worker.etag,
+                                            "match_condition": MatchConditions.IfNotModified}
+
+    def wrote(self, worker: WorkerRecord, answer: dict) -> WorkerRecord:
+        """`worker` as the transaction of its `update_operation` wrote it."""
+        return self._remember(replace(worker, etag=answer.get("etag")))
+
+    def forget(self, worker: WorkerRecord) -> None:
+        """Its transaction was refused: the version remembered is not the row's."""
+        self._recent.forget(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id))
+
     def _remember(self, worker: WorkerRecord) -> WorkerRecord:
         self._recent.wrote(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id), worker)
         return worker
@@ -77,13 +97,13 @@ class WorkerTable:
     def delete(self, worker: WorkerRecord) -> None:
         """Delete `worker` if its row is still as read; else ChangedSinceRead (gone already is fine)."""
         self._recent.forget(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id))
-        delete_if_unchanged(self._table, escape_key(worker.task_queue_id), row_key(worker), worker.etag,
+        delete_if_unchanged(self._table, escape_key(worker.task_queue_id), WORKERS + row_key(worker), worker.etag,
                             f"{worker.worker_group}/{worker.worker_id}")
 
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` workers in key order, after the row key `after`."""
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
-                          {"pk": escape_key(task_queue_id), "after": after}, limit)
+                          {"pk": escape_key(task_queue_id), "after": WORKERS + after}, limit)
         return [_record(task_queue_id, entity) for entity in rows]
 
 
@@ -96,7 +116,7 @@ def row_key(worker: WorkerRecord) -> str:
 
 
 def _entity(worker: WorkerRecord) -> dict:
-    return {"PartitionKey": escape_key(worker.task_queue_id), "RowKey": row_key(worker),
+    return {"PartitionKey": escape_key(worker.task_queue_id), "RowKey": WORKERS + row_key(worker),
             "workerGroup": worker.worker_group, "workerId": worker.worker_id,
             "firstClaim": worker.first_claim, "lastDateActive": worker.last_date_active,
             "expires": worker.expires, "quarantineUntil": worker.quarantine_until,

@@ -9,6 +9,7 @@ from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.services.workers import WORKER_LIFETIME
+from shared.storage.claim_table import ClaimRow
 from shared.storage.errors import ChangedSinceRead
 from tests.conftest import make_task
 from tests.services.test_expiration import short_lived
@@ -29,7 +30,7 @@ def test_a_worker_that_stopped_claiming_is_hidden_then_deleted(services, task_qu
     services.claims.claim_work(task_queue_id, "wg", "busy", 1)
     busy = services.workers.table.load(task_queue_id, "wg", "busy")
     lapse = parse_iso(busy.expires)
-    services.workers.worked(busy, [], lapse - timedelta(hours=1))     # "busy" claims again a day later
+    services.workers.worked(busy, [], [], lapse - timedelta(hours=1))   # "busy" claims again a day later
     assert worker_ids(services, task_queue_id, utcnow()) == ["busy", "gone"]
 
     past = lapse + LATER
@@ -70,7 +71,7 @@ def test_a_worker_used_since_it_was_read_is_not_deleted(services, task_queue_id)
     services.claims.claim_work(task_queue_id, "wg", "w", 1)
     table = services.workers.table
     stale = table.load(task_queue_id, "wg", "w")
-    services.workers.worked(stale, [("someTask", 0)], utcnow())
+    services.workers.claiming(stale, [ClaimRow(task_queue_id, "someTask", 0, "wg", "w", to_iso(utcnow()))], utcnow())
 
     with pytest.raises(ChangedSinceRead):
         table.delete(stale)

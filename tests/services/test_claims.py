@@ -7,6 +7,8 @@ from collections import Counter
 import pytest
 
 from shared.domain.ids import new_slugid
+from shared.domain.timestamps import utcnow
+from shared.services.claims import _Worker
 from tests.conftest import build_services, make_task
 from tests.lossy_proxy import LossyProxy
 
@@ -99,7 +101,8 @@ def test_a_claimwork_repeated_by_the_same_worker_keeps_the_claim_watched(service
     [hint] = services.claims.pending.peek(task_queue_id, 10)
     [claimed] = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"]
     again: list = []
-    services.claims._claim_hints([hint], "wg", "w", again, [])      # the repeated call, late
+    worker = _Worker(services.workers.arrive(task_queue_id, "wg", "w", utcnow()))
+    services.claims._claim_hints([hint], worker, again, [])      # the repeated call, late
     assert again == []
     [row] = services.claims.claim_rows.due("9999-12-31T00:00:00.000Z", 100)
     assert (row.task_id, row.worker_id, row.taken_until) == (task_id, "w", claimed["takenUntil"])

@@ -1,15 +1,17 @@
-"""Quarantine against a claimWork already under way: the claim is released, not kept."""
+"""Quarantine against a claimWork already under way: the claims' transaction, conditional
+on the worker's row, is refused, and nothing is claimed."""
 
 import threading
 import time
 from datetime import timedelta
 
+from shared.domain import lifecycle
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from tests.conftest import make_task, memory_services, two_processes
 
 
-def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
+def test_a_claim_that_raced_the_quarantine_claims_nothing(task_queue_id):
     services = memory_services(claim_work_wait=10)
     services.workers.arrive(task_queue_id, "wg", "racer", utcnow())      # a worker known from earlier claims
     answers = []
@@ -19,19 +21,18 @@ def test_a_claim_that_raced_the_quarantine_is_released(task_queue_id):
     time.sleep(0.5)                                                      # it read the worker: not quarantined
     services.workers.quarantine(task_queue_id, "wg", "racer", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))             # the long poll wakes and claims it
+    services.tasks.create(task_id, make_task(task_queue_id))             # the long poll wakes and tries it
     polling.join(timeout=20)
 
     assert answers == [{"tasks": []}]
-    runs = services.tasks.status(task_id)["runs"]
-    assert [(run["state"], run.get("reasonResolved"), run.get("workerId")) for run in runs] == [
-        ("exception", "worker-shutdown", "racer"), ("pending", None, None)]
+    assert [run["state"] for run in services.tasks.status(task_id)["runs"]] == ["pending"]   # never claimed
+    assert services.task_queues.counts(task_queue_id)["claimedTasks"] == 0
     assert services.workers.get(task_queue_id, "wg", "racer", utcnow())["recentTasks"] == []
 
 
 def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_id):
     """A process starts a worker's claimWork from the row as it last wrote it: a quarantine
-    written since by another process is found when the claims are recorded."""
+    written since by another process refuses the transaction of the claims' rows."""
     here, there = two_processes()
     here.claims.claim_work(task_queue_id, "wg", "w1", 1)              # this process knows the worker now
     there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
@@ -40,9 +41,27 @@ def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_i
 
     assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
     assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
-    runs = here.tasks.status(task_id)["runs"]
-    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [
-        ("exception", "worker-shutdown"), ("pending", None)]                 # released once, then not claimed
+    assert [run["state"] for run in here.tasks.status(task_id)["runs"]] == ["pending"]
+    assert there.claims.claim_work(task_queue_id, "wg", "w2", 1)["tasks"][0]["status"]["taskId"] == task_id
+
+
+def test_runs_a_claimwork_noted_and_did_not_get_are_taken_off_the_workers_row(task_queue_id, monkeypatch):
+    services = memory_services()
+    won, lost = new_slugid(), new_slugid()
+    for task_id in (won, lost):
+        services.tasks.create(task_id, make_task(task_queue_id))
+    claim_hint = services.claims._claim_hint
+
+    def loses_one(hint, *args):
+        if hint.task_id == lost:   # another worker's claim got there first
+            now = utcnow()
+            services.updater.apply(lost, lambda status: lifecycle.claim(status, 0, "wg", "other", now,
+                                                                         now + timedelta(minutes=5)), "claim")
+        return claim_hint(hint, *args)
+    monkeypatch.setattr(services.claims, "_claim_hint", loses_one)
+    claimed = services.claims.claim_work(task_queue_id, "wg", "w1", 2)["tasks"]
+    assert [claim["status"]["taskId"] for claim in claimed] == [won]
+    assert services.workers.get(task_queue_id, "wg", "w1", utcnow())["recentTasks"] == [{"taskId": won, "runId": 0}]
 
 
 def test_a_quarantine_lifted_by_another_process_is_seen(task_queue_id):
