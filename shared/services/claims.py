@@ -190,8 +190,10 @@ class Claims:
             if run is None:
                 raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
             if run is not status.pending_run:
+                # A run this worker holds, or resolved: the row just written over is its claim's,
+                # or its resolution's intent until that is processed, so it is kept as it was.
                 running = run.state is RunState.RUNNING
-                mine = running and (run.worker_group, run.worker_id) == (worker_group, worker_id)
+                mine = bool(run.taken_until) and (run.worker_group, run.worker_id) == (worker_group, worker_id)
                 raise _Skip(stale=True, held_until=run.taken_until if mine else None, lost=running and not mine)
             if lifecycle.is_past_deadline(status, now):
                 raise _Skip(stale=True)  # the deadline resolver owns it now

@@ -190,7 +190,7 @@ class Dependencies:
         long = len(page) == PAGE
         if long and not long_fan_out:
             return False
-        list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), resolution.dependents))
+        self._satisfy_all(resolution.dependents, task_id, state)
         progress = f"{PROGRESS}{task_id}.{resolution.run_id}"   # kept in the expiry index: it goes with the task
         if long:
             after = self.expiries.get(resolution.expires, progress)
@@ -199,7 +199,7 @@ class Dependencies:
             if after:
                 page = self.dependencies.dependents(task_id, after, PAGE)
         while page:
-            list(_POOL.map(lambda dependent: self._satisfy(dependent, task_id, state), page))
+            self._satisfy_all(page, task_id, state)
             if len(page) < PAGE:
                 break
             self.expiries.put(resolution.expires, progress, page[-1].task_id)
@@ -207,6 +207,20 @@ class Dependencies:
         if long:
             self.expiries.put(resolution.expires, progress, ALL_DONE)
         return True
+
+    def _satisfy_all(self, dependents, required_id: str, state: RunState) -> None:
+        """`_satisfy` each dependent; those waiting on this task alone are scheduled together
+        (their hints in a transaction per partition: a fan-out's page of 500 children wrote
+        500 hints one by one, half of what scheduling them cost)."""
+        alone = [dependent.task_id for dependent in dependents
+                 if dependent.waits_on == 1 and satisfies(dependent.requires, state)]
+        if len(alone) > 1:
+            now = utcnow()
+            left = set(self.updater.apply_many(alone, lambda status: lifecycle.schedule(status, now),
+                                               "schedule (dependencies done)", _POOL))
+            done = set(alone) - left
+            dependents = [dependent for dependent in dependents if dependent.task_id not in done]
+        list(_POOL.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):

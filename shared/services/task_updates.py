@@ -94,6 +94,40 @@ class TaskUpdater:
             return saved
         raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
 
+    def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool) -> list[str]:
+        """`try_apply` for tasks whose changes only ever make a run pending (a fan-out's
+        dependents scheduled): each starts from the row as remembered or read (on `pool`),
+        the hints of the runs made pending are written together, then the rows, each
+        conditionally, both a transaction per partition. Returns the tasks left to
+        `try_apply` one by one: a change refused (the row changed since), a transition that
+        raised or had nothing to do on a remembered row (decided again on the row read afresh)."""
+        remembered = {task_id: self.tasks.last_written(task_id) for task_id in task_ids}
+        unknown = [task_id for task_id, record in remembered.items() if record is None]
+        records = {**remembered, **dict(zip(unknown, pool.map(self.tasks.load, unknown)))}
+        planned, again = [], []
+        for task_id, record in records.items():
+            if record is None:
+                continue   # not created yet: its creator's re-check
+            try:
+                status = transition(record.status)
+            except Exception:   # refused: decided and told again on its own
+                again.append(task_id)
+                continue
+            if status.pending_run and status.pending_run != record.status.pending_run:
+                planned.append((record, status))
+            elif status is not record.status or task_id not in unknown:
+                again.append(task_id)
+        self.add_hints([(record.summary, record.task_id, status.pending_run) for record, status in planned])
+        for (record, status), saved in zip(planned, self.tasks.save_statuses(planned)):
+            if isinstance(saved, ChangedSinceRead):
+                again.append(record.task_id)
+                continue
+            log.info("task %s %s: %s -> %s", record.task_id, action, record.status.state.value,
+                     status.state.value, extra={"taskId": record.task_id, "action": action})
+            self.publisher.written(self.tasks, saved, record.outbox)
+            self.signal.notify(record.summary["taskQueueId"], 1)
+        return again
+
     def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
         """Like `apply`, for sweeps: True if this call changed the task (False if the task
         is gone or the transition had nothing to do)."""

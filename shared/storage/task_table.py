@@ -20,6 +20,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from ..domain import task_events
@@ -30,7 +31,7 @@ from ..domain.task_status import TaskStatus
 from ..domain.timestamps import to_iso, utcnow
 from . import long_text, lost_responses, outbox
 from .account import StorageAccount
-from azure.data.tables import TableTransactionError
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from .batches import MAX_BATCH, delete_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
@@ -211,6 +212,45 @@ class TaskTable:
             self.marks.refused(events)
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
+
+    def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]]) -> list[TaskRecord | ChangedSinceRead]:
+        """`save_status` for many tasks, a transaction per partition (100 rows at most): for
+        each, the task as saved, or ChangedSinceRead. A transaction refused (a row changed
+        since) is done again row by row."""
+        prepared = []
+        for record, status in changes:
+            events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
+            entity = {**_keys(status.task_id), **_status_columns(status),
+                      **(outbox.to_columns(events) if events != record.outbox else {})}
+            prepared.append((entity, record, status, events))
+        by_partition: dict[str, list] = {}
+        for change in prepared:
+            by_partition.setdefault(change[0]["PartitionKey"], []).append(change)
+        outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
+        for same in by_partition.values():
+            for start in range(0, len(same), MAX_BATCH):
+                outcomes.update(self._save_chunk(same[start:start + MAX_BATCH]))
+        return [outcomes[status.task_id] for _, status in changes]
+
+    def _save_chunk(self, chunk: list[tuple]) -> dict[str, TaskRecord | ChangedSinceRead]:
+        """One partition's status changes in one transaction, or row by row if it is refused."""
+        try:
+            answers = submit(self._table, [("update", entity, {"etag": record.etag, "match_condition":
+                                                              MatchConditions.IfNotModified, "mode": UpdateMode.MERGE})
+                                           for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
+        except TableTransactionError:
+            answers = None
+        if answers is not None:
+            return {status.task_id: self._wrote(replace(record, status=status, etag=answer.get("etag"), outbox=events))
+                    for (_, record, status, events), answer in zip(chunk, answers)}
+        outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
+        for entity, record, status, events in chunk:
+            self.marks.refused(events)   # written again below, with events of their own
+            try:
+                outcomes[status.task_id] = self.save_status(record, status)
+            except ChangedSinceRead as refused:
+                outcomes[status.task_id] = refused
+        return outcomes
 
     def save_dependents(self, record: TaskRecord) -> TaskRecord:
         """Write `record`'s dependents (those listed, and whether the table holds more), if

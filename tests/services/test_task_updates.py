@@ -73,3 +73,26 @@ def test_a_stale_row_costs_one_refused_write_and_loses_nothing(task_queue_id):
     run = status["runs"][0]
     assert (run["state"], run["reasonResolved"], run["workerId"]) == ("exception", "canceled", "b")
     assert claim["runId"] == 0 and second.tasks.status(task_id)["state"] == "exception"
+
+
+def test_a_fan_out_writes_its_childrens_hints_together_and_decides_a_changed_child_afresh(task_queue_id):
+    """The root's resolution schedules its 40 children with their hints written in one call
+    per page (16 on the root's row, 24 in the table); a child another process canceled
+    meanwhile is refused its write from the remembered row, and stays canceled."""
+    from tests.services.test_dependencies import deliver_events, run
+    here, there = two_processes()
+    root, children = new_slugid(), [new_slugid() for _ in range(40)]
+    here.tasks.create(root, make_task(task_queue_id))
+    for child in children:
+        here.tasks.create(child, make_task(task_queue_id, dependencies=[root]))
+    there.tasks.cancel(children[0])
+    hint_writes, add_many = [], here.tasks.updater.pending.add_many
+    here.tasks.updater.pending.add_many = lambda hints: hint_writes.append(len(hints)) or add_many(hints)
+    assert run(here, task_queue_id) == [root]
+    deliver_events(here)
+    states = [here.tasks.status(child)["state"] for child in children]
+    assert states == ["exception"] + ["pending"] * 39
+    # The canceled child's hint too, planned from the remembered row; its write was refused,
+    # and the hint is only a pointer (a claimer finds the run is not pending and drops it).
+    assert sorted(hint_writes) == [16, 24]
+    assert len(run(here, task_queue_id)) == 32

@@ -167,3 +167,22 @@ def test_a_deadline_reads_only_the_tasks_that_may_not_have_resolved_and_a_rerun_
     for task_id in (done, rerun, waiting):
         with pytest.raises(Exception, match="not found"):
             services.tasks.status(task_id)
+
+
+def test_a_stale_hint_of_a_run_this_worker_resolved_keeps_the_resolution_watched(quick, task_queue_id):
+    """The process died after a completion's write, and with it the claimed hint's deletion:
+    the same worker's next claimWork meets that hint and writes over the run's claim row,
+    which stands for the unprocessed resolution. The row must stay, as it was."""
+    from shared.services.claims import _Worker
+    task_id, dependent = new_slugid(), new_slugid()
+    quick.tasks.create(task_id, make_task(task_queue_id))
+    quick.tasks.create(dependent, make_task(task_queue_id, dependencies=[task_id]))
+    [hint] = quick.claims.pending.peek(task_queue_id, 10)
+    claim(quick, task_queue_id)
+    with follow_ups_lost(quick):
+        quick.resolutions.completed(task_id, 0)
+    worker = _Worker(quick.workers.arrive(task_queue_id, "wg", "w", utcnow()))
+    assert quick.claims._claim_hints([hint], worker, [], []) == (False, False)   # nothing claimed
+    assert sweep_claims_after(quick, 2.2) == 0
+    assert deliver_events(quick) == 1                              # the resolution, announced again
+    assert quick.tasks.status(dependent)["state"] == "pending"

@@ -108,6 +108,23 @@ def test_tasks_expiring_together_are_deleted_a_transaction_per_partition(table):
     table.delete_many(ids[:3])   # gone already: no error
 
 
+def test_status_changes_are_saved_a_transaction_per_partition_and_a_stale_one_alone_is_refused(table):
+    ids = _ids("J", 4) + _ids("k", 3)
+    records = table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id)))
+                                 for task_id in ids])
+    now = utcnow()
+    before = OPERATIONS.value
+    saved = table.save_statuses([(record, lifecycle.schedule(record.status, now)) for record in records[:4]])
+    assert OPERATIONS.value - before == 1
+    assert [table.load(task_id).status.state.value for task_id in ids[:4]] == ["pending"] * 4
+    assert [record.etag for record in saved] == [table.load(task_id).etag for task_id in ids[:4]]
+    stale = replace(records[5], etag=saved[0].etag)   # another row's version: refused
+    outcomes = table.save_statuses([(record, lifecycle.schedule(record.status, now))
+                                    for record in (records[4], stale, records[6])])
+    assert isinstance(outcomes[1], ChangedSinceRead)
+    assert [table.load(task_id).status.state.value for task_id in ids[4:]] == ["pending", "unscheduled", "pending"]
+
+
 def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
     taken, *others = _ids("Ef", 3)
     first = definition(taken, {"first": True})
