@@ -42,6 +42,11 @@ CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork 
 _CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
 
 
+def _left_pending(record: TaskRecord | None, run_id: int) -> bool:
+    run = record.status.run(run_id) if record is not None else None
+    return run is not None and run.state is not RunState.PENDING
+
+
 @dataclass
 class _Worker:
     """The worker of one claimWork: its row as last written, the runs noted on it."""
@@ -142,6 +147,13 @@ class Claims:
         """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
         `done`; returns (whether an error or a quarantine ended the claiming, whether another
         claimer won any)."""
+        # A run this process knows left pending never comes back to it: its hint is stale,
+        # and a claim row written for it would be written over the run's own.
+        over = [hint for hint in hints if _left_pending(self.tasks.last_written(hint.task_id), hint.run_id)]
+        done += over
+        hints = [hint for hint in hints if hint not in over]
+        if not hints:
+            return False, False
         now = utcnow()
         taken_until = now + self.claim_timeout
         worker_group, worker_id = worker.record.worker_group, worker.record.worker_id

@@ -53,11 +53,33 @@ class EventPublisher:
         if not record.outbox:
             return True
         self._keep_up()
-        before = {(event.writer, event.seq) for event in carried}
-        due = [event for event in record.outbox if self.marks.mine_open(event)
-               and ((event.writer, event.seq) not in before or self.marks.overdue(event))]
-        self._publish(table, record.key, due, record.etag, record.outbox)
+        self._publish(table, record.key, self._due(record, carried), record.etag, record.outbox)
         return all(self.marks.covered(event) for event in record.outbox)
+
+    def written_together(self, table: Outboxes, written: list[tuple[object, tuple[Event, ...]]]) -> None:
+        """`written` for rows written together, as (record, carried): their events in one
+        publication (a fan-out's children scheduled a transaction at a time)."""
+        due = {record.key: self._due(record, carried) for record, carried in written}
+        events = [event for events in due.values() for event in events]
+        if not events or self.bus is None:
+            return
+        self._keep_up()
+        try:
+            self.bus.publish(events)
+        except Exception as error:   # the bus is down or refused: the rows keep them
+            log.warning("events of %d rows not published (%s); retrying", len(due), error)
+            for key, events in due.items():
+                if events:
+                    self._retry_later(table, key)
+            return
+        self.marks.settled(events)
+
+    def _due(self, record, carried: tuple[Event, ...]) -> list[Event]:
+        """What a write of `record` publishes: the events it stamped (the change's, and those
+        it took over), and this process's own carried ones that are overdue."""
+        before = {(event.writer, event.seq) for event in carried}
+        return [event for event in record.outbox if self.marks.mine_open(event)
+                and ((event.writer, event.seq) not in before or self.marks.overdue(event))]
 
     def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable) -> tuple[object, bool]:
         """`change_until_saved` on a row that keeps an outbox, then its events out: those the

@@ -118,15 +118,18 @@ class TaskUpdater:
             elif status is not record.status or task_id not in unknown:
                 again.append(task_id)
         self.add_hints([(record.summary, record.task_id, status.pending_run) for record, status in planned])
-        for (record, status), saved in zip(planned, self.tasks.save_statuses(planned)):
-            if isinstance(saved, ChangedSinceRead):
-                again.append(record.task_id)
-                continue
-            log.info("task %s %s: %s -> %s", record.task_id, action, record.status.state.value,
-                     status.state.value, extra={"taskId": record.task_id, "action": action})
-            self.publisher.written(self.tasks, saved, record.outbox)
-            self.signal.notify(record.summary["taskQueueId"], 1)
-        return again
+        before = {record.task_id: record for record, _ in planned}
+
+        def saved(records: list[TaskRecord]) -> None:   # out before they can be claimed and resolved
+            self.publisher.written_together(self.tasks, [(record, before[record.task_id].outbox)
+                                                         for record in records])
+            for record in records:
+                log.info("task %s %s: %s -> %s", record.task_id, action, before[record.task_id].status.state.value,
+                         record.status.state.value, extra={"taskId": record.task_id, "action": action})
+                self.signal.notify(record.summary["taskQueueId"], 1)
+        outcomes = self.tasks.save_statuses(planned, saved)
+        return again + [record.task_id for (record, _), outcome in zip(planned, outcomes)
+                        if isinstance(outcome, ChangedSinceRead)]
 
     def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
         """Like `apply`, for sweeps: True if this call changed the task (False if the task

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -213,10 +214,13 @@ class TaskTable:
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
 
-    def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]]) -> list[TaskRecord | ChangedSinceRead]:
+    def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]],
+                      saved: Callable[[list[TaskRecord]], None] = lambda records: None
+                      ) -> list[TaskRecord | ChangedSinceRead]:
         """`save_status` for many tasks, a transaction per partition (100 rows at most): for
         each, the task as saved, or ChangedSinceRead. A transaction refused (a row changed
-        since) is done again row by row."""
+        since) is done again row by row. `saved` is given each transaction's tasks as saved
+        as soon as it is done (to publish their events before the next)."""
         prepared = []
         for record, status in changes:
             events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
@@ -229,7 +233,9 @@ class TaskTable:
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
         for same in by_partition.values():
             for start in range(0, len(same), MAX_BATCH):
-                outcomes.update(self._save_chunk(same[start:start + MAX_BATCH]))
+                chunk = self._save_chunk(same[start:start + MAX_BATCH])
+                saved([record for record in chunk.values() if isinstance(record, TaskRecord)])
+                outcomes.update(chunk)
         return [outcomes[status.task_id] for _, status in changes]
 
     def _save_chunk(self, chunk: list[tuple]) -> dict[str, TaskRecord | ChangedSinceRead]:
