@@ -173,5 +173,4 @@ class ClaimExpiry:
 
 def _second(deadline: str) -> str:
     """The start of the second a deadline falls in, as ISO text."""
-    return deadline[:19] + ".000Z" if deadline.endswith("Z") and len(deadline) == 24 else \
-        to_iso(parse_iso(deadline).replace(microsecond=0))
+    return to_iso(parse_iso(deadline).replace(microsecond=0))
