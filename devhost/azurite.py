@@ -88,6 +88,9 @@ class Azurite:
     def stop(self) -> None:
         stop_group(self.process, grace=5)
         self.process = None
+        if not self.location and self.log_path:   # an in-memory Azurite's log is a temporary file
+            self.log_path.unlink(missing_ok=True)
+            self.log_path = None
 
     def __enter__(self) -> Azurite:
         return self.start()

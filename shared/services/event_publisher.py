@@ -81,16 +81,18 @@ class EventPublisher:
         return [event for event in record.outbox if self.marks.mine_open(event)
                 and ((event.writer, event.seq) not in before or self.marks.overdue(event))]
 
-    def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable) -> tuple[object, bool]:
-        """`change_until_saved` on a row that keeps an outbox, then its events out: those the
-        change added (and those it took over), or, when it wrote nothing, the overdue ones
-        the row holds. The record as it ends up (None if there is none), and whether it changed."""
+    def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable,
+               first: object | None = None) -> tuple[object, bool]:
+        """`change_until_saved` on a row that keeps an outbox (from `first`, if given), then its
+        events out: those the change added (and those it took over), or, when it wrote
+        nothing, the overdue ones the row holds. The record as it ends up (None if there is
+        none), and whether it changed."""
         read = [None]
 
         def tracked(record):
             read[0] = record
             return change(record)
-        saved = change_until_saved(load, tracked, save)
+        saved = change_until_saved(load, tracked, save, first)
         if saved is None:
             return None, False
         changed = saved is not read[0]   # an unchanged record comes back as read

@@ -33,6 +33,9 @@ log = logging.getLogger("queue.task-graphs")
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-read")
 # The caller's scope check on the (normalized) tasks a call would create, before any write.
 Authorize = Callable[[dict[str, dict]], None]
+# A graph made with this many tasks gets a group (and rows of the graph) in wide buckets
+# (see `buckets`): it, or what it is extended to, is large enough to repay them.
+WIDE_GRAPH_TASKS = 5_000
 
 
 class TaskGraphs:
@@ -67,6 +70,8 @@ class TaskGraphs:
             # A refusal leaves no graph behind. The taskIds are derived from this graph's
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
             self.creation.prepare(definitions, unused_ids=True)
+            if len(nodes) >= WIDE_GRAPH_TASKS:
+                self.creation.groups.make_wide(definitions[nodes[0].task_id])
             self.parts.store(graph_id, nodes, definitions)
             self.graphs.add_label_names(graph_id, "graph", list(request["tasks"]))
             self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))

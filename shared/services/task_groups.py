@@ -16,6 +16,7 @@ from ..domain import task_events
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.task_status import render_status
 from ..domain.timestamps import parse_iso, utcnow
+from ..storage.buckets import WIDE
 from ..storage.errors import AlreadyExists, Closed
 from ..storage.task_group_table import FirstResolution, TaskGroupRecord, TaskGroupTable
 from ..storage.task_table import TaskTable
@@ -65,10 +66,16 @@ class TaskGroups:
     def _known(self, group_id: str) -> TaskGroupRecord | None:
         """The group as this process knows it, read only if it does not, or if its expiry
         is near (after it, the group may be deleted and made again, by another first task)."""
+        return self._trusted(group_id) or self.groups.load(group_id)
+
+    def _trusted(self, group_id: str) -> TaskGroupRecord | None:
+        """The group as this process last wrote or read it, unless its expiry is near. Its
+        `resolved` and `sealed` only move forward while it lives: a version that has them
+        set is as far as the row got, or behind it."""
         known = self.groups.last_known(group_id)
         if known is not None and parse_iso(known.expires) > utcnow() + TRUST_BEFORE_EXPIRY:
             return known
-        return self.groups.load(group_id)
+        return None
 
     def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None],
                   accepted: bool = False) -> set[str]:
@@ -102,8 +109,14 @@ class TaskGroups:
         """Take back a new task's membership: its taskId turned out to be another group's task."""
         self.groups.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
 
-    def _ensure(self, definition: dict) -> TaskGroupRecord:
-        fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"])
+    def make_wide(self, definition: dict) -> None:
+        """Make the group of a large graph's tasks (this is one of them) before any of its
+        members, with wide buckets (see `buckets`); a group that exists keeps its width."""
+        self._ensure(definition, WIDE)
+
+    def _ensure(self, definition: dict, bucket_width: int = 1) -> TaskGroupRecord:
+        fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
+                                bucket_width=bucket_width)
         try:
             return self.groups.insert(fresh)
         except AlreadyExists:
@@ -141,12 +154,15 @@ class TaskGroups:
                 return group
             return self._announced(replace(group, resolved=resolved), task_events.group_resolved(
                 task_group_id, group.scheduler_id, group.expires, resolved, resolved))
-        return self._change(lambda: self.groups.load(task_group_id), mark)
+        # From the version this process knows (a refused write reads the row): one that says
+        # resolved at or after this is right to change nothing, as the row says as much.
+        return self._change(lambda: self.groups.load(task_group_id), mark, first=self._trusted(task_group_id))
 
     def _change(self, load: Callable[[], TaskGroupRecord | None],
-                change: Callable[[TaskGroupRecord], TaskGroupRecord]) -> bool:
-        """Change the group's row and publish the events the change added; whether it changed."""
-        return self.publisher.change(self.groups, load, change, self.groups.save)[1]
+                change: Callable[[TaskGroupRecord], TaskGroupRecord], first: TaskGroupRecord | None = None) -> bool:
+        """Change the group's row and publish the events the change added; whether it changed.
+        `first`: the row as known already, tried before a read."""
+        return self.publisher.change(self.groups, load, change, self.groups.save, first)[1]
 
     def _announced(self, group: TaskGroupRecord, event: task_events.Event) -> TaskGroupRecord:
         return replace(group, outbox=group.outbox + (event,)) if self.publisher.bus else group

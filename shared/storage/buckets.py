@@ -7,42 +7,109 @@ the row), so writing a group's 20,000 member rows, or a graph's 30,000 label, ta
 rows, into one partition cost time quadratic in the graph (most of what Azurite did while a
 10,000-task graph was created), and Azure serves one partition at about 2,000 entities/s.
 
-So such rows live in the partition "<owner>~<c>", where <c> is the first character of the
-task's id. Task ids are slugids, whose first character takes 32 values about evenly (64 in
-general, 32 in the "nice" slugids clients make), so a bucket holds a few percent of the
-rows; the price is that writing or deleting an owner's rows takes a transaction per bucket
-instead of one or two. A part of a graph is its tasks in taskId order (see `graph_parts`),
-so its rows fall in few buckets. Two characters (2,048 buckets) would keep a 100,000-task
-graph's buckets at 50 rows instead of 3,000, but cost a 500-task graph 4 more operations a
-task (its rows of the graph, the group and the fan-in's requirements about one a bucket, a
-transaction each; and a completing task's bucket empty more often than not, so a second
-query) and the expiry of a group of 100 its members' rows deleted a transaction each: the
-width would have to follow the owner's size. The buckets of an owner sort together (after
-its own partition: '~' sorts after every slugid character) and in the order of that
-character, so a range query over them reads the rows in task id order, as one partition
-did.
+So such rows live in the partition "<owner>~<c>", where <c> is the first `width` characters
+of the task's id. Task ids are slugids, whose characters take 32 values about evenly (64 in
+general, 32 in the "nice" slugids clients make), so a bucket of width 1 holds a few percent of
+an owner's rows, and one of width 2 a thousandth. The width is the owner's, chosen when the
+owner is made and never changed (a group's is on its row, see `task_group_table`): one
+character for most owners, two for a graph made large (at 100,000 tasks, 3,000 rows a
+bucket of width 1 made each operation of a transaction there cost 0.5 to 2 ms more in
+Azurite, which finds a row by walking its partition). A wider bucket costs an owner more
+transactions (a part of a graph, 100 tasks in taskId order, spans ten buckets of a
+10,000-task graph instead of one or two), more buckets that empty (a query each, see
+`countdown`) and more count rows to mark when a group is sealed, which only a large
+owner repays. The buckets of an owner sort together (after its own partition: '~' sorts
+after every slugid character) and in the order of their characters, so a range query over
+them reads the rows in task id order, as one partition did.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from itertools import product
+
 from azure.data.tables import TableClient
 
 from ..domain.ids import SLUGID_CHARACTERS
+from .account import StorageAccount
 from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
+from .table_shards import TableShards
 
 SEPARATOR = "~"
 IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
+WIDE = 2       # the width of a large owner's buckets
+SPREAD = "W"   # after a table's name: the tables a wide owner's buckets are spread over
+_READERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bucket-read")
 
 
-def bucket(owner: str, task_id: str) -> str:
-    """The partition of `owner`'s row for task `task_id`."""
-    return f"{owner}{SEPARATOR}{task_id[:1]}"
+def bucket(owner: str, task_id: str, width: int = 1) -> str:
+    """The partition of `owner`'s row for task `task_id`, in buckets of `width` characters."""
+    return f"{owner}{SEPARATOR}{task_id[:width]}"
 
 
-def all_buckets(owner: str) -> list[str]:
+def bucket_width(partition: str) -> int:
+    """The width of a bucket, from its partition's name."""
+    return len(partition.rpartition(SEPARATOR)[2])
+
+
+def all_buckets(owner: str, width: int = 1) -> list[str]:
     """Every partition `bucket` may give `owner`'s rows (a task id is a slugid)."""
-    return [f"{owner}{SEPARATOR}{first}" for first in SLUGID_CHARACTERS]
+    return [f"{owner}{SEPARATOR}{''.join(chars)}" for chars in product(SLUGID_CHARACTERS, repeat=width)]
+
+
+class BucketTables:
+    """The tables an owner's buckets are in: a narrow owner's in the table itself, a wide
+    owner's spread over the tables `<name>W00` to `W31`, each bucket in one by a hash of its
+    partition (so a bucket's transactions work as before).
+
+    Azurite updates and deletes a row in time that grows with its whole table, not its
+    partition: LokiJS walks a table-long index for each (`adaptiveBinaryIndexUpdate`,
+    `Collection.remove`), and a 100,000-task graph puts half a million rows in its group's
+    buckets, where every completion deletes two and merges three: 60% of Azurite's time
+    while such a graph ran. A query over a wide owner's buckets asks each of its tables (a
+    32nd of the rows each) and merges what they answer."""
+
+    def __init__(self, account: StorageAccount, name: str) -> None:
+        self.table = account.table(name)
+        self._spread = TableShards(account, name + SPREAD)
+
+    def of(self, partition: str, width: int) -> TableClient:
+        """The table of a bucket of an owner whose buckets are `width` wide."""
+        return self.table if width == 1 else self._spread.of(partition)
+
+    def all(self, width: int) -> list[TableClient]:
+        """Every table the buckets of an owner of `width` may be in."""
+        return [self.table] if width == 1 else self._spread.all()
+
+    def query(self, width: int, query: str, parameters: dict, limit: int, select: list[str] | None = None) -> list:
+        """Up to `limit` rows of every table of `width` matching `query`, in key order."""
+        tables = self.all(width)
+        if len(tables) == 1:
+            return first_rows(tables[0], query, parameters, limit, select)
+        if select:   # the keys, to merge by
+            select = list(dict.fromkeys(["PartitionKey", "RowKey", *select]))
+        found = _READERS.map(lambda table: first_rows(table, query, parameters, limit, select), tables)
+        return sorted((row for rows in found for row in rows),
+                      key=lambda row: (row["PartitionKey"], row["RowKey"]))[:limit]
+
+    def first_keys(self, owner: str, width: int, prefix: str, after_task_id: str, limit: int) -> list[str]:
+        """`first_keys` over every table of the owner's buckets."""
+        rows = self.query(width, *_after(owner, prefix, after_task_id), limit, ["PartitionKey", "RowKey"])
+        return [row["RowKey"][len(prefix):] for row in rows]
+
+    def forget(self, owner: str, width: int) -> int:
+        """`forget_buckets` in every table of the owner's buckets; rows deleted."""
+        return sum(forget_buckets(table, owner) for table in self.all(width))
+
+    def delete(self, width: int, keys: list[tuple[str, str]]) -> None:
+        """Delete rows given as (PartitionKey, RowKey), each from its bucket's table."""
+        by_table: dict[str, tuple[TableClient, list]] = {}
+        for key in keys:
+            table = self.of(key[0], width)
+            by_table.setdefault(table.table_name, (table, []))[1].append(key)
+        for table, same in by_table.values():
+            delete_in_batches(table, same)
 
 
 def bucket_range(owner: str) -> dict:
@@ -66,23 +133,18 @@ def first_bucket_rows(table: TableClient, owner: str, prefix: str, after_task_id
                       select: list[str] | None = None) -> list:
     """Up to `limit` of `owner`'s rows `<prefix><taskId>` (their `select` columns, RowKey
     by default), in task id order, after `after_task_id` (from the first if empty)."""
-    span = {**bucket_range(owner), "start": prefix, "end": _end(prefix)}
-    select = select or ["RowKey"]
-    rows = []
-    if after_task_id:
-        span["low"] = bucket(owner, after_task_id)   # the rest of its bucket, then the buckets after it
-        rows = _rows_in(table, span["low"], prefix + after_task_id, span["end"], limit, select)
-    if len(rows) < limit:
-        rows += first_rows(table, IN_BUCKETS + " and RowKey gt @start and RowKey lt @end", span,
-                           limit - len(rows), select)
-    return rows
+    return first_rows(table, *_after(owner, prefix, after_task_id), limit, select or ["RowKey"])
 
 
-def _rows_in(table: TableClient, partition: str, start: str, end: str, limit: int,
-             select: list[str] | None = None) -> list:
-    """Up to `limit` rows of one bucket with keys in (start, end)."""
-    return first_rows(table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
-                      {"pk": partition, "start": start, "end": end}, limit, select or ["RowKey"])
+def _after(owner: str, prefix: str, after_task_id: str) -> tuple[str, dict]:
+    """The query (and its parameters) of `owner`'s rows `<prefix><taskId>` after `after_task_id`.
+
+    One range query whatever the width: it begins at the bucket of width 1 of
+    `after_task_id`, the first that may hold later rows; a row of a later bucket has a later
+    task id, so its key passes `RowKey gt <prefix><after_task_id>` too."""
+    return ("PartitionKey ge @low and PartitionKey lt @high and RowKey gt @start and RowKey lt @end",
+            {"low": owner + SEPARATOR + after_task_id[:1], "high": owner + SEPARATOR * 2,
+             "start": prefix + after_task_id, "end": _end(prefix)})
 
 
 def forget_buckets(table: TableClient, owner: str) -> int:

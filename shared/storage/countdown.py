@@ -16,9 +16,13 @@ so the count is exact: a row whose marker exists was counted before, and is neit
 again nor written back once removed (a satisfied requirement never comes back, whoever
 writes it again); one gone already is not counted down twice. The marker stays until the
 owner's rows are forgotten (a group's member row is its members' marker). Whoever takes a
-bucket to zero asks whether another bucket is not (one query, once per bucket that
-empties). Two last removals in two buckets at once: each writes its own count before it
-reads the others', so the later reader sees both at zero.
+bucket to zero asks whether another bucket is not: first by reading the count of a bucket or
+two where this process last saw rows counted (a count read above zero answers at once),
+else by one query over every bucket. The query is what costs: Azurite scans the whole table
+for it, and a large owner in buckets of two characters (see `buckets`) empties a thousand
+buckets, one every ten completions of a 10,000-task graph, which made its completions 40%
+slower before the counts were read first. Two last removals in two buckets at once: each
+writes its own count before it reads the others', so the later reader sees both at zero.
 
 This process remembers each count it wrote, with its ETag (a bounded memory), and its
 threads write a bucket one at a time; a transaction on a count another process changed since
@@ -32,14 +36,14 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import groupby, islice
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from .batches import MAX_BATCH, delete_row
-from .buckets import IN_BUCKETS, all_buckets, bucket, bucket_range
+from .buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
 from .errors import Closed
 from .queries import first_rows
 from .transactions import submit
@@ -48,6 +52,7 @@ COUNT = "count"
 CLOSED = "closed"
 ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
+PROBES = 2               # counts read (see `left`) before a query over every bucket
 # Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
 _BUCKETS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-write")
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-read")
@@ -64,11 +69,13 @@ class _Count:
 
 
 class _Remembered:
-    """The last count and ETag this process wrote or read per bucket: a hint only."""
+    """The last count and ETag this process wrote or read per bucket (key: table, partition,
+    count row): a hint only. And per owner, the buckets last seen counting a row."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: OrderedDict[tuple, _Count] = OrderedDict()
+        self._counting: dict[tuple, dict[str, None]] = {}   # (table, owner, row) -> partitions
 
     def get(self, key: tuple) -> _Count | None:
         with self._lock:
@@ -78,8 +85,25 @@ class _Remembered:
         with self._lock:
             self._counts[key] = count
             self._counts.move_to_end(key)
+            self._note(key, count.value > 0)
             while len(self._counts) > REMEMBERED:
-                self._counts.popitem(last=False)
+                self._note(self._counts.popitem(last=False)[0], False)
+
+    def counting(self, table: str, owner: str, row: str, but: str, limit: int) -> list[str]:
+        """Up to `limit` of `owner`'s buckets, but `but`, last seen counting a row."""
+        with self._lock:
+            return list(islice((partition for partition in self._counting.get((table, owner, row), ())
+                                if partition != but), limit))
+
+    def _note(self, key: tuple, counting: bool) -> None:
+        table, partition, row = key
+        owner = (table, partition.rpartition(SEPARATOR)[0], row)
+        if counting:
+            self._counting.setdefault(owner, {})[partition] = None
+        elif partition in self._counting.get(owner, ()):
+            del self._counting[owner][partition]
+            if not self._counting[owner]:
+                del self._counting[owner]
 
 
 _REMEMBERED = _Remembered()
@@ -87,21 +111,25 @@ _LOCKS = [threading.Lock() for _ in range(1024)]
 
 
 class Countdown:
-    def __init__(self, table: TableClient, prefix: str, name: str, marker: str) -> None:
-        self._table = table
+    def __init__(self, table: TableClient, prefix: str, name: str, marker: str,
+                 spread: BucketTables | None = None) -> None:
+        self._table = table        # `spread`: where a wide owner's buckets are (see `BucketTables`)
+        self._spread = spread
         self._prefix = prefix
         self._marker = marker
         self._row = "~" + name          # sorts after every task id: outside the counted rows' range
 
-    def add(self, owner: str, task_ids: list[str], refuse_closed: bool = False,
+    def add(self, owner: str, task_ids: list[str], width: int = 1, refuse_closed: bool = False,
             beside: dict[str, dict] | None = None) -> set[str]:
-        """Counted rows for `task_ids`, but those counted before (their marker exists), which
-        are returned; a bucket's transactions one after another, the buckets at once.
-        `refuse_closed`: raise Closed, adding nothing more, if the owner was closed (see
-        `close`). `beside`: a row more per task (RowKey and columns), written with its
-        marker, once."""
+        """Counted rows for `task_ids` in `owner`'s buckets of `width` (see `buckets`), but
+        those counted before (their marker exists), which are returned; a bucket's
+        transactions one after another, the buckets at once. `refuse_closed`: raise Closed,
+        adding nothing more, if the owner was closed (see `close`). `beside`: a row more per
+        task (RowKey and columns), written with its marker, once."""
+        def bucket_of(task_id: str) -> str:
+            return bucket(owner, task_id, width)
         by_bucket = [(partition, list(ids)) for partition, ids in
-                     groupby(sorted(set(task_ids), key=lambda t: bucket(owner, t)), key=lambda t: bucket(owner, t))]
+                     groupby(sorted(set(task_ids), key=bucket_of), key=bucket_of)]
         beside = beside or {}
         per_transaction = (MAX_BATCH - 1) // (3 if beside else 2)   # each task's rows, and the count
 
@@ -140,14 +168,15 @@ class Countdown:
             return set(task_ids) - set(missing)
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
-    def remove(self, owner: str, task_id: str, beside: dict | None = None) -> bool:
+    def remove(self, owner: str, task_id: str, width: int = 1, beside: dict | None = None) -> bool:
         """Delete the task's counted row (gone already: nothing to count); whether any counted
-        row of `owner` is left, in any bucket. `beside`: a row of the task's bucket (RowKey and
-        columns) merged in the same transaction, only if the counted row was there."""
-        partition = bucket(owner, task_id)
+        row of `owner` (whose buckets are of `width`) is left, in any bucket. `beside`: a row
+        of the task's bucket (RowKey and columns) merged in the same transaction, only if the
+        counted row was there."""
+        partition = bucket(owner, task_id, width)
         with self._serial(partition):
             left = self._remove(partition, task_id, beside)
-        return left or self.left(owner)
+        return left or self.left(owner, width, emptied=partition)
 
     def _remove(self, partition: str, task_id: str, beside: dict | None = None) -> bool:
         """Whether the bucket counts a row after the task's is removed."""
@@ -156,11 +185,11 @@ class Countdown:
             count = self._read(partition)
         for _ in range(ATTEMPTS):
             if count.etag is None:      # no count: no counted row in the bucket
-                delete_row(self._table, partition, self._prefix + task_id)
+                delete_row(self._in(partition), partition, self._prefix + task_id)
                 return False
             try:
-                etag = submit(self._table, [*_merged(partition, beside), *self._removal(partition, task_id, count)]
-                              )[-1].get("etag")
+                etag = submit(self._in(partition), [*_merged(partition, beside),
+                                                    *self._removal(partition, task_id, count)])[-1].get("etag")
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count:      # refused for the row: removed before
@@ -172,19 +201,20 @@ class Countdown:
             return count.value > 0
         raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
 
-    def remove_with(self, other: Countdown, owner: str, task_id: str, beside: dict | None = None) -> tuple[bool, bool]:
+    def remove_with(self, other: Countdown, owner: str, task_id: str, width: int = 1,
+                    beside: dict | None = None) -> tuple[bool, bool]:
         """`remove` the task's rows of this countdown and of `other`, whose rows are in the
         same table and buckets (a graph's open labels beside its group's unresolved members):
         one transaction for both when this process knows both counts, else one after the
         other. Whether each has a counted row of `owner` left. `beside`: as for `remove`,
         with this countdown's row."""
-        partition = bucket(owner, task_id)
+        partition = bucket(owner, task_id, width)
         with self._serial(partition):   # the table's and bucket's lock: `other`'s too
             mine, theirs = self._remembered(partition), other._remembered(partition)
             if mine and mine.etag and theirs and theirs.etag:
                 merged = _merged(partition, beside)
                 try:
-                    results = submit(self._table, [*merged, *self._removal(partition, task_id, mine),
+                    results = submit(self._in(partition), [*merged, *self._removal(partition, task_id, mine),
                                                    *other._removal(partition, task_id, theirs)])
                 except TableTransactionError:   # a count changed, or a row went before: one at a time
                     left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
@@ -194,25 +224,34 @@ class Countdown:
                     left = mine.value > 1, theirs.value > 1
             else:
                 left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
-        return left[0] or self.left(owner), left[1] or other.left(owner)
+        return (left[0] or self.left(owner, width, emptied=partition),
+                left[1] or other.left(owner, width, emptied=partition))
 
-    def close(self, owner: str, when: str) -> None:
-        """Mark every bucket the owner's rows may ever use as closed at `when` (an upsert of
+    def close(self, owner: str, when: str, width: int = 1) -> None:
+        """Mark every bucket of `width` the owner's rows may ever use as closed at `when` (an upsert of
         each count row, made if missing): an `add` refusing closed owners that began before
         is refused by the count's changed ETag, or by the row it would have made, and reads
         the mark. Done again, it changes nothing but the ETags."""
-        list(_READERS.map(lambda partition: self._table.upsert_entity(
+        list(_READERS.map(lambda partition: self._in(partition).upsert_entity(
             {"PartitionKey": partition, "RowKey": self._row, CLOSED: when}, mode=UpdateMode.MERGE),
-            all_buckets(owner)))
+            all_buckets(owner, width)))
 
-    def left(self, owner: str) -> bool:
-        """Whether any bucket of `owner` counts a row."""
-        return bool(first_rows(self._table, IN_BUCKETS + " and RowKey eq @row and count gt 0",
-                               {**bucket_range(owner), "row": self._row}, 1, ["RowKey"]))
+    def left(self, owner: str, width: int = 1, emptied: str = "") -> bool:
+        """Whether any bucket of `owner` (of `width`) counts a row: a bucket this process last saw counting
+        one (but `emptied`, just taken to zero) read first, PROBES of them at most, then one
+        query. A count read above zero is a row there now, whoever removes it next (and that
+        remover will read this count too); only the query can say there is none."""
+        for partition in _REMEMBERED.counting(self._table.table_name, owner, self._row, emptied, PROBES):
+            if self._read(partition).value > 0:
+                return True
+        query, parameters = IN_BUCKETS + " and RowKey eq @row and count gt 0", {**bucket_range(owner), "row": self._row}
+        if self._spread is None:
+            return bool(first_rows(self._table, query, parameters, 1, ["RowKey"]))
+        return bool(self._spread.query(width, query, parameters, 1, ["RowKey"]))
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""
-        return submit(self._table, [*operations, self._counting(partition, count, change)])[-1].get("etag")
+        return submit(self._in(partition), [*operations, self._counting(partition, count, change)])[-1].get("etag")
 
     def _counting(self, partition: str, count: _Count, change: int) -> tuple:
         """The operation that changes the bucket's count by `change`, if it is still `count`."""
@@ -229,7 +268,7 @@ class Countdown:
 
     def _read(self, partition: str) -> _Count:
         try:
-            row = self._table.get_entity(partition, self._row)
+            row = self._in(partition).get_entity(partition, self._row)
         except ResourceNotFoundError:
             count = _Count(0, None)
         else:
@@ -239,10 +278,14 @@ class Countdown:
 
     def _exists(self, partition: str, row_key: str) -> bool:
         try:
-            self._table.get_entity(partition, row_key, select=["RowKey"])
+            self._in(partition).get_entity(partition, row_key, select=["RowKey"])
         except ResourceNotFoundError:
             return False
         return True
+
+    def _in(self, partition: str) -> TableClient:
+        """The table of a bucket."""
+        return self._table if self._spread is None else self._spread.of(partition, bucket_width(partition))
 
     def _serial(self, partition: str) -> threading.Lock:
         """The lock of this process's writers of the bucket: they take turns instead of

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Callable, Generic, TypeVar
 
 Record = TypeVar("Record")
@@ -49,6 +50,19 @@ class RecentWrites(Generic[Record]):
         with self._lock:
             found = self._rows.get(key)
         return found[0] if found else None
+
+    def outbox_cleared(self, key: str, cleared: tuple | None) -> None:
+        """After `outbox.clear` of the row remembered under `key` (a record with `outbox` and
+        `etag`), which returned `cleared`: remembered with the outbox left and the new ETag if
+        the clear replaced the version remembered, else forgotten (written since by another
+        process, or not cleared), so that the next change does not start from a stale ETag."""
+        remembered = self.get(key)
+        if remembered is None:
+            return
+        if cleared is not None and remembered.etag == cleared[1]:
+            self.wrote(key, replace(remembered, outbox=cleared[0], etag=cleared[2]))
+        else:
+            self.forget(key)
 
     def forget(self, key: str) -> None:
         with self._lock:

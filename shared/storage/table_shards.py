@@ -46,6 +46,10 @@ class TableShards:
         upsert_in_tables([(table, [entity for _, entity in part])
                           for table, part in self.split(rows, lambda row: row[0])])
 
+    def all(self) -> list[TableClient]:
+        """Every table of the split, in order."""
+        return [self._table(shard) for shard in range(SHARDS)]
+
     def _shard(self, owner: str) -> int:
         return zlib.crc32(owner.encode()) % SHARDS
 

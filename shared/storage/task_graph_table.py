@@ -88,6 +88,7 @@ class TaskGraphTable:
     def __init__(self, account: StorageAccount, groups: TaskGroupTable) -> None:
         self._table = account.table("TaskGraphs")
         self._open_labels = groups.open_labels
+        self._width = groups.width   # a graph's buckets are as wide as its group's (the same id)
 
     def insert_graph(self, graph: GraphRecord) -> GraphRecord:
         try:
@@ -108,13 +109,14 @@ class TaskGraphTable:
 
     def add_labels(self, labels: list[LabelRecord]) -> None:
         """Label rows, and an open row for each (counted, see `countdown`), written at once."""
-        rows = []
-        for record in labels:
-            rows.append(_label_entity(record))
-            rows.append({"PartitionKey": bucket(record.graph_id, record.task_id), "RowKey": f"task.{record.task_id}",
-                         "label": record.label})
-        opened = [_WRITERS.submit(self._open_labels.add, graph_id, [record.task_id for record in same])
-                  for graph_id, same in groupby(sorted(labels, key=lambda r: r.graph_id), key=lambda r: r.graph_id)]
+        rows, opened = [], []
+        for graph_id, same in groupby(sorted(labels, key=lambda r: r.graph_id), key=lambda r: r.graph_id):
+            same, width = list(same), self._width(graph_id)
+            for record in same:
+                rows.append(_label_entity(record, width))
+                rows.append({"PartitionKey": bucket(graph_id, record.task_id, width),
+                             "RowKey": f"task.{record.task_id}", "label": record.label})
+            opened.append(_WRITERS.submit(self._open_labels.add, graph_id, [record.task_id for record in same], width))
         upsert_in_batches(self._table, rows)
         for future in opened:
             future.result()
@@ -123,7 +125,7 @@ class TaskGraphTable:
         """The label's row: read in its task's bucket, or looked for in every bucket of the
         graph when its taskId is not known (one query; a blocked graph's status)."""
         if task_id is not None:
-            row = self._get(bucket(graph_id, task_id), f"label.{label}")
+            row = self._get(bucket(graph_id, task_id, self._width(graph_id)), f"label.{label}")
         else:
             found = first_rows(self._table, IN_BUCKETS + " and RowKey eq @row",
                                {**bucket_range(graph_id), "row": f"label.{label}"}, 1)
@@ -131,7 +133,8 @@ class TaskGraphTable:
         return _label(graph_id, row) if row is not None else None
 
     def save_label(self, record: LabelRecord) -> LabelRecord:
-        return replace(record, etag=self._save(_label_entity(record), record.etag, record.label))
+        entity = _label_entity(record, self._width(record.graph_id))
+        return replace(record, etag=self._save(entity, record.etag, record.label))
 
     def labels(self, graph_id: str) -> list[LabelRecord]:
         rows = self._table.query_entities(IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'",
@@ -159,11 +162,11 @@ class TaskGraphTable:
         return names
 
     def label_of(self, graph_id: str, task_id: str) -> str | None:
-        row = self._get(bucket(graph_id, task_id), f"task.{task_id}")
+        row = self._get(bucket(graph_id, task_id, self._width(graph_id)), f"task.{task_id}")
         return row["label"] if row is not None else None
 
     def any_open(self, graph_id: str) -> bool:
-        return self._open_labels.left(graph_id)
+        return self._open_labels.left(graph_id, self._width(graph_id))
 
     def _any(self, graph_id: str, kind: str) -> bool:
         """Whether the graph has any row `<kind>.*` (one row read at most)."""
@@ -246,8 +249,8 @@ def _graph_entity(graph: GraphRecord) -> dict:
             "extension": graph.extension}
 
 
-def _label_entity(record: LabelRecord) -> dict:
-    return {"PartitionKey": bucket(record.graph_id, record.task_id), "RowKey": f"label.{record.label}",
+def _label_entity(record: LabelRecord, width: int) -> dict:
+    return {"PartitionKey": bucket(record.graph_id, record.task_id, width), "RowKey": f"label.{record.label}",
             "taskId": record.task_id,
             **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
             "reruns": record.reruns, "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}

@@ -1,9 +1,11 @@
 """The TaskGroups table: each group's row, and its member rows in bucket partitions.
 
-PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed and resolved. Each
-task of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
+PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed, resolved and the
+width of its buckets (`bucketWidth`, fixed when the row is made; 1 when absent). Each task
+of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
-with the group): the group is resolved when no unresolved row is left, which the count of
+with the group; a wide group's buckets are in the tables TaskGroupsW00 to W31, so that no
+table grows with it either: see `BucketTables`): the group is resolved when no unresolved row is left, which the count of
 them in each bucket (row "~unresolved", see `countdown`) tells without a query. A task's
 member and unresolved rows are written together in one transaction with that count, which
 a seal marks in every bucket (column `closed`), so that a member cannot join a sealed group
@@ -29,14 +31,15 @@ group row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
 from ..domain.task_events import Event
 from . import lost_responses, outbox
 from .account import StorageAccount
-from .batches import delete_in_batches, delete_row
-from .buckets import IN_BUCKETS, bucket, bucket_range, first_keys, forget_buckets
+from .batches import delete_row
+from .buckets import IN_BUCKETS, BucketTables, bucket, bucket_range
 from .countdown import Countdown
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
@@ -49,6 +52,7 @@ UNRESOLVED_PREFIX = "unresolved."  # members that have not resolved even once ye
 OPEN_PREFIX = "open."              # a graph's labels whose task has not completed yet
 LABEL_MARKER = "~label."           # a graph's labels ever opened
 DEADLINE_PREFIX = "deadline."      # a member by its deadline: what the deadline sweep reads
+WIDTHS_REMEMBERED = 65_536         # groups whose bucket width this process remembers
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class TaskGroupRecord:
     resolved: str = ""   # when every member had resolved at least once (last time it happened)
     etag: str | None = None
     outbox: tuple[Event, ...] = ()   # events not published yet
+    bucket_width: int = 1            # see `buckets`
 
     @property
     def key(self) -> str:
@@ -80,11 +85,17 @@ class TaskGroupRecord:
 
 class TaskGroupTable:
     def __init__(self, account: StorageAccount, marks: PublicationMarks | None = None) -> None:
-        self._table = account.table("TaskGroups")
-        self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved", marker=MEMBER_PREFIX)
-        self.open_labels = Countdown(self._table, OPEN_PREFIX, "open", marker=LABEL_MARKER)  # see TaskGraphTable
+        self._buckets = BucketTables(account, "TaskGroups")   # a wide group's buckets are spread
+        self._table = self._buckets.table
+        self._unresolved = Countdown(self._table, UNRESOLVED_PREFIX, "unresolved", marker=MEMBER_PREFIX,
+                                     spread=self._buckets)
+        self.open_labels = Countdown(self._table, OPEN_PREFIX, "open", marker=LABEL_MARKER,  # see TaskGraphTable
+                                     spread=self._buckets)
         self.marks = marks or PublicationMarks(account)
         self._recent: RecentWrites[TaskGroupRecord] = RecentWrites(size=4096)
+        # A group's width never changes while its row lives, so it is remembered longer than
+        # the row (a completion of a member asks for it; the group row is not read for that).
+        self._widths: RecentWrites[int] = RecentWrites(size=WIDTHS_REMEMBERED)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
         group = self._prepared(group)
@@ -103,7 +114,8 @@ class TaskGroupTable:
             return None
         return self._remember(TaskGroupRecord(
             task_group_id, entity["schedulerId"], entity["expires"], entity.get("sealed", ""),
-            entity.get("resolved", ""), entity.metadata.get("etag"), outbox.from_entity(entity)))
+            entity.get("resolved", ""), entity.metadata.get("etag"), outbox.from_entity(entity),
+            entity.get("bucketWidth") or 1))
 
     def last_known(self, task_group_id: str) -> TaskGroupRecord | None:
         """The group's row as this process last wrote or read it, if it remembers it: its
@@ -123,7 +135,19 @@ class TaskGroupTable:
 
     def _remember(self, group: TaskGroupRecord) -> TaskGroupRecord:
         self._recent.wrote(group.task_group_id, group)
+        self._widths.wrote(group.task_group_id, group.bucket_width)
         return group
+
+    def width(self, task_group_id: str) -> int:
+        """The width of the group's buckets: remembered, or read from its row (1 when there is
+        no row: nor are there member rows). Remembered until the group is forgotten here; a
+        group deleted by another process and made anew under the same id with another width
+        (a large graph's, after the first expired) would be misread by this one."""
+        width = self._widths.get(task_group_id)
+        if width is None:
+            group = self.load(task_group_id)
+            width = group.bucket_width if group else 1
+        return width
 
     def _prepared(self, group: TaskGroupRecord) -> TaskGroupRecord:
         """The group with the outbox to write (see `publication_marks`)."""
@@ -134,7 +158,8 @@ class TaskGroupTable:
 
     def clear_outbox(self, task_group_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        outbox.clear(self._table, task_group_id, GROUP_ROW, published, etag, kept)
+        self._recent.outbox_cleared(task_group_id, outbox.clear(self._table, task_group_id, GROUP_ROW, published,
+                                                                etag, kept))
 
     def add_members(self, task_group_id: str, definitions: dict[str, dict], refuse_sealed: bool = True) -> set[str]:
         """Member, unresolved and deadline rows of new tasks (taskId -> definition), each
@@ -146,44 +171,49 @@ class TaskGroupTable:
         beside = {task_id: {"RowKey": _deadline_key(definition["deadline"], task_id), "expires": definition["expires"],
                             "plain": not definition["dependencies"]}
                   for task_id, definition in definitions.items()}
-        return self._unresolved.add(task_group_id, list(definitions), refuse_closed=refuse_sealed, beside=beside)
+        return self._unresolved.add(task_group_id, list(definitions), self.width(task_group_id),
+                                    refuse_closed=refuse_sealed, beside=beside)
 
     def withdraw_member(self, task_group_id: str, task_id: str, deadline: str) -> None:
         """Take back the rows `add_members` wrote for a task that turned out to be another
         group's (its taskId was taken): counted down first, then its marker and deadline row."""
-        self._unresolved.remove(task_group_id, task_id)
-        delete_in_batches(self._table, [(bucket(task_group_id, task_id), key)
-                                        for key in (MEMBER_PREFIX + task_id, _deadline_key(deadline, task_id))])
+        width = self.width(task_group_id)
+        self._unresolved.remove(task_group_id, task_id, width)
+        self._buckets.delete(width, [(bucket(task_group_id, task_id, width), key)
+                                     for key in (MEMBER_PREFIX + task_id, _deadline_key(deadline, task_id))])
 
     def seal_members(self, task_group_id: str, sealed: str) -> None:
         """After the group's row was sealed: mark every bucket's count, so that a member
         added from a version of the group read before the seal is refused."""
-        self._unresolved.close(task_group_id, sealed)
+        self._unresolved.close(task_group_id, sealed, self.width(task_group_id))
 
     def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
         """A member resolved (its first resolution, noted on its deadline row; again: no
         change); whether a member has not resolved yet."""
-        return self._unresolved.remove(task_group_id, task_id, first.noted(task_id))
+        return self._unresolved.remove(task_group_id, task_id, self.width(task_group_id), first.noted(task_id))
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """A graph's task completed: its membership and its label counted down at once (see
         `Countdown.remove_with`); whether a member has not resolved yet, and whether a label
         of the graph is open still."""
-        return self._unresolved.remove_with(self.open_labels, task_group_id, task_id, first.noted(task_id))
+        return self._unresolved.remove_with(self.open_labels, task_group_id, task_id, self.width(task_group_id),
+                                            first.noted(task_id))
 
     def member_rerun(self, task_group_id: str, task_id: str, deadline: str) -> None:
         """A member is about to be rerun: from now on its deadline row leaves the decision to
         its task row (written before the rerun, so a crash cannot hide a rerun task's deadline)."""
-        self._table.upsert_entity({"PartitionKey": bucket(task_group_id, task_id),
-                                   "RowKey": _deadline_key(deadline, task_id), "rerun": True})
+        width = self.width(task_group_id)
+        partition = bucket(task_group_id, task_id, width)
+        self._buckets.of(partition, width).upsert_entity(
+            {"PartitionKey": partition, "RowKey": _deadline_key(deadline, task_id), "rerun": True})
 
     def deadline_rows(self, task_group_id: str, start: str, end: str, limit: int) -> list[DeadlineRow]:
         """Up to `limit` of the group's deadline rows with deadlines in [start, end), in
         deadline order within each bucket."""
-        rows = first_rows(self._table, IN_BUCKETS + " and RowKey ge @start and RowKey lt @end",
-                          {**bucket_range(task_group_id), "start": DEADLINE_PREFIX + start,
-                           "end": DEADLINE_PREFIX + end}, limit,
-                          ["RowKey", "expires", "plain", "resolved", "runs", "rerun"])
+        rows = self._buckets.query(self.width(task_group_id), IN_BUCKETS + " and RowKey ge @start and RowKey lt @end",
+                                   {**bucket_range(task_group_id), "start": DEADLINE_PREFIX + start,
+                                    "end": DEADLINE_PREFIX + end}, limit,
+                                   ["RowKey", "expires", "plain", "resolved", "runs", "rerun"])
         return [_deadline_row(row) for row in rows]
 
     def forget_members(self, members: list[tuple[str, str, str]]) -> None:
@@ -191,27 +221,29 @@ class TaskGroupTable:
         deadline or "" if not known), one transaction per bucket; their unresolved rows went
         when they resolved (one a crash left behind goes with the group, as does a deadline
         row whose deadline was not known)."""
-        delete_in_batches(self._table, [
-            (bucket(group_id, task_id), key)
-            for group_id, task_id, deadline in members
-            for key in (MEMBER_PREFIX + task_id, *([_deadline_key(deadline, task_id)] if deadline else []))])
+        for group_id, same in groupby(sorted(members), key=lambda member: member[0]):
+            width = self.width(group_id)
+            self._buckets.delete(width, [
+                (bucket(group_id, task_id, width), key) for _, task_id, deadline in same
+                for key in (MEMBER_PREFIX + task_id, *([_deadline_key(deadline, task_id)] if deadline else []))])
 
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows (and a graph's open labels) are left, then the group's
         row (so a crash midway leaves a group that is found, and deleted, again)."""
-        forget_buckets(self._table, task_group_id)
+        self._buckets.forget(task_group_id, self.width(task_group_id))
         self._recent.forget(task_group_id)
+        self._widths.forget(task_group_id)
         delete_row(self._table, task_group_id, GROUP_ROW)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
-        return first_keys(self._table, task_group_id, MEMBER_PREFIX, after, limit)
+        return self._buckets.first_keys(task_group_id, self.width(task_group_id), MEMBER_PREFIX, after, limit)
 
     def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
-        return first_keys(self._table, task_group_id, UNRESOLVED_PREFIX, "", limit)
+        return self._buckets.first_keys(task_group_id, self.width(task_group_id), UNRESOLVED_PREFIX, "", limit)
 
     def any_unresolved(self, task_group_id: str) -> bool:
-        return self._unresolved.left(task_group_id)
+        return self._unresolved.left(task_group_id, self.width(task_group_id))
 
     def recent(self, limit: int, scan: int = 5000) -> list[dict]:
         """Up to `limit` groups' rows (taskGroupId, schedulerId, expires, sealed, resolved, and
@@ -234,7 +266,7 @@ class TaskGroupTable:
     def _entity(group: TaskGroupRecord) -> dict:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
-                "resolved": group.resolved, **outbox.to_columns(group.outbox)}
+                "resolved": group.resolved, "bucketWidth": group.bucket_width, **outbox.to_columns(group.outbox)}
 
 
 @dataclass(frozen=True)

@@ -308,14 +308,7 @@ class TaskTable:
 
     def clear_outbox(self, task_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        cleared = outbox.clear(self._table, *_key(task_id), published, etag, kept)
-        remembered = self._recent.get(task_id)
-        if remembered is None:
-            return
-        if cleared is not None and remembered.etag == cleared[1]:
-            self._wrote(replace(remembered, outbox=cleared[0], etag=cleared[2]))
-        else:   # written since by another process, or not cleared: read it again next time
-            self._recent.forget(task_id)
+        self._recent.outbox_cleared(task_id, outbox.clear(self._table, *_key(task_id), published, etag, kept))
 
     def delete_many(self, task_ids: list[str]) -> None:
         """Delete tasks' rows, a transaction per partition (rows gone already are no error)."""

@@ -7,6 +7,8 @@ import pytest
 
 from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
+from shared.services import task_graphs
+from shared.storage.buckets import WIDE
 from tests.conftest import make_task
 from tests.services.test_dependencies import run
 
@@ -64,6 +66,25 @@ def test_a_graph_runs_to_finished_with_subs(services, task_queue_id):
     assert state(services, graph_id) == "running"
     assert run_labels(services, graph_id, task_queue_id) == ["test"]
     assert state(services, graph_id) == "finished"
+
+
+def test_a_large_graph_has_a_group_of_wide_buckets_and_runs_to_finished(services, task_queue_id, monkeypatch):
+    monkeypatch.setattr(task_graphs, "WIDE_GRAPH_TASKS", 5)
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={},
+                                                **{f"leaf-{i}": {"requires": ["root"]} for i in range(6)}))
+    deliver_parts(services)
+    group = services.task_groups.groups.load(graph_id)
+    assert group.bucket_width == WIDE
+    members = services.task_groups.list(graph_id, None, None)["tasks"]
+    assert len(members) == 7
+    assert run_labels(services, graph_id, task_queue_id) == ["root"]
+    assert len(run_all_labels(services, graph_id, task_queue_id)) == 6
+    assert state(services, graph_id) == "finished"
+    assert services.task_groups.groups.load(graph_id).resolved
+    small = new_slugid()
+    services.task_graphs.create(small, graph(task_queue_id, only={}))
+    assert services.task_groups.groups.load(small).bucket_width == 1
 
 
 def test_creating_the_same_graph_twice_is_idempotent_and_a_different_one_conflicts(services, task_queue_id):

@@ -8,11 +8,13 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.storage.account import StorageAccount
-from shared.storage.buckets import SEPARATOR, bucket, first_keys, forget_buckets
+from shared.storage.buckets import SEPARATOR, WIDE, bucket, first_keys, forget_buckets
 from shared.storage.dependency_table import Dependent, DependencyTable
+from shared.storage.errors import Closed
 from shared.storage.requirement_table import RequirementTable
+from shared.storage.table_shards import SHARDS
 from shared.storage.task_graph_table import LabelRecord, TaskGraphTable
-from shared.storage.task_group_table import FirstResolution, TaskGroupTable
+from shared.storage.task_group_table import FirstResolution, TaskGroupRecord, TaskGroupTable
 from tests.conftest import as_members, unique_prefix
 from tests.memory_storage import MemoryAccount
 
@@ -49,6 +51,80 @@ def test_members_read_back_in_task_id_order_from_any_point(account):
     for start in (0, 17, 150, 298):   # the rest of the bucket of `after`, then the buckets after it
         assert groups.members(group_id, members[start], 40) == members[start + 1:start + 41]
     assert groups.members(group_id, members[-1], 10) == []
+
+
+def group_rows(account) -> Counter:
+    """`rows_by_partition` of TaskGroups and of the tables a wide group's buckets are spread over."""
+    return sum((rows_by_partition(account.table(f"TaskGroupsW{shard:02d}")) for shard in range(SHARDS)),
+               rows_by_partition(account.table("TaskGroups")))
+
+
+def wide_group(groups: TaskGroupTable) -> str:
+    """A group made with wide buckets, as a large graph's is."""
+    group_id = new_slugid()
+    groups.insert(TaskGroupRecord(group_id, "-", "2031-01-01T00:00:00.000Z", bucket_width=WIDE))
+    return group_id
+
+
+def test_a_wide_group_keeps_its_rows_in_buckets_of_two_characters(account):
+    groups = TaskGroupTable(account)
+    group_id = wide_group(groups)
+    members = sorted(new_slugid() for _ in range(600))
+    groups.add_members(group_id, as_members(members))
+    assert set(rows_by_partition(account.table("TaskGroups"))) == {group_id}   # its row; its buckets elsewhere
+    spread = [rows_by_partition(account.table(f"TaskGroupsW{shard:02d}")) for shard in range(SHARDS)]
+    assert sum(1 for table in spread if table) >= 24   # each bucket in one of 32 tables
+    buckets = group_rows(account)
+    del buckets[group_id]
+    assert {len(partition) - len(group_id) - 1 for partition in buckets} == {2}
+    assert sum(buckets.values()) == 1800 + len(buckets) and max(buckets.values()) <= 20   # vs ~60 a bucket of 1
+    assert groups.members(group_id, "", 1000) == members
+    for start in (0, 17, 300, 598):
+        assert groups.members(group_id, members[start], 40) == members[start + 1:start + 41]
+
+
+def test_another_process_reads_a_groups_width_from_its_row(account):
+    group_id = wide_group(TaskGroupTable(account))
+    writer, resolver = TaskGroupTable(account), TaskGroupTable(account)   # neither made the group
+    members = [new_slugid() for _ in range(50)]
+    writer.add_members(group_id, as_members(members))
+    assert all(resolver.member_resolved(group_id, task_id, RESOLVED) for task_id in members[:-1])
+    assert resolver.unresolved(group_id, 5) == [members[-1]]
+    assert not resolver.member_resolved(group_id, members[-1], RESOLVED)   # the last one: none left
+    assert not resolver.any_unresolved(group_id)
+    writer.forget(group_id)
+    assert not group_rows(account)
+
+
+def test_a_sealed_wide_group_refuses_members_in_any_of_its_buckets():
+    groups = TaskGroupTable(MemoryAccount(unique_prefix()))   # (4,096 buckets to mark: the fake alone)
+    group_id = wide_group(groups)
+    groups.add_members(group_id, as_members([new_slugid()]))
+    groups.seal_members(group_id, "2029-01-01T00:00:00.000Z")
+    for task_id in (new_slugid(), "_-" + new_slugid()[2:]):   # any bucket, one of the rarest characters
+        with pytest.raises(Closed):
+            groups.add_members(group_id, as_members([task_id]))
+    assert groups.add_members(group_id, as_members([first := new_slugid()]), refuse_sealed=False) == set()
+    assert first in groups.members(group_id, "", 10)
+
+
+def test_a_wide_graph_finds_its_labels_and_closes_them_in_its_groups_buckets(account):
+    groups = TaskGroupTable(account)
+    graph_id = wide_group(groups)
+    graphs = TaskGraphTable(account, groups)
+    records = [LabelRecord(graph_id, f"label-{i:03d}", new_slugid(), (), 1, 1) for i in range(60)]
+    graphs.add_labels(records)
+    assert {row["PartitionKey"] for row in account.table("TaskGraphs").query_entities("PartitionKey ne ''")} \
+        == {bucket(graph_id, record.task_id, WIDE) for record in records}
+    assert graphs.labels(graph_id) == records
+    some = records[7]
+    assert graphs.label_of(graph_id, some.task_id) == some.label
+    assert graphs.load_label(graph_id, some.label, some.task_id) == some
+    for record in records[:-1]:
+        groups.open_labels.remove(graph_id, record.task_id, WIDE)
+    assert graphs.any_open(graph_id)
+    groups.open_labels.remove(graph_id, records[-1].task_id, WIDE)
+    assert not graphs.any_open(graph_id)
 
 
 def test_a_group_is_resolved_once_its_last_bucket_is_empty(account):
@@ -136,5 +212,6 @@ def test_first_keys_reads_across_storage_pages(account):
             table.submit_transaction([("upsert", {"PartitionKey": partition, "RowKey": "x." + task_id})
                                       for task_id in chunk[start:start + 100]])
     assert first_keys(table, owner, "x.", "", 1100) == task_ids[:1100]
+    assert first_keys(table, owner, "x.", task_ids[40], 1100) == task_ids[41:1141]
     assert forget_buckets(table, owner) == 1200
     assert first_keys(table, owner, "x.", "", 10) == []

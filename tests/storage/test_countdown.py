@@ -75,13 +75,26 @@ def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
                                                                          parameters={"pk": bucket(owner, first)})}
 
 
-def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_when_its_own_empties(table):
+def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_when_none_it_knows_counts(table):
     counted = CountedQueries(table)
     left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
     task_ids = [first + new_slugid()[1:] for first in "ABCDEA"]   # five buckets, two tasks in the first
     left.add(owner, task_ids)
     assert left.remove(owner, task_ids[-1]) and counted.queries == 0   # its bucket has a row left
-    assert left.remove(owner, task_ids[0]) and counted.queries == 1    # its bucket empty: are others?
+    assert left.remove(owner, task_ids[0]) and counted.queries == 0    # its bucket empty: another's count read
+    assert all(left.remove(owner, task_id) for task_id in task_ids[1:4]) and counted.queries == 0
+    assert not left.remove(owner, task_ids[4]) and counted.queries == 1   # no count known above zero: asked
+
+
+def test_a_count_another_process_took_to_zero_is_read_again_and_the_query_decides(table):
+    counted = CountedQueries(table)
+    left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
+    mine, theirs = "A" + new_slugid()[1:], "B" + new_slugid()[1:]
+    left.add(owner, [mine, theirs])
+    partition = bucket(owner, theirs)   # "another process" removes its task: this one still remembers 1
+    table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": "x." + theirs}),
+                              ("upsert", {"PartitionKey": partition, "RowKey": "~left", "count": 0})])
+    assert not left.remove(owner, mine) and counted.queries == 1
 
 
 def test_concurrent_writers_of_one_bucket_lose_no_count(table):
