@@ -20,12 +20,12 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from azure.data.tables import TableTransactionError
+
 from ..domain import lifecycle
 from ..domain.errors import NotFound
 from ..domain.runs import ReasonResolved, RunState
 from ..domain.timestamps import parse_iso, to_iso
-from azure.data.tables import TableTransactionError
-
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.errors import AlreadyExists, ChangedSinceRead
 from ..storage.worker_table import WorkerRecord, WorkerTable, row_key
@@ -77,17 +77,20 @@ class Workers:
         """Write the claim rows of runs about to be claimed, and note them on the worker's
         row, in one transaction; the worker as written, or None if it is quarantined (then
         nothing is written, and nothing may be claimed)."""
-        while True:
-            if self.quarantined(record, now):
-                return None
-            noted = _active(record, [(row.task_id, row.run_id) for row in rows], now)
+        runs = [(row.task_id, row.run_id) for row in rows]
+
+        def write(noted: WorkerRecord) -> WorkerRecord:
             try:
                 answer = self.claims.add(rows, beside=self.table.update_operation(noted))
-            except TableTransactionError:  # quarantined, or expired and deleted by the sweep meanwhile
-                self.table.forget(record)
-                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
-                continue
+            except TableTransactionError as exc:  # quarantined, or expired and deleted by the sweep meanwhile
+                self.table.forget(noted)
+                raise ChangedSinceRead(f"{noted.worker_group}/{noted.worker_id}") from exc
             return self.table.wrote(noted, answer)
+        note = _unless_quarantined(now, lambda worker: _active(worker, runs, now))
+        try:   # `touch`: the claim rows are written even if the worker's row says nothing new
+            return change_until_saved(self._reread(record, now), note, write, first=record, touch=True)
+        except _Quarantined:
+            return None
 
     def worked(self, record: WorkerRecord, noted: list[tuple[str, int]], claimed: list[tuple[str, int]],
                now: datetime) -> bool:
@@ -95,17 +98,23 @@ class Workers:
         not claim, or note its activity if it claimed nothing for a while; False if it was
         quarantined meanwhile, in which case the caller releases what it claimed."""
         missed = set(noted) - set(claimed)
-        while True:
-            if self.quarantined(record, now):
-                return False
-            if not missed and (noted or now - parse_iso(record.last_date_active) < ACTIVE_REFRESH):
-                return True
-            kept = tuple(task for task in record.recent_tasks if (task["taskId"], task["runId"]) not in missed)
-            try:
-                self.table.save(replace(_active(record, [], now), recent_tasks=kept))
-                return True
-            except ChangedSinceRead:  # quarantined, or expired and deleted by the sweep meanwhile
-                record = self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
+
+        def note(worker: WorkerRecord) -> WorkerRecord:
+            if not missed and (noted or now - parse_iso(worker.last_date_active) < ACTIVE_REFRESH):
+                return worker
+            kept = tuple(task for task in worker.recent_tasks if (task["taskId"], task["runId"]) not in missed)
+            return replace(_active(worker, [], now), recent_tasks=kept)
+        try:
+            change_until_saved(self._reread(record, now), _unless_quarantined(now, note), self.table.save,
+                               first=record)
+        except _Quarantined:
+            return False
+        return True
+
+    def _reread(self, record: WorkerRecord, now: datetime):
+        """How a refused write of the worker's row reads it again (made anew if the sweep
+        deleted it meanwhile)."""
+        return lambda: self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
 
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
                    now: datetime) -> dict:
@@ -160,6 +169,19 @@ class Workers:
         if record is None or lapsed(record.expires, now):
             raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
         return record
+
+
+class _Quarantined(Exception):
+    """The worker's row, as read, says it is quarantined: nothing is written."""
+
+
+def _unless_quarantined(now: datetime, change):
+    """`change` of a worker's row, refused (_Quarantined) while the row says it is quarantined."""
+    def checked(worker: WorkerRecord) -> WorkerRecord:
+        if Workers.quarantined(worker, now):
+            raise _Quarantined
+        return change(worker)
+    return checked
 
 
 def _active(record: WorkerRecord, runs: list[tuple[str, int]], now: datetime) -> WorkerRecord:

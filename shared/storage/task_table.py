@@ -23,6 +23,7 @@ from typing import Callable
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from ..domain import task_events
 from ..domain.dependencies import Dependent
@@ -32,8 +33,6 @@ from ..domain.task_status import TaskStatus
 from ..domain.timestamps import to_iso, utcnow
 from . import long_text, lost_responses, outbox
 from .account import StorageAccount
-from azure.data.tables import TableTransactionError, UpdateMode
-
 from .batches import MAX_BATCH, delete_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
@@ -205,14 +204,19 @@ class TaskTable:
     def save_status(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status`, and the events of the change into the outbox, if the row is still
         as `record` read it; else ChangedSinceRead."""
-        events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
-        columns = {**_status_columns(status), **(outbox.to_columns(events) if events != record.outbox else {})}
+        columns, events = self._status_change(record, status)
         try:
             etag = self._merge(record, columns)
         except ChangedSinceRead:
             self.marks.refused(events)
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
+
+    def _status_change(self, record: TaskRecord, status: TaskStatus) -> tuple[dict, tuple[Event, ...]]:
+        """The columns that write `status` over `record`, and the outbox they leave (the
+        change's events added; the outbox is written only if they changed it)."""
+        events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
+        return {**_status_columns(status), **(outbox.to_columns(events) if events != record.outbox else {})}, events
 
     def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]],
                       saved: Callable[[list[TaskRecord]], None] = lambda records: None
@@ -223,10 +227,8 @@ class TaskTable:
         as soon as it is done (to publish their events before the next)."""
         prepared = []
         for record, status in changes:
-            events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
-            entity = {**_keys(status.task_id), **_status_columns(status),
-                      **(outbox.to_columns(events) if events != record.outbox else {})}
-            prepared.append((entity, record, status, events))
+            columns, events = self._status_change(record, status)
+            prepared.append(({**_keys(status.task_id), **columns}, record, status, events))
         by_partition: dict[str, list] = {}
         for change in prepared:
             by_partition.setdefault(change[0]["PartitionKey"], []).append(change)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-
 from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
 from . import lost_responses
