@@ -11,13 +11,13 @@ import requests
 from azure.core.exceptions import ResourceExistsError
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.pipeline.transport import RequestsTransport
-from azure.data.tables import TableClient
 
 from ..config import DEVELOPMENT_STORAGE
 from .blobs import AzureBlobStore
-from .lost_responses import RepeatSafeResend
+from .connections import Connections
 from .message_queue import MessageQueue
-from .table_transport import TableTransport
+from .table import Table
+from .table_endpoint import TableEndpoint
 
 # The SDK's HTTP logging policy logs every request and answer, headers and all, at INFO: in a
 # Function App (whose log level is Information) a log line or two per storage round trip,
@@ -60,7 +60,7 @@ POOL_SIZE = 128
 
 def shared_transport() -> RequestsTransport:
     """One connection pool for every queue and blob client of an account (tables have
-    their own: see `table_transport`)."""
+    their own: see `table`)."""
     session = requests.Session()
     # Unless a proxy is configured, requests' look-ups per request (~/.netrc, the proxy
     # environment) only cost: about a tenth of a busy host's CPU in the graph benchmark.
@@ -87,22 +87,21 @@ class StorageAccount:
     def __init__(self, connection: str, prefix: str = "") -> None:
         self.connection = resolve_connection(connection)
         self.prefix = prefix
-        self._tables: dict[str, TableClient] = {}
+        self._tables: dict[str, Table] = {}
         self._queues: dict[str, MessageQueue] = {}
         self._containers: dict[str, AzureBlobStore] = {}
         self._lock = threading.Lock()
         self._transport = shared_transport()
-        # A proxy, if configured, is honoured by requests' transport only.
-        self._table_transport = self._transport if _proxied() else TableTransport(POOL_SIZE)
+        self._table_endpoint = TableEndpoint.parse(self.connection)
+        self._table_connections = Connections(self._table_endpoint.scheme, self._table_endpoint.host,
+                                              self._table_endpoint.port, POOL_SIZE)
 
-    def table(self, name: str) -> TableClient:
+    def table(self, name: str) -> Table:
         """The table `<prefix><name>`, created on first use in this process."""
         with self._lock:
             client = self._tables.get(name)
             if client is None:
-                client = TableClient.from_connection_string(
-                    self.connection, self.prefix + name, per_call_policies=[OPERATIONS, RepeatSafeResend()],
-                    transport=self._table_transport)
+                client = Table(self._table_endpoint, self._table_connections, self.prefix + name, OPERATIONS)
                 try:
                     client.create_table()
                 except ResourceExistsError:

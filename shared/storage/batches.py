@@ -8,12 +8,12 @@ from itertools import groupby
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError
+from azure.data.tables import TableTransactionError
 
 from .errors import ChangedSinceRead
 from .queries import first_rows
 from .shared_writes import SharedWrites
-from .transactions import submit
+from .table import Table
 
 MAX_BATCH = 100
 # Only upsert_in_tables submits to this pool, and never from inside it: no task waits on
@@ -21,7 +21,7 @@ MAX_BATCH = 100
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="batch-write")
 
 
-def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
+def upsert_in_batches(table: Table, rows: list[dict]) -> int:
     """Upsert `rows`, grouped by partition, 100 to a transaction; returns transactions sent.
 
     The transactions are sent concurrently, within a partition too: a 10,000-task graph
@@ -35,7 +35,7 @@ def upsert_in_batches(table: TableClient, rows: list[dict]) -> int:
     return upsert_in_tables([(table, rows)])
 
 
-def upsert_in_tables(tables: list[tuple[TableClient, list[dict]]]) -> int:
+def upsert_in_tables(tables: list[tuple[Table, list[dict]]]) -> int:
     """`upsert_in_batches` for rows of several tables at once (a sharded table's)."""
     chunks = []
     for table, rows in tables:
@@ -54,30 +54,30 @@ def _chunks(group: list[dict]) -> list[list[dict]]:
     return [group[start:start + MAX_BATCH] for start in range(0, len(group), MAX_BATCH)]
 
 
-def _upsert(table: TableClient, chunk: list[dict]) -> None:
+def _upsert(table: Table, chunk: list[dict]) -> None:
     if len(chunk) <= MAX_BATCH // 2:     # a large chunk is a transaction of its own already
         _SHARED.upsert(table, chunk)
     else:
         _send(table, chunk)
 
 
-def _send(table: TableClient, chunk: list[dict]) -> None:
+def _send(table: Table, chunk: list[dict]) -> None:
     if len(chunk) == 1:
         table.upsert_entity(chunk[0])
     else:
-        submit(table, [("upsert", row) for row in chunk])
+        table.submit_transaction([("upsert", row) for row in chunk])
 
 
 _SHARED = SharedWrites(_send)   # concurrent writers of one partition share a transaction
 
 
-def delete_in_batches(table: TableClient, keys: list[tuple[str, str]]) -> None:
+def delete_in_batches(table: Table, keys: list[tuple[str, str]]) -> None:
     """Delete rows given as (PartitionKey, RowKey), grouped by partition as `delete_rows` does."""
     for partition, same in groupby(sorted(keys), key=lambda key: key[0]):
         delete_rows(table, partition, [row_key for _, row_key in same])
 
 
-def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None:
+def delete_rows(table: Table, partition: str, row_keys: list[str]) -> None:
     """Delete rows of one partition, 100 to a transaction (a single row alone). A row already
     gone fails its whole transaction, so that chunk is deleted row by row instead (deleting
     twice is not an error)."""
@@ -87,20 +87,20 @@ def delete_rows(table: TableClient, partition: str, row_keys: list[str]) -> None
     for start in range(0, len(row_keys), MAX_BATCH):
         chunk = row_keys[start:start + MAX_BATCH]
         try:
-            submit(table, [("delete", {"PartitionKey": partition, "RowKey": key}) for key in chunk])
+            table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": key}) for key in chunk])
         except (TableTransactionError, ResourceNotFoundError):
             for key in chunk:
                 delete_row(table, partition, key)
 
 
-def delete_row(table: TableClient, partition: str, row_key: str) -> None:
+def delete_row(table: Table, partition: str, row_key: str) -> None:
     try:
         table.delete_entity(partition, row_key)
     except ResourceNotFoundError:
         pass  # deleted before: every delete may be repeated
 
 
-def delete_if_unchanged(table: TableClient, partition: str, row_key: str, etag: str | None, name: str) -> None:
+def delete_if_unchanged(table: Table, partition: str, row_key: str, etag: str | None, name: str) -> None:
     """Delete a row if it is still as read (its `etag`); else ChangedSinceRead(name). Gone
     already is fine, as for every delete."""
     try:
@@ -111,7 +111,7 @@ def delete_if_unchanged(table: TableClient, partition: str, row_key: str, etag: 
         raise ChangedSinceRead(name) from exc
 
 
-def delete_partition(table: TableClient, partition: str, last: str = "") -> int:
+def delete_partition(table: Table, partition: str, last: str = "") -> int:
     """Delete a whole partition a page of keys at a time (never loading it all), the row
     `last` (if given) after all others; returns rows deleted."""
     deleted = 0

@@ -28,12 +28,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 
-from azure.data.tables import TableClient
 
 from ..domain.ids import SLUGID_CHARACTERS
 from .account import StorageAccount
 from .batches import MAX_BATCH, delete_in_batches
 from .queries import first_rows
+from .table import Table
 from .table_shards import TableShards
 
 SEPARATOR = "~"
@@ -74,11 +74,11 @@ class BucketTables:
         self.table = account.table(name)
         self._spread = TableShards(account, name + SPREAD)
 
-    def of(self, partition: str, width: int) -> TableClient:
+    def of(self, partition: str, width: int) -> Table:
         """The table of a bucket of an owner whose buckets are `width` wide."""
         return self.table if width == 1 else self._spread.of(partition)
 
-    def all(self, width: int) -> list[TableClient]:
+    def all(self, width: int) -> list[Table]:
         """Every table the buckets of an owner of `width` may be in."""
         return [self.table] if width == 1 else self._spread.all()
 
@@ -104,7 +104,7 @@ class BucketTables:
 
     def delete(self, width: int, keys: list[tuple[str, str]]) -> None:
         """Delete rows given as (PartitionKey, RowKey), each from its bucket's table."""
-        by_table: dict[str, tuple[TableClient, list]] = {}
+        by_table: dict[str, tuple[Table, list]] = {}
         for key in keys:
             table = self.of(key[0], width)
             by_table.setdefault(table.table_name, (table, []))[1].append(key)
@@ -123,13 +123,13 @@ def _end(prefix: str) -> str:
     return prefix[:-1] + "/" if prefix else SEPARATOR
 
 
-def first_keys(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int) -> list[str]:
+def first_keys(table: Table, owner: str, prefix: str, after_task_id: str, limit: int) -> list[str]:
     """Up to `limit` task ids of `owner`'s rows `<prefix><taskId>`, in task id order, after
     `after_task_id` (from the first if empty)."""
     return [row["RowKey"][len(prefix):] for row in first_bucket_rows(table, owner, prefix, after_task_id, limit)]
 
 
-def first_bucket_rows(table: TableClient, owner: str, prefix: str, after_task_id: str, limit: int,
+def first_bucket_rows(table: Table, owner: str, prefix: str, after_task_id: str, limit: int,
                       select: list[str] | None = None) -> list:
     """Up to `limit` of `owner`'s rows `<prefix><taskId>` (their `select` columns, RowKey
     by default), in task id order, after `after_task_id` (from the first if empty)."""
@@ -147,7 +147,7 @@ def _after(owner: str, prefix: str, after_task_id: str) -> tuple[str, dict]:
              "start": prefix + after_task_id, "end": _end(prefix)})
 
 
-def forget_buckets(table: TableClient, owner: str) -> int:
+def forget_buckets(table: Table, owner: str) -> int:
     """Delete every row of `owner`'s buckets, a page of keys at a time; returns rows deleted."""
     deleted = 0
     while True:

@@ -26,7 +26,6 @@ from .batches import delete_in_batches, upsert_in_batches
 from .deferred_deletes import DeferredDeletes
 from .keys import escape_key, unescape_key
 from .queries import first_rows
-from .transactions import submit
 
 TABLE = "Workers"   # shared with the workers' rows (see `worker_table`)
 WORKERS = "~"       # where the workers' rows begin: after every claim row
@@ -62,7 +61,7 @@ class ClaimTable:
         if beside is None:
             upsert_in_batches(self._table, entities)
             return None
-        return submit(self._table, [beside, *(("upsert", entity) for entity in entities)])[0]
+        return self._table.submit_transaction([beside, *(("upsert", entity) for entity in entities)])[0]
 
     def move(self, row: ClaimRow, taken_until: str) -> None:
         """Set a row's `takenUntil`, unless the row is gone (never bringing one back)."""

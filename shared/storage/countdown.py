@@ -40,13 +40,13 @@ from itertools import groupby, islice
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from .batches import MAX_BATCH, delete_row
 from .buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
 from .errors import Closed
 from .queries import first_rows
-from .transactions import submit
+from .table import Table
 
 COUNT = "count"
 CLOSED = "closed"
@@ -111,7 +111,7 @@ _LOCKS = [threading.Lock() for _ in range(1024)]
 
 
 class Countdown:
-    def __init__(self, table: TableClient, prefix: str, name: str, marker: str,
+    def __init__(self, table: Table, prefix: str, name: str, marker: str,
                  spread: BucketTables | None = None) -> None:
         self._table = table        # `spread`: where a wide owner's buckets are (see `BucketTables`)
         self._spread = spread
@@ -188,7 +188,7 @@ class Countdown:
                 delete_row(self._in(partition), partition, self._prefix + task_id)
                 return False
             try:
-                etag = submit(self._in(partition), [*_merged(partition, beside),
+                etag = self._in(partition).submit_transaction([*_merged(partition, beside),
                                                     *self._removal(partition, task_id, count)])[-1].get("etag")
             except TableTransactionError:
                 fresh = self._read(partition)
@@ -214,7 +214,7 @@ class Countdown:
             if mine and mine.etag and theirs and theirs.etag:
                 merged = _merged(partition, beside)
                 try:
-                    results = submit(self._in(partition), [*merged, *self._removal(partition, task_id, mine),
+                    results = self._in(partition).submit_transaction([*merged, *self._removal(partition, task_id, mine),
                                                    *other._removal(partition, task_id, theirs)])
                 except TableTransactionError:   # a count changed, or a row went before: one at a time
                     left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
@@ -251,7 +251,7 @@ class Countdown:
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""
-        return submit(self._in(partition), [*operations, self._counting(partition, count, change)])[-1].get("etag")
+        return self._in(partition).submit_transaction([*operations, self._counting(partition, count, change)])[-1].get("etag")
 
     def _counting(self, partition: str, count: _Count, change: int) -> tuple:
         """The operation that changes the bucket's count by `change`, if it is still `count`."""
@@ -283,7 +283,7 @@ class Countdown:
             return False
         return True
 
-    def _in(self, partition: str) -> TableClient:
+    def _in(self, partition: str) -> Table:
         """The table of a bucket."""
         return self._table if self._spread is None else self._spread.of(partition, bucket_width(partition))
 

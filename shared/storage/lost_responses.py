@@ -3,7 +3,7 @@
 A connection can drop after a write was sent (a keep-alive connection the server closed
 at that moment, a proxy, a restart); the write may or may not have landed. Requests whose
 repetition is harmless (reads, upserts, deletes, batches of those, table creation) are
-sent again by `RepeatSafeResend`. The two kinds that are not harmless to repeat, an
+sent again by the table client (`table.py`). The two kinds that are not harmless to repeat, an
 insert and a conditional write, are never repeated blindly: `insert` and `update` give
 the row a fresh `writeId` and, after a lost answer, read it back to learn whether the
 write landed, was beaten by another writer, or never arrived (then it is sent again).
@@ -13,37 +13,23 @@ to another worker, and the task would sit claimed by nobody until its claim expi
 
 from __future__ import annotations
 
-import time
 import uuid
+from typing import TYPE_CHECKING
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError,
                                    ServiceRequestError, ServiceResponseError)
-from azure.core.pipeline.policies import HTTPPolicy
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import UpdateMode
 
 from .errors import AlreadyExists, ChangedSinceRead
+
+if TYPE_CHECKING:
+    from .table import Table
 
 WRITE_ID = "writeId"
 ATTEMPTS = 5
 _LOST = (ServiceRequestError, ServiceResponseError)
 _REFUSALS = (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError)
-
-
-class RepeatSafeResend(HTTPPolicy):
-    """Sends a repeat-safe request again when its connection drops. Azure's table retry
-    policy (which runs inside this one) resends only GET, PUT and DELETE after a dropped
-    connection; upserts (PATCH) and batches (POST) are as safe to repeat."""
-
-    def send(self, request):
-        http = request.http_request
-        for attempt in range(ATTEMPTS):
-            try:
-                return self.next.send(request)
-            except _LOST:
-                if attempt + 1 == ATTEMPTS or unrepeatable(http.method, http.url, http.headers.get("If-Match", "*")):
-                    raise
-                time.sleep(0.05 * 2 ** attempt)
 
 
 def unrepeatable(method: str, url: str, if_match: str) -> bool:
@@ -54,13 +40,13 @@ def unrepeatable(method: str, url: str, if_match: str) -> bool:
     return method.upper() == "POST" and not path.endswith(("$batch", "/Tables"))
 
 
-def insert(table: TableClient, entity: dict) -> dict:
+def insert(table: Table, entity: dict) -> dict:
     """`create_entity` that knows its outcome; ResourceExistsError if the row was there."""
     entity = _with_write_id(entity)
     return _certain(table, entity, lambda: table.create_entity(entity), before=None)
 
 
-def update(table: TableClient, entity: dict, etag: str) -> dict:
+def update(table: Table, entity: dict, etag: str) -> dict:
     """A merge conditional on `etag` that knows its outcome; ResourceModifiedError if the
     row changed since (ResourceNotFoundError if it is gone). A merge, because Azure's retry
     policy never resends a PATCH on its own: a conditional PUT it resent after a lost
@@ -70,7 +56,7 @@ def update(table: TableClient, entity: dict, etag: str) -> dict:
         entity, mode=UpdateMode.MERGE, etag=etag, match_condition=MatchConditions.IfNotModified), before=etag)
 
 
-def write(table: TableClient, entity: dict, etag: str | None) -> dict:
+def write(table: Table, entity: dict, etag: str | None) -> dict:
     """`insert` when `etag` is None, else `update`; storage's refusal as AlreadyExists (a row
     was there) or ChangedSinceRead (the row changed, or went, since it was read)."""
     try:
@@ -85,7 +71,7 @@ def _with_write_id(entity: dict) -> dict:
     return {**entity, WRITE_ID: uuid.uuid4().hex}
 
 
-def _certain(table: TableClient, entity: dict, write, before: str | None) -> dict:
+def _certain(table: Table, entity: dict, write, before: str | None) -> dict:
     """Send `write` until storage says what happened. `before` is the ETag the row must
     still have (None: the row must not exist) for a resend to be safe."""
     uncertain: Exception | None = None
@@ -105,7 +91,7 @@ def _certain(table: TableClient, entity: dict, write, before: str | None) -> dic
     raise uncertain
 
 
-def _current(table: TableClient, entity: dict):
+def _current(table: Table, entity: dict):
     try:
         return table.get_entity(entity["PartitionKey"], entity["RowKey"], select=[WRITE_ID])
     except ResourceNotFoundError:

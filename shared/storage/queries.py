@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from itertools import islice
 
-from azure.data.tables import TableClient
 
 from .shared_reads import SharedReads
+from .table import Table
 
 MAX_PAGE = 1000
 _SHARED = SharedReads()
 
 
-def first_rows(table: TableClient, query: str, parameters: dict, limit: int, select: list[str] | None = None) -> list:
+def first_rows(table: Table, query: str, parameters: dict, limit: int, select: list[str] | None = None) -> list:
     """Up to `limit` rows matching `query`, in key order, read after this call began; the
     rows may be those of a concurrent caller's identical query: read them, do not change them."""
     def read() -> list:
@@ -30,5 +30,5 @@ def first_rows(table: TableClient, query: str, parameters: dict, limit: int, sel
     return list(_SHARED.read(key, read))
 
 
-def any_row(table: TableClient, query: str, parameters: dict) -> bool:
+def any_row(table: Table, query: str, parameters: dict) -> bool:
     return bool(first_rows(table, query, parameters, 1, select=["RowKey"]))

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from azure.data.tables import TableClient, TableTransactionError
+from azure.data.tables import TableTransactionError
 
 from .rounds import Round, Rounds
+from .table import Table
 
 MAX_ROWS = 100
 
@@ -45,11 +46,11 @@ class _Transaction(Round):
 
 
 class SharedWrites:
-    def __init__(self, send: Callable[[TableClient, list[dict]], None]) -> None:
+    def __init__(self, send: Callable[[Table, list[dict]], None]) -> None:
         self._send = send                   # upserts rows of one partition in one request
         self._rounds = Rounds()
 
-    def upsert(self, table: TableClient, rows: list[dict]) -> None:
+    def upsert(self, table: Table, rows: list[dict]) -> None:
         """Upsert `rows`, all of one partition, possibly with other writers' rows."""
         key = (id(table), rows[0]["PartitionKey"])
         mine, leads = self._rounds.join(key, _Transaction, lambda transaction: transaction.join(rows))
@@ -65,7 +66,7 @@ class SharedWrites:
         elif mine.error is not None:
             raise mine.error
 
-    def _commit(self, table: TableClient, mine: _Transaction) -> None:
+    def _commit(self, table: Table, mine: _Transaction) -> None:
         try:
             self._send(table, list(mine.rows.values()))
         except TableTransactionError as error:

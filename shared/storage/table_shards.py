@@ -16,10 +16,10 @@ from __future__ import annotations
 import zlib
 from typing import Callable, Iterable
 
-from azure.data.tables import TableClient
 
 from .account import StorageAccount
 from .batches import upsert_in_tables
+from .table import Table
 
 SHARDS = 32
 
@@ -29,11 +29,11 @@ class TableShards:
         self._account = account
         self._name = name
 
-    def of(self, owner: str) -> TableClient:
+    def of(self, owner: str) -> Table:
         """The table holding `owner`'s rows (`<name>00` to `<name>31`, made on first use)."""
         return self._table(self._shard(owner))
 
-    def split(self, rows: Iterable, owner_of: Callable) -> list[tuple[TableClient, list]]:
+    def split(self, rows: Iterable, owner_of: Callable) -> list[tuple[Table, list]]:
         """`rows` grouped by the table of their owner (`owner_of(row)`), in their order."""
         groups: dict[int, list] = {}
         for row in rows:
@@ -46,12 +46,12 @@ class TableShards:
         upsert_in_tables([(table, [entity for _, entity in part])
                           for table, part in self.split(rows, lambda row: row[0])])
 
-    def all(self) -> list[TableClient]:
+    def all(self) -> list[Table]:
         """Every table of the split, in order."""
         return [self._table(shard) for shard in range(SHARDS)]
 
     def _shard(self, owner: str) -> int:
         return zlib.crc32(owner.encode()) % SHARDS
 
-    def _table(self, shard: int) -> TableClient:
+    def _table(self, shard: int) -> Table:
         return self._account.table(f"{self._name}{shard:02d}")

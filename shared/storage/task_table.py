@@ -37,7 +37,6 @@ from .batches import MAX_BATCH, delete_in_batches
 from .errors import AlreadyExists, ChangedSinceRead
 from .publication_marks import PublicationMarks
 from .recent_writes import RecentWrites
-from .transactions import submit
 
 PARTITION_CHARS = 1
 # The transactions of one insert_many, at once (a part of a graph spans tens of partitions).
@@ -153,7 +152,7 @@ class TaskTable:
     def _insert_chunk(self, chunk: list[tuple[dict, TaskRecord]]) -> dict[str, TaskRecord | AlreadyExists]:
         """One partition's new rows in one transaction, or row by row if it is refused."""
         try:
-            answers = submit(self._table, [("create", entity) for entity, _ in chunk]) if len(chunk) > 1 else None
+            answers = self._table.submit_transaction([("create", entity) for entity, _ in chunk]) if len(chunk) > 1 else None
         except (TableTransactionError, ResourceExistsError):
             answers = None
         if answers is not None:
@@ -243,7 +242,7 @@ class TaskTable:
     def _save_chunk(self, chunk: list[tuple]) -> dict[str, TaskRecord | ChangedSinceRead]:
         """One partition's status changes in one transaction, or row by row if it is refused."""
         try:
-            answers = submit(self._table, [("update", entity, {"etag": record.etag, "match_condition":
+            answers = self._table.submit_transaction([("update", entity, {"etag": record.etag, "match_condition":
                                                               MatchConditions.IfNotModified, "mode": UpdateMode.MERGE})
                                            for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
         except TableTransactionError:

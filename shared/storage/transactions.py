@@ -1,15 +1,11 @@
-"""Entity group transactions (`$batch`), written and read here instead of by the SDK.
+"""Entity group transactions (`$batch`): the request's body and the reading of its answer.
 
 The SDK builds a transaction's multipart body with Python's `email` package and parses the
 answer with it too; profiled while a 3,000-task graph was created, that was a quarter of
 the host's CPU (the host is what limits graph creation here). The body is simple text:
-one changeset of `PATCH` (upsert, merged, as `upsert_entity` does) and `DELETE` (any
-version) requests, each answered by a status line. It is sent through the table client's
-own pipeline, so it is signed, counted and resent when lost as any other request.
-
-Only what the storage adapters write goes this way: string, bool and 32-bit int columns.
-A row with anything else, and a client that is not the SDK's (the in-memory fake, a test's
-counting wrapper), goes through the SDK's `submit_transaction`.
+one changeset of `PATCH` (upsert, merged, as `upsert_entity` does; or merged if unchanged
+since an ETag) `POST` (insert) and `DELETE` (any version) requests, each answered by a
+status line. `Table.submit_transaction` sends it.
 """
 
 from __future__ import annotations
@@ -17,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from urllib.parse import quote
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
-from azure.core.rest import HttpRequest
-from azure.data.tables import RequestTooLargeError, TableClient, TableTransactionError
+from azure.data.tables import RequestTooLargeError, TableTransactionError
 
-_INT32 = range(-2 ** 31, 2 ** 31)
+from .entities import row_path, to_json
+
 # Answers refusing a transaction whole, as the SDK raises them (a batch over 4 MiB is a
 # TableTransactionError, so that writers sharing it are sent again one by one).
 _REFUSED_WHOLE = {413: RequestTooLargeError, 404: ResourceNotFoundError, 409: ResourceExistsError}
@@ -33,45 +28,36 @@ _METHODS = {"upsert": "PATCH", "delete": "DELETE", "create": "POST", "update": "
 _ERROR = re.compile(rb'"code"\s*:\s*"([^"]*)".*?"value"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def submit(table, operations: list[tuple]) -> list[dict]:
-    """Send operations of one partition as one transaction: ("upsert", row) (merged),
-    ("delete", row) (any version), ("create", row) (refused if it exists), ("update", row,
-    {"etag": ...}) (merged, refused unless the row is at that ETag), as the SDK takes them;
-    each one's answer ({"etag": ...} for a write). Raises TableTransactionError if storage
-    refused any (none is then applied)."""
-    if not isinstance(table, TableClient) or not all(_plain(operation[1]) for operation in operations):
-        return table.submit_transaction(operations)
+def body(table_url: str, version: str, operations: list[tuple]) -> tuple[str, bytes]:
+    """(content type, body) of a transaction of operations on the table at `table_url`:
+    ("upsert", row), ("delete", row), ("create", row), ("update", row, {"etag": ...}),
+    as the SDK's `submit_transaction` takes them."""
     batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
-    base = f"{table.scheme}://{table._primary_hostname}"   # noqa: SLF001 (the client's own endpoint)
     parts = [f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"]
     for index, operation in enumerate(operations):
         parts.append(f"--{changeset}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"
-                     f"Content-ID: {index}\r\n\r\n" + _operation(base, table.table_name, table.api_version, operation))
+                     f"Content-ID: {index}\r\n\r\n" + _operation(table_url, version, operation))
     parts.append(f"--{changeset}--\r\n\r\n--{batch}--\r\n")
-    request = HttpRequest("POST", f"{base}/$batch", content="".join(parts).encode(), headers={
-        "x-ms-version": table.api_version, "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
-        "Content-Type": f"multipart/mixed; boundary={batch}", "Accept": "application/json"})
-    response = table._client._client.send_request(request, stream=True)   # noqa: SLF001 (its pipeline; not decoded)
-    answer = response.read()
-    if response.status_code != 202:
-        error_type = _REFUSED_WHOLE.get(response.status_code, HttpResponseError)
-        raise error_type(message=f"transaction answered HTTP {response.status_code}: "
-                                 f"{answer[:500].decode(errors='replace')}", response=response)
+    return f"multipart/mixed; boundary={batch}", "".join(parts).encode()
+
+
+def outcome(status: int, reason: str, answer: bytes) -> list[dict]:
+    """Each operation's answer ({"etag": ...} for a write), or the error storage refused
+    the transaction with (TableTransactionError if it refused one operation: none is applied)."""
+    if status != 202:
+        error = _REFUSED_WHOLE.get(status, HttpResponseError)(
+            message=f"transaction answered HTTP {status}: {answer[:500].decode(errors='replace')}")
+        error.status_code, error.reason = status, reason
+        raise error
     _check(answer)
     return [{"etag": etag.decode()} if etag else {} for etag in _etags(answer)]
 
 
-def _plain(row: dict) -> bool:
-    return all(isinstance(value, (str, bool)) or (type(value) is int and value in _INT32) for value in row.values())
-
-
-def _operation(base: str, table_name: str, version: str, operation: tuple) -> str:
+def _operation(table_url: str, version: str, operation: tuple) -> str:
     kind, row, *options = operation
     if kind not in _METHODS:
         raise ValueError(f"transactions send {', '.join(_METHODS)}, not {kind!r}")
-    keys = ",".join(f"{name}='{quote(row[name].replace(chr(39), chr(39) * 2), safe='')}'"
-                    for name in ("PartitionKey", "RowKey"))
-    path = f"{base}/{table_name}" if kind == "create" else f"{base}/{table_name}({keys})"
+    path = table_url if kind == "create" else row_path(table_url, row["PartitionKey"], row["RowKey"])
     head = (f"{_METHODS[kind]} {path} HTTP/1.1\r\n"
             f"x-ms-version: {version}\r\nDataServiceVersion: 3.0\r\nAccept: application/json;odata=minimalmetadata\r\n")
     if kind == "create":
@@ -80,12 +66,7 @@ def _operation(base: str, table_name: str, version: str, operation: tuple) -> st
         head += f"If-Match: {options[0]['etag']}\r\n"
     if kind == "delete":
         return head + "If-Match: *\r\n\r\n\r\n"
-    body = {}
-    for name, value in row.items():
-        body[name] = value
-        if isinstance(value, str):
-            body[name + "@odata.type"] = "Edm.String"
-    data = json.dumps(body)
+    data = to_json(row)
     return head + f"Content-Type: application/json\r\nContent-Length: {len(data.encode())}\r\n\r\n{data}\r\n"
 
 

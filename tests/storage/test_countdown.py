@@ -130,9 +130,9 @@ def test_two_countdowns_of_one_bucket_remove_a_task_in_one_transaction_and_stay_
     task_ids = [first[0] + new_slugid()[1:] for _ in range(3)]   # one bucket
     members.add(owner, task_ids)
     labels.add(owner, task_ids)
-    sent, real = [], countdown.submit
-    monkeypatch.setattr(countdown, "submit", lambda client, operations: sent.append(len(operations))
-                        or real(client, operations))
+    sent, real = [], table.submit_transaction
+    monkeypatch.setattr(table, "submit_transaction", lambda operations: sent.append(len(operations))
+                        or real(operations))
     assert members.remove_with(labels, owner, task_ids[0]) == (True, True) and sent == [4]
     key = (table.table_name, bucket(owner, first), "~open")
     remembered = countdown._REMEMBERED.get(key)
