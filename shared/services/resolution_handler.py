@@ -2,8 +2,12 @@
 (rerun, blocked, finished), its group learns that one more member resolved, and the
 claimed run's row, which stood for the resolution until now, is removed.
 
-The process that resolved the task does this at once (`follow_up`), before it answers:
-no message, no wait for a queue poll. A resolution with a long fan-out (a full page of
+The process that resolved the task does this at once (`follow_up`): the dependents before
+it answers (a dependent is pending when the call that resolved its last dependency returns),
+the group and graph alongside and, once both are done, the claimed run's row, after it has
+answered (a group or graph learns of the resolution a few milliseconds later, as in
+Taskcluster, whose group resolution follows the task's events). No message, no wait for a
+queue poll. A resolution with a long fan-out (a full page of
 dependents) is instead announced as a 'task resolved' event, carrying the `Resolution`, for
 the queue-triggered handler, which scales out; so is one whose handling failed here. A
 process that dies first leaves the claimed run's row or the repair intent, which bring the
@@ -20,8 +24,11 @@ in the task's outbox and published here): until then it is looked at again later
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
+from typing import Callable
 
 from ..domain.timestamps import to_iso, utcnow
 from ..storage.claim_table import ClaimRow, ClaimTable
@@ -37,6 +44,43 @@ log = logging.getLogger("queue.resolutions")
 # A resolution's graph and group, alongside its dependents. Nothing run here submits work
 # to this pool, so it cannot wait on itself.
 _ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-group")
+AFTER_ANSWER = 64   # resolutions finished after their call answered, at most, per process
+
+
+class _AfterAnswer:
+    """The resolutions a process finishes after their call answered: a call finds room or
+    waits for its own (a process resolving tasks faster than it counts groups slows its
+    callers down instead of queueing work without end), and one can wait for none left."""
+
+    def __init__(self, room: int) -> None:
+        self._room = threading.BoundedSemaphore(room)
+        self._unfinished = 0
+        self._changed = threading.Condition()
+
+    def enter(self) -> bool:
+        if not self._room.acquire(blocking=False):
+            return False
+        with self._changed:
+            self._unfinished += 1
+        return True
+
+    def leave_after(self, finish: Callable[[], None]) -> None:
+        try:
+            finish()
+        except BaseException:   # noqa: BLE001 (whatever it was, the pool's thread lives on: the claimed row stays)
+            log.exception("finishing a resolution after its call answered failed")
+        finally:
+            self._room.release()
+            with self._changed:
+                self._unfinished -= 1
+                self._changed.notify_all()
+
+    def wait_for_none(self, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._unfinished == 0, timeout)
+
+
+_after_answer = _AfterAnswer(AFTER_ANSWER)
 
 
 class ResolutionHandler:
@@ -67,9 +111,36 @@ class ResolutionHandler:
         return True
 
     def follow_up(self, resolution: Resolution) -> None:
-        """Right after the write that resolved the task: handle it here, or announce it."""
+        """Right after the write that resolved the task: its dependents here, its group and
+        graph alongside, finished after the call answers if there is room; what could not be
+        done here is announced."""
+        later = _after_answer.enter()
+        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        handled = None   # stays None if this thread dies here: the claimed run's row brings it back
         try:
-            if self.handle_resolution(resolution, long_fan_out=False):
+            handled = self._dependents(resolution)
+        finally:
+            finish = partial(self._finish, resolution, handled, group_and_graph)
+            if later:
+                group_and_graph.add_done_callback(lambda _: _after_answer.leave_after(finish))
+            elif handled is not None:
+                finish()
+
+    def _dependents(self, resolution: Resolution) -> bool:
+        try:
+            return self.dependencies.task_resolved(resolution, long_fan_out=False)
+        except Exception:
+            log.exception("task %s run %s: processing its dependents failed; announcing it instead",
+                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+            return False
+
+    def _finish(self, resolution: Resolution, handled: bool | None, group_and_graph: Future) -> None:
+        if handled is None:
+            return
+        try:
+            group_and_graph.result()
+            if handled:
+                self._processed(resolution)
                 return
         except Exception:
             log.exception("task %s run %s: handling its resolution failed; announcing it instead",
@@ -84,14 +155,18 @@ class ResolutionHandler:
         """Process a resolution; False (with its claim row kept) if its fan-out is long and
         `long_fan_out` is False. The dependents, and the graph and group, are independent
         of each other: they are processed at once, the claim row removed after both."""
-        task_id, run_id = resolution.task_id, resolution.run_id
         group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
         try:
             handled = self.dependencies.task_resolved(resolution, long_fan_out)
         finally:
             group_and_graph.result()   # its errors too; done twice, it changes nothing
-        if not handled:
-            return False
+        if handled:
+            self._processed(resolution)
+        return handled
+
+    def _processed(self, resolution: Resolution) -> None:
+        """The claimed run's row goes, once the task's events are out."""
+        task_id, run_id = resolution.task_id, resolution.run_id
         if resolution.worker_group:
             row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
             if resolution.published or self.publisher.settle(self.tasks, task_id):
@@ -99,7 +174,12 @@ class ResolutionHandler:
             else:   # its events are not out: the claim expiry sweep brings the resolution back
                 self.claims.move(row, to_iso(utcnow() + RECHECK))
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
-        return True
+
+    @staticmethod
+    def settled(timeout: float = 30.0) -> bool:
+        """Wait until every resolution this process finishes after its call answered is
+        finished (what a test, or a process about to stop, waits for); False on time-out."""
+        return _after_answer.wait_for_none(timeout)
 
     def _group_and_graph(self, resolution: Resolution) -> None:
         group_id, task_id = resolution.task_group_id, resolution.task_id
@@ -111,3 +191,4 @@ class ResolutionHandler:
             group_resolved = self.groups.member_resolved(group_id, task_id, resolution.first)
         if group_resolved:
             log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
+

@@ -14,7 +14,9 @@ from tests.conftest import follow_ups_lost, make_task
 
 
 def deliver_events(services: Services) -> int:
-    """Hand every queued 'task resolved' event to the handler, like the queue trigger does."""
+    """Hand every queued 'task resolved' event to the handler, like the queue trigger does,
+    once the resolutions this process finishes after answering are finished."""
+    assert services.resolution_handler.settled()
     events = services.tasks.updater.events.resolved
     delivered = 0
     while messages := events.receive(32, timedelta(seconds=30)):

@@ -76,6 +76,7 @@ def test_the_dependency_is_announced_resolved_before_its_dependent_pending_and_t
     services.resolutions.completed(parent, 0)
     claim(services, task_queue_id)
     services.resolutions.completed(child, 0)
+    assert services.resolution_handler.settled()   # the group learns of it after the call answers
     order = [(event.exchange, event.body.get("status", {}).get("taskId")) for event in bus.published]
     assert order.index(("task-completed", parent)) < order.index(("task-pending", child))
     assert [event.exchange for event in bus.published if event.exchange.startswith("task-group")] == \

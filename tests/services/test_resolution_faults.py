@@ -7,7 +7,8 @@ services instance (pytest's monkeypatch): armed only while the handler runs, it 
 per handler call, either before the wrapped write (the write never happens) or after it
 (the write happened and the process 'died' before the next one). Three ways to recover:
 - "in process": the handler runs in the process that resolved the task, right after the
-  write (as in production for all but long fan-outs), and the process dies there;
+  write (as in production for all but long fan-outs), and the process dies there, before
+  the call answers (the dependents) or after (the group and graph);
 - "redeliver": the resolution is announced instead (as a long fan-out is) and the
   queue-triggered handler dies: the message is left undeleted and the real storage queue
   delivers it again;
@@ -186,12 +187,17 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
             key = (claim["status"]["taskId"], claim["runId"])
             claims.append(key)
             fault.armed = recovery == "in process"
+            fired = len(fault.fired)
             try:
                 getattr(services.resolutions, work.outcome(*key))(*key)
+                # The group and graph are finished after the call answers: armed until then.
+                assert services.resolution_handler.settled()
             except Crash:
-                new_crashes.append(key)
+                pass
             finally:
                 fault.armed = False
+            if len(fault.fired) > fired:   # it died here, in the call or after it answered
+                new_crashes.append(key)
         new_crashes += deliver_with_crashes(services, fault, recovery)
         if recovery != "redeliver":
             sweep_until_handled(services, work, new_crashes)

@@ -355,6 +355,7 @@ class QueueThroughServices(RuleBasedStateMachine):
         """The pending hint and the claimed-run row exist exactly while the task is pending or
         running. (claimWork past the deadline drops the hint of a pending run it may no
         longer hand out; the deadline sweep then resolves the run.)"""
+        assert self.services.resolution_handler.settled()   # the claimed row goes after the call answers
         counts = self.services.task_queues.counts(self.queue_id)
         state = self.status["state"]
         if not (state == "pending" and self.hint_dropped):
