@@ -263,6 +263,8 @@ def _run_counted(harness: InProcess, n: int, steps: dict[str, Step]) -> int:
             for task_id, run_id in claimed:
                 services.resolutions.completed(task_id, run_id)
                 complete.calls += 1
+            # The graph's and group's counts, finished after each call answered, are its work.
+            expect(services.resolution_handler.settled(), "resolutions still unfinished after 30 s")
         with harness.step(events):
             events.calls += harness.deliver()[RESOLVED]
         resolved += len(claimed)

@@ -373,6 +373,8 @@ def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
         for answer in claims:
             services.resolutions.completed(answer["status"]["taskId"], answer["runId"])
             complete.calls += 1
+        # The group's count and the claimed row, finished after each call answered, are its work.
+        expect(services.resolution_handler.settled(), "resolutions still unfinished after 30 s")
     with harness.step(events):
         delivered = harness.deliver()[RESOLVED]
     # The services may handle resolutions some other way than by events: then none are sent.
