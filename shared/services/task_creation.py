@@ -27,6 +27,7 @@ from datetime import datetime
 from ..domain import lifecycle, task_definition
 from ..domain.dependencies import Listing, insertion_waves
 from ..domain.errors import Conflict, InvalidInput
+from ..domain.task_definition import priority_rank
 from ..domain.task_status import TaskStatus, render_status
 from ..storage.errors import AlreadyExists
 from ..storage.task_table import (MAX_DEFINITION_CHARS, MAX_NOTICE_CHARS, NewTask, TaskRecord, TaskTable,
@@ -131,12 +132,19 @@ class TaskCreation:
         return {task_id: render_status(record.summary, record.status) for task_id, record in existing.items()}
 
     def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
-        found = dict(zip(definitions, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), definitions)))
-        existing = {task_id: record for task_id, record in found.items() if record is not None}
-        for task_id, record in existing.items():
+        """The tasks of `definitions` that exist; a Conflict if one has another definition."""
+        return self._same_definitions(self._load(definitions), definitions)
+
+    def _load(self, task_ids) -> dict[str, TaskRecord]:
+        found = dict(zip(task_ids, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), task_ids)))
+        return {task_id: record for task_id, record in found.items() if record is not None}
+
+    @staticmethod
+    def _same_definitions(records: dict[str, TaskRecord], definitions: dict[str, dict]) -> dict[str, TaskRecord]:
+        for task_id, record in records.items():
             if not task_definition.same_definition(record.definition, definitions[task_id]):
                 raise Conflict(f"Task {task_id} already exists with a different definition")
-        return existing
+        return records
 
     def _create_new(self, plan: Plan, now: datetime) -> dict[str, dict]:
         new = plan.new
@@ -156,22 +164,43 @@ class TaskCreation:
         def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
             self.deadlines.watch(new)
             return self.groups.join_many(new, plan.groups, accepted=plan.accepted)
-        if plan.unread:   # first the membership, which finds tasks created before (unread: see `prepare`)
-            try:
-                members_before = watch_and_join()
-            except Conflict:   # sealed since this process knew the group: tasks made before are answered
-                found = self._existing(new)
-                if set(found) != set(new):
-                    raise
-                return self._answer_existing(found)
-            if members_before:
-                answered = self._answer_existing(self._existing({task_id: new[task_id] for task_id in members_before}))
-                new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
-                if not new:
-                    return answered
-            registration = register_and_hint()
-        else:
-            _, registration = at_once(_STEPS, [watch_and_join, register_and_hint])
+        def withdraw_hints(task_ids, found: dict[str, TaskRecord]) -> None:
+            """Hints this call wrote for tasks it does not create. One whose key the task's
+            own pending run has (both creations stamped in the same millisecond) is that run's
+            hint too: it stays."""
+            for task_id in task_ids:
+                ours = statuses.get(task_id)
+                theirs = found.get(task_id)
+                if ours is None or not ours.runs:
+                    continue
+                if theirs is not None and theirs.status.pending_run and _same_hint(
+                        new[task_id], ours.latest, theirs.summary, theirs.status.latest):
+                    continue
+                self.updater.pending_removed(new[task_id], task_id, ours.latest)
+        # The membership and the hints at once, the task rows after both: a pending task row
+        # is never without its hint. Unread tasks (see `prepare`) learn from the membership
+        # whether they were created before: the hints just written for those are taken back
+        # (a claim that finds one first drops it: its run is not pending, or is another's).
+        members_before, registration = at_once(_STEPS, [watch_and_join, register_and_hint], settle=True)
+        if plan.unread and isinstance(members_before, Conflict):
+            # Sealed since this process knew the group: tasks made before are answered.
+            loaded = self._load(new)
+            withdraw_hints(new, loaded)
+            found = self._same_definitions(loaded, new)
+            if set(found) != set(new):
+                raise members_before
+            return self._answer_existing(found)
+        for outcome in (members_before, registration):
+            if isinstance(outcome, Exception):
+                raise outcome
+        if plan.unread and members_before:
+            # A member whose creator died before its row is not loaded: it is created now, hint and all.
+            loaded = self._load({task_id: new[task_id] for task_id in members_before})
+            withdraw_hints(loaded, loaded)
+            answered = self._answer_existing(self._same_definitions(loaded, new))
+            new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
+            if not new:
+                return answered
         records = {}
         for wave in insertion_waves(new):  # dependents first: see insertion_waves
             records.update(self._insert_wave([
@@ -220,6 +249,12 @@ def _new_task(task_id: str, definition: dict, status: TaskStatus, listing: Listi
     dependents = listing.dependents.get(task_id, ())
     return NewTask(definition, status, dependents or (), dependents is None,
                    tuple(registration.tabled.get(task_id, ())))
+
+
+def _same_hint(summary: dict, run, other_summary: dict, other_run) -> bool:
+    """Whether two pending runs' hints have one key (see `pending_table`)."""
+    return (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, run.run_id) == (
+        other_summary["taskQueueId"], priority_rank(other_summary["priority"]), other_run.scheduled, other_run.run_id)
 
 
 def _check_size(task_id: str, definition: dict) -> None:

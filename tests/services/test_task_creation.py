@@ -27,11 +27,26 @@ def test_the_same_create_again_is_the_same_answer_and_another_definition_in_its_
     task_id, definition = new_slugid(), make_task(task_queue_id)
     first = services.tasks.create(task_id, definition)
     assert services.tasks.create(task_id, definition) == first
+    # The hint the second call wrote beside its membership is taken back: one pending, not two.
+    assert services.task_queues.pending_count(task_queue_id)["pendingTasks"] == 1
     other_queue = task_queue_id + "-other"
     with pytest.raises(Conflict, match="different definition"):
         services.tasks.create(task_id, {**definition, "taskQueueId": other_queue, "taskGroupId": task_id})
     assert services.task_queues.pending_count(other_queue)["pendingTasks"] == 0   # no hint was written there
     assert services.tasks.status(task_id) == first
+    assert claim_all(services, task_queue_id) == [task_id]
+
+
+def test_the_same_create_again_in_the_same_millisecond_keeps_the_hint_both_wrote(services, task_queue_id, monkeypatch):
+    # Both calls stamp the run alike, so their hints have one key: the second must not take
+    # back the hint the task's own pending run relies on.
+    import shared.services.tasks as tasks_module
+    now = tasks_module.utcnow()
+    monkeypatch.setattr(tasks_module, "utcnow", lambda: now)
+    task_id, definition = new_slugid(), make_task(task_queue_id)
+    first = services.tasks.create(task_id, definition)
+    assert services.tasks.create(task_id, definition) == first
+    assert services.task_queues.pending_count(task_queue_id)["pendingTasks"] == 1
     assert claim_all(services, task_queue_id) == [task_id]
 
 
