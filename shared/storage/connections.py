@@ -6,6 +6,11 @@ answer and gives the connection back. A connection idle longer than the server k
 dropped before use rather than failing a request: a write sent on a connection closed under
 it would come back as a lost answer, which costs a read to settle.
 
+The HTTP/1.1 framing is our own, not `http.client`'s: storage answers are small and plain
+(a status line, a few headers, a body of a known length or in chunks), and `http.client`
+reads headers through the `email` package's parser, which took a tenth of a busy host's
+Python time (a profile of the decision graph's run, all of it in the answers of table calls).
+
 Failures map to azure-core's errors, which the callers tell apart: a connection that could
 not be made is a `ServiceRequestError` (nothing was sent), one that failed after the request
 went out a `ServiceResponseError` (the request may have landed).
@@ -13,7 +18,6 @@ went out a `ServiceResponseError` (the request may have landed).
 
 from __future__ import annotations
 
-import http.client
 import socket
 import ssl
 import threading
@@ -31,14 +35,45 @@ from azure.core.exceptions import (ServiceRequestError, ServiceRequestTimeoutErr
 CONNECT_SECONDS = 20.0
 READ_SECONDS = 120.0    # a query page or a 100-row transaction; Azure's own limit per operation is 30 s
 IDLE_SECONDS = 4.0      # under Node's keep-alive of 5 s; Azure's front end keeps them for minutes
+MAX_LINE = 65536        # a status or header line longer than this is no storage answer
+
+
+class Headers(dict):
+    """An answer's headers by lower-cased name (HTTP's names are case-insensitive); a
+    header sent more than once has its values joined by commas, as HTTP allows."""
+
+    def get(self, name: str, default=None):
+        return dict.get(self, name.lower(), default)
+
+    def __getitem__(self, name: str):
+        return dict.__getitem__(self, name.lower())
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name.lower())
 
 
 @dataclass
 class Answer:
     status: int
     reason: str
-    headers: http.client.HTTPMessage
+    headers: Headers
     data: bytes
+
+
+class Malformed(ValueError):
+    """An answer that is not HTTP/1.1 as framed here: the connection cannot be used again."""
+
+
+class _Connection:
+    """A socket and the buffered reader of its answers."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = sock.makefile("rb")
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
 
 
 class Connections:
@@ -46,34 +81,37 @@ class Connections:
 
     def __init__(self, scheme: str, host: str, port: int, size: int) -> None:
         self._scheme, self._host, self._port, self._size = scheme, host, port, size
-        self._idle: deque[tuple[http.client.HTTPConnection, float]] = deque()
+        self._idle: deque[tuple[_Connection, float]] = deque()
         self._lock = threading.Lock()
         self._context = ssl.create_default_context(cafile=certifi.where()) if scheme == "https" else None
         self._proxy = _proxy_for(scheme, host)
+        default_port = {"http": 80, "https": 443}.get(scheme)
+        name = f"[{host}]" if ":" in host else host
+        self._host_header = name if port == default_port else f"{name}:{port}"
 
     def send(self, method: str, target: str, body: bytes | None, headers: dict[str, str]) -> Answer:
         """Send one request for `target` (path and query) and read its whole answer."""
-        connection = self._take()
         if self._proxy and self._scheme == "http":
             target = f"http://{self._host}:{self._port}{target}"   # a plain proxy forwards absolute URLs
+        request = _request(method, target, self._host_header, body, headers)
+        connection = self._take()
         try:
-            connection.request(method, target, body=body, headers=headers)
-            response = connection.getresponse()
-            answer = Answer(response.status, response.reason, response.headers, response.read())
+            connection.sock.sendall(request)
+            answer, will_close = _read_answer(connection.reader, method)
         except socket.timeout as error:
             connection.close()
             raise ServiceResponseTimeoutError(f"{method} {target}: no answer within {READ_SECONDS} s",
                                               error=error) from error
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, Malformed) as error:
             connection.close()
             raise ServiceResponseError(f"{method} {target}: {error!r}", error=error) from error
-        if response.will_close:
+        if will_close:
             connection.close()
         else:
             self._give_back(connection)
         return answer
 
-    def _take(self) -> http.client.HTTPConnection:
+    def _take(self) -> _Connection:
         now = time.monotonic()
         with self._lock:
             while self._idle:
@@ -83,37 +121,134 @@ class Connections:
                 connection.close()
         return self._connect()
 
-    def _give_back(self, connection: http.client.HTTPConnection) -> None:
+    def _give_back(self, connection: _Connection) -> None:
         with self._lock:
             if len(self._idle) < self._size:
                 self._idle.append((connection, time.monotonic()))
                 return
         connection.close()
 
-    def _connect(self) -> http.client.HTTPConnection:
+    def _connect(self) -> _Connection:
         host, port = self._proxy or (self._host, self._port)
-        if self._scheme == "https":
-            connection = http.client.HTTPSConnection(host, port, timeout=CONNECT_SECONDS, context=self._context)
-            if self._proxy:
-                connection.set_tunnel(self._host, self._port)
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=CONNECT_SECONDS)
         try:
-            connection.connect()
+            sock = socket.create_connection((host, port), timeout=CONNECT_SECONDS)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._scheme == "https":
+                    if self._proxy:
+                        _tunnel(sock, f"{self._host}:{self._port}")
+                    sock = self._context.wrap_socket(sock, server_hostname=self._host)
+            except BaseException:
+                sock.close()
+                raise
         except socket.timeout as error:
             raise ServiceRequestTimeoutError(f"connecting to {host}:{port} timed out", error=error) from error
-        except OSError as error:
+        except (OSError, Malformed) as error:
             raise ServiceRequestError(f"connecting to {host}:{port}: {error!r}", error=error) from error
-        connection.sock.settimeout(READ_SECONDS)
-        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return connection
+        sock.settimeout(READ_SECONDS)
+        return _Connection(sock)
 
 
-def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
+def _request(method: str, target: str, host: str, body: bytes | None, headers: dict[str, str]) -> bytes:
+    """The request's bytes. A body (even an empty one) goes with its length; none, without."""
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
+    lines.extend(f"{name}: {value}" for name, value in headers.items())
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    joined = "".join(lines)
+    if "\r" in joined or "\n" in joined:   # it would end the line early: another request smuggled in
+        raise ValueError(f"{method} {target[:200]}: a line break inside the request line or a header")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+
+def _read_answer(reader, method: str) -> tuple[Answer, bool]:
+    """The answer to the request just sent, read whole, and whether the server closes the
+    connection after it. Interim (1xx) answers are passed over."""
+    while True:
+        version, status, reason = _status_line(reader)
+        headers = _headers(reader)
+        if not 100 <= status < 200:
+            break
+    connection = headers.get("connection", "").lower()
+    will_close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+    if method == "HEAD" or status in (204, 304):
+        return Answer(status, reason, headers, b""), will_close
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return Answer(status, reason, headers, _chunks(reader)), will_close
+    length = headers.get("content-length")
+    if length is None:   # the body runs to the end of the connection
+        return Answer(status, reason, headers, reader.read()), True
+    if not length.isdigit():
+        raise Malformed(f"Content-Length {length[:40]!r}")
+    return Answer(status, reason, headers, _exactly(reader, int(length))), will_close
+
+
+def _status_line(reader) -> tuple[str, int, str]:
+    line = reader.readline(MAX_LINE + 1)
+    if not line:
+        raise ConnectionResetError("the connection closed before an answer")
+    version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
+    code, _, reason = rest.partition(" ")
+    if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
+        raise Malformed(f"not an HTTP status line: {line[:80]!r}")
+    return version, int(code), reason.strip()
+
+
+def _headers(reader) -> Headers:
+    headers = Headers()
+    while True:
+        line = reader.readline(MAX_LINE + 1)
+        if line in (b"\r\n", b"\n"):
+            return headers
+        if not line.endswith(b"\n"):
+            raise Malformed("the answer's headers were cut short") if line else ConnectionResetError(
+                "the connection closed in the answer's headers")
+        name, colon, value = line.decode("latin-1").partition(":")
+        if not colon:
+            raise Malformed(f"not a header: {line[:80]!r}")
+        key, value = name.strip().lower(), value.strip()
+        dict.__setitem__(headers, key, f"{dict.get(headers, key)}, {value}" if key in headers else value)
+
+
+def _chunks(reader) -> bytes:
+    parts = []
+    while True:
+        size_line = reader.readline(MAX_LINE + 1)
+        try:
+            size = int(size_line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise Malformed(f"not a chunk size: {size_line[:40]!r}") from None
+        if size == 0:
+            _headers(reader)   # the trailer, up to its blank line
+            return b"".join(parts)
+        parts.append(_exactly(reader, size))
+        if reader.readline(MAX_LINE + 1) not in (b"\r\n", b"\n"):
+            raise Malformed("a chunk not followed by its line break")
+
+
+def _exactly(reader, size: int) -> bytes:
+    data = reader.read(size)
+    if len(data) < size:
+        raise ConnectionResetError(f"the answer was cut short: {len(data)} of {size} bytes")
+    return data
+
+
+def _tunnel(sock: socket.socket, authority: str) -> None:
+    """Ask a proxy to connect `sock` through to `authority` (for TLS end to end)."""
+    sock.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode("latin-1"))
+    reader = sock.makefile("rb")
+    try:
+        _, status, reason = _status_line(reader)
+        _headers(reader)
+    finally:
+        reader.close()
+    if status != 200:
+        raise Malformed(f"the proxy refused to connect to {authority}: {status} {reason}")
+
+
+def _closed_by_server(connection: _Connection) -> bool:
     """An idle connection with something to read has been closed by the server (or holds
     an answer nobody asked for): either way, not one to send on."""
-    if connection.sock is None:
-        return True
     return wait_for_read(connection.sock, timeout=0)
 
 
