@@ -36,6 +36,7 @@ from ..domain.timestamps import parse_iso, utcnow
 from ..storage.dependency_table import DependencyTable
 from ..storage.message_queue import SentMessage
 from ..storage.requirement_table import RequirementTable
+from ..storage.shared_reads import SharedReads
 from ..storage.task_table import TaskRecord, TaskTable
 from ..storage.time_index import TimeIndex
 from .conditional import change_until_saved
@@ -69,6 +70,13 @@ class Dependencies:
         self.dependencies = dependencies
         self.requirements = requirements
         self.updater = updater
+        self._reads = SharedReads()
+
+    def _load(self, task_id: str) -> TaskRecord | None:
+        """A dependency's row, from a read that began after this call did, as a read of its
+        own would: the creators of a fan-out's children (a decision task's 16 callers) ask
+        for its root at once, twice each (the check, the re-check), and share the reads."""
+        return self._reads.read(task_id, lambda: self.tasks.load(task_id))
 
     def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
         """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
@@ -82,7 +90,7 @@ class Dependencies:
             # Growing chunks: a request naming thousands of unknown tasks is refused after
             # reading a few, while a valid one is still read many at a time.
             ids = outside[len(records):len(records) + chunk]
-            records.update(zip(ids, _POOL.map(self.tasks.load, ids)))
+            records.update(zip(ids, _POOL.map(self._load, ids)))
             _refuse_missing(records, len(outside))
             chunk *= 2
         _check_dependencies(definitions, records)
@@ -158,12 +166,12 @@ class Dependencies:
         on one task has no requirement row: that task is read."""
         requires = definition["requires"]
         if Dependent.of(task_id, definition).waits_on == 1:
-            return _satisfied_now(requires, self.tasks.load(definition["dependencies"][0])) and self.schedule(task_id)
+            return _satisfied_now(requires, self._load(definition["dependencies"][0])) and self.schedule(task_id)
         while True:
             waiting = self.requirements.remaining(task_id, page)
             if not waiting:
                 return self.schedule(task_id)
-            records = _READERS.map(self.tasks.load, waiting)
+            records = _READERS.map(self._load, waiting)
             done = [required_id for required_id, record in zip(waiting, records)
                     if _satisfied_now(requires, record)]
             if not done:
