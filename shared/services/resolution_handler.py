@@ -7,11 +7,14 @@ it answers (a dependent is pending when the call that resolved its last dependen
 the group and graph alongside and, once both are done, the claimed run's row, after it has
 answered (a group or graph learns of the resolution a few milliseconds later, as in
 Taskcluster, whose group resolution follows the task's events). No message, no wait for a
-queue poll. A resolution with a long fan-out (a full page of
-dependents) is instead announced as a 'task resolved' event, carrying the `Resolution`, for
-the queue-triggered handler, which scales out; so is one whose handling failed here. A
-process that dies first leaves the claimed run's row or the repair intent, which bring the
-resolution back (see `resolution_events`); repairs read it from the task row.
+queue poll. A resolution with a long fan-out (a full page of dependents or more) has its
+dependents processed after the call answered, page by page, in this process's background
+while it has room (`AFTER_ANSWER`); past that, it is announced as a 'task resolved' event,
+carrying the `Resolution`, for the queue-triggered handler, which scales out; so is one
+whose handling failed here. (Announced, a fan-out waited for the trigger's next poll: up to
+`maxPollingInterval`, 2 s, before its first dependent was pending.) A process that dies
+first leaves the claimed run's row or the repair intent, which bring the resolution back
+(see `resolution_events`); repairs read it from the task row.
 
 Events arrive at least once and may be handled twice, concurrently or after a crash
 midway: every step is idempotent (a deleted requirement stays deleted, scheduling and
@@ -44,7 +47,11 @@ log = logging.getLogger("queue.resolutions")
 # A resolution's graph and group, alongside its dependents. Nothing run here submits work
 # to this pool, so it cannot wait on itself.
 _ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-group")
+# Long fan-outs, after their calls answered: each a page of dependents at a time.
+_FAN_OUTS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolution-fan-out")
 AFTER_ANSWER = 64   # resolutions finished after their call answered, at most, per process
+# What became of a resolution's dependents in the call that resolved it.
+DONE, LONG, FAILED = "done", "a long fan-out", "failed"
 
 
 class _AfterAnswer:
@@ -126,25 +133,42 @@ class ResolutionHandler:
             elif handled is not None:
                 finish()
 
-    def _dependents(self, resolution: Resolution) -> bool:
+    def _dependents(self, resolution: Resolution) -> str:
         try:
-            return self.dependencies.task_resolved(resolution, long_fan_out=False)
+            return DONE if self.dependencies.task_resolved(resolution, long_fan_out=False) else LONG
         except Exception:
             log.exception("task %s run %s: processing its dependents failed; announcing it instead",
                           resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
-            return False
+            return FAILED
 
-    def _finish(self, resolution: Resolution, handled: bool | None, group_and_graph: Future) -> None:
+    def _finish(self, resolution: Resolution, handled: str | None, group_and_graph: Future) -> None:
         if handled is None:
             return
         try:
             group_and_graph.result()
-            if handled:
+            if handled == DONE:
                 self._processed(resolution)
+                return
+            if handled == LONG and _after_answer.enter():
+                _FAN_OUTS.submit(_after_answer.leave_after, partial(self._fan_out, resolution))
                 return
         except Exception:
             log.exception("task %s run %s: handling its resolution failed; announcing it instead",
                           resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+        self._announce(resolution)
+
+    def _fan_out(self, resolution: Resolution) -> None:
+        """A long fan-out's dependents, page by page, then the claimed run's row."""
+        try:
+            if self.dependencies.task_resolved(resolution):
+                self._processed(resolution)
+                return
+        except Exception:
+            log.exception("task %s run %s: processing its long fan-out failed; announcing it instead",
+                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+        self._announce(resolution)
+
+    def _announce(self, resolution: Resolution) -> None:
         try:
             self.events.announce(resolution)
         except Exception:  # the write stands: its claim row or repair intent brings it back

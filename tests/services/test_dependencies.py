@@ -299,7 +299,8 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
     root = create(services, task_queue_id)
     children = [create(services, task_queue_id, dependencies=[root]) for _ in range(35)]
     claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
-    services.resolutions.completed(root, claim["runId"])
+    with follow_ups_lost(services):   # the fan-out is left to the handler of the redelivered event
+        services.resolutions.completed(root, claim["runId"])
     edges, real, starts = services.dependencies.dependencies, services.dependencies.dependencies.dependents, []
 
     def dependents(required_id, after, limit):
@@ -316,6 +317,41 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
     assert starts[3:5] == ["", first_pages[-1]]
     assert len(starts) == 6                    # the last page read, none after it
     assert {state(services, child) for child in children} == {"pending"}
+
+
+def _long_fan_out(services, task_queue_id, monkeypatch, children: int = 25) -> tuple[str, list[str], dict]:
+    """A root with more dependents than a page (10 here), all in the table; claimed."""
+    from shared.services import dependencies as module
+
+    monkeypatch.setattr(module, "PAGE", 10)
+    monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)
+    root = create(services, task_queue_id)
+    dependents = [create(services, task_queue_id, dependencies=[root]) for _ in range(children)]
+    return root, dependents, services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+
+
+def test_a_long_fan_out_is_processed_by_the_process_that_resolved_its_task_after_the_call_answered(
+        services, task_queue_id, monkeypatch):
+    root, dependents, claim = _long_fan_out(services, task_queue_id, monkeypatch)
+    services.resolutions.completed(root, claim["runId"])
+    assert services.resolution_handler.settled()
+    assert {state(services, dependent) for dependent in dependents} == {"pending"}
+    assert deliver_events(services) == 0                 # nothing announced: no queue poll to wait for
+    services.claims.claim_rows.flush_removals()          # the claimed run's row goes once all is done
+    assert services.claims.claim_rows.count(task_queue_id) == 0
+
+
+def test_a_long_fan_out_beyond_the_room_for_work_after_answering_is_announced(services, task_queue_id, monkeypatch):
+    from shared.services import resolution_handler as module
+
+    root, dependents, claim = _long_fan_out(services, task_queue_id, monkeypatch)
+    monkeypatch.setattr(module, "_after_answer", module._AfterAnswer(1))
+    module._after_answer.enter()                         # the only room taken
+    services.resolutions.completed(root, claim["runId"])
+    assert {state(services, dependent) for dependent in dependents} == {"unscheduled"}
+    module._after_answer.leave_after(lambda: None)
+    assert deliver_events(services) == 1                 # the queue-triggered handler did the fan-out
+    assert {state(services, dependent) for dependent in dependents} == {"pending"}
 
 
 def test_a_task_naming_thousands_of_unknown_dependencies_is_refused_after_reading_a_few(services, task_queue_id):
