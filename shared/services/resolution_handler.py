@@ -90,6 +90,11 @@ class _AfterAnswer:
 _after_answer = _AfterAnswer(AFTER_ANSWER)
 
 
+def _failed(resolution: Resolution, what: str, then: str = "announcing it instead") -> None:
+    log.exception("task %s run %s: %s; %s", resolution.task_id, resolution.run_id, what, then,
+                  extra={"taskId": resolution.task_id})
+
+
 class ResolutionHandler:
     def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
                  graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents, publisher: EventPublisher) -> None:
@@ -137,8 +142,7 @@ class ResolutionHandler:
         try:
             return DONE if self.dependencies.task_resolved(resolution, long_fan_out=False) else LONG
         except Exception:
-            log.exception("task %s run %s: processing its dependents failed; announcing it instead",
-                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+            _failed(resolution, "processing its dependents failed")
             return FAILED
 
     def _finish(self, resolution: Resolution, handled: str | None, group_and_graph: Future) -> None:
@@ -153,8 +157,7 @@ class ResolutionHandler:
                 _FAN_OUTS.submit(_after_answer.leave_after, partial(self._fan_out, resolution))
                 return
         except Exception:
-            log.exception("task %s run %s: handling its resolution failed; announcing it instead",
-                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+            _failed(resolution, "handling its resolution failed")
         self._announce(resolution)
 
     def _fan_out(self, resolution: Resolution) -> None:
@@ -164,16 +167,14 @@ class ResolutionHandler:
                 self._processed(resolution)
                 return
         except Exception:
-            log.exception("task %s run %s: processing its long fan-out failed; announcing it instead",
-                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+            _failed(resolution, "processing its long fan-out failed")
         self._announce(resolution)
 
     def _announce(self, resolution: Resolution) -> None:
         try:
             self.events.announce(resolution)
         except Exception:  # the write stands: its claim row or repair intent brings it back
-            log.exception("task %s run %s: announcing its resolution failed; it is repaired later",
-                          resolution.task_id, resolution.run_id, extra={"taskId": resolution.task_id})
+            _failed(resolution, "announcing its resolution failed", "it is repaired later")
 
     def handle_resolution(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
         """Process a resolution; False (with its claim row kept) if its fan-out is long and
