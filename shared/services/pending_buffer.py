@@ -5,10 +5,14 @@ is a query: one that Azurite answers by scanning the whole PendingTasks table, e
 every queue (90,000 while a large fan-out waits), so each claimWork cost more the larger the
 backlog. A process now reads READ hints at once and hands them to its claimWork calls, each
 hint to one call, in claim order (or at random among the best priority while claimers of
-other processes contend for the queue); it reads again once they are used up, FRESH seconds
-after its read, or as soon as it makes new work pending on the queue itself (the work
-signal's `generation`), so that a run of a better priority made here is never behind older
-hints. Work another process makes pending is seen by the next read, within FRESH seconds.
+other processes contend for the queue); it reads again once they are used up, or FRESH
+seconds after its read. Runs this process makes pending join the hints held, in their
+order, as soon as their task rows say so (the work signal hands over the hints written for
+them): a claimWork right after the createTask that made its run needs no read, and a run of
+a better priority made here is never behind older hints. One that sorts after the last hint
+held when the read left hints unread is left to a later read, which finds it in its place.
+Work another process makes pending is seen by the next read, within FRESH seconds, or at
+once when the work signal's poll found it (its `generation` moves on).
 
 A hint is only a pointer: one that another process claimed since it was read is found so
 when its task row is read, and dropped, as before.
@@ -33,6 +37,7 @@ class _Held:
     hints: list[PendingHint] = field(default_factory=list)   # in claim order
     read_at: float = 0.0
     generation: int = -1
+    complete: bool = False   # the read found every hint of the queue (fewer than it asked for)
 
 
 class PendingBuffer:
@@ -44,6 +49,7 @@ class PendingBuffer:
         self._held: dict[str, _Held] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        signal.on_made_here(self.made_here)
 
     def take(self, task_queue_id: str, count: int, at_random: bool, may_read: bool = True) -> list[PendingHint]:
         """Up to `count` runs' hints for one claimWork (a run's twin hints with its first),
@@ -56,9 +62,21 @@ class PendingBuffer:
             if not may_read and (stale or not held.hints):
                 return []
             if stale or not held.hints:
-                held = self._held[task_queue_id] = _Held(self.pending.peek(task_queue_id, self.read),
-                                                         time.monotonic(), generation)
+                hints = self.pending.peek(task_queue_id, self.read)
+                held = self._held[task_queue_id] = _Held(hints, time.monotonic(), generation, len(hints) < self.read)
             return _pop(held.hints, count, at_random)
+
+    def made_here(self, task_queue_id: str, hints: list[PendingHint]) -> None:
+        """The hints of runs this process just made pending join those held, in claim order."""
+        if not hints:
+            return
+        with self._lock(task_queue_id):
+            held = self._held.get(task_queue_id)
+            if held is None:
+                return   # the next claimWork reads them
+            last = held.hints[-1].row_key if held.hints else None
+            joining = [hint for hint in hints if held.complete or (last is not None and hint.row_key < last)]
+            _merge(held, joining)
 
     def give_back(self, task_queue_id: str, hints: list[PendingHint]) -> None:
         """Hints taken and not tried: handed out again while still fresh."""
@@ -67,13 +85,17 @@ class PendingBuffer:
         with self._lock(task_queue_id):
             held = self._held.get(task_queue_id)
             if held is not None and held.generation == self.signal.generation(task_queue_id):
-                keys = {(hint.partition, hint.row_key) for hint in held.hints}
-                held.hints = sorted(held.hints + [hint for hint in hints if (hint.partition, hint.row_key) not in keys],
-                                    key=lambda hint: hint.row_key)
+                _merge(held, hints)
 
     def _lock(self, task_queue_id: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(task_queue_id, threading.Lock())
+
+
+def _merge(held: _Held, hints: list[PendingHint]) -> None:
+    keys = {(hint.partition, hint.row_key) for hint in held.hints}
+    held.hints = sorted(held.hints + [hint for hint in hints if (hint.partition, hint.row_key) not in keys],
+                        key=lambda hint: hint.row_key)
 
 
 def _pop(hints: list[PendingHint], count: int, at_random: bool) -> list[PendingHint]:

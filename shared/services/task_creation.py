@@ -150,6 +150,7 @@ class TaskCreation:
         new = plan.new
         statuses = {}
         answered = {}   # tasks found created before, by their membership (`plan.unread`)
+        hints = {}      # taskId -> the hint written for its pending run
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
             registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held,
@@ -158,8 +159,8 @@ class TaskCreation:
                 status = TaskStatus.new(task_id, definition)
                 ready = registration.ready[task_id] and not plan.held
                 statuses[task_id] = lifecycle.schedule(status, now) if ready else status
-            self.updater.add_hints([(new[task_id], task_id, status.latest)
-                                    for task_id, status in statuses.items() if status.runs])
+            hints.update((hint.task_id, hint) for hint in self.updater.add_hints(
+                [(new[task_id], task_id, status.latest) for task_id, status in statuses.items() if status.runs]))
             return registration
         def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
             self.deadlines.watch(new)
@@ -211,9 +212,12 @@ class TaskCreation:
             self.updater.events.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
             self.queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
+            made = [hints[task_id] for task_id, record in records.items()
+                    if new[task_id]["taskQueueId"] == queue_id and task_id in hints and record.status.pending_run
+                    and record.status.pending_run.scheduled == statuses[task_id].latest.scheduled]
             self.updater.signal.notify(queue_id, sum(
                 1 for task_id, record in records.items()
-                if record.status.pending_run and new[task_id]["taskQueueId"] == queue_id))
+                if record.status.pending_run and new[task_id]["taskQueueId"] == queue_id), made=made)
         for task_id, definition in new.items():
             log.info("task %s created in group %s on %s (%s)", task_id, definition["taskGroupId"],
                      definition["taskQueueId"], records[task_id].status.state.value,

@@ -19,6 +19,7 @@ Losing the conditional write means someone else changed the task first: read aga
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from dataclasses import replace
 from typing import Callable
 
@@ -29,7 +30,7 @@ from ..domain.task_definition import priority_rank
 from ..domain.task_status import TaskStatus
 from ..storage.claim_table import ClaimRow, ClaimTable
 from ..storage.errors import ChangedSinceRead
-from ..storage.pending_table import PendingTable
+from ..storage.pending_table import PendingHint, PendingTable
 from ..storage.task_table import TaskRecord, TaskTable
 from .event_publisher import EventPublisher
 from .resolution_events import Resolution, ResolutionEvents
@@ -117,16 +118,20 @@ class TaskUpdater:
                 planned.append((record, status))
             elif status is not record.status or task_id not in unknown:
                 again.append(task_id)
-        self.add_hints([(record.summary, record.task_id, status.pending_run) for record, status in planned])
+        hints = self.add_hints([(record.summary, record.task_id, status.pending_run) for record, status in planned])
+        hint_of = {hint.task_id: hint for hint in hints}
         before = {record.task_id: record for record, _ in planned}
 
         def saved(records: list[TaskRecord]) -> None:   # out before they can be claimed and resolved
             self.publisher.written_together(self.tasks, [(record, before[record.task_id].outbox)
                                                          for record in records])
+            made = defaultdict(list)
             for record in records:
                 log.info("task %s %s: %s -> %s", record.task_id, action, before[record.task_id].status.state.value,
                          record.status.state.value, extra={"taskId": record.task_id, "action": action})
-                self.signal.notify(record.summary["taskQueueId"], 1)
+                made[record.summary["taskQueueId"]].append(hint_of[record.task_id])
+            for queue_id, hints in made.items():
+                self.signal.notify(queue_id, len(hints), made=hints)
         outcomes = self.tasks.save_statuses(planned, saved)
         return again + [record.task_id for (record, _), outcome in zip(planned, outcomes)
                         if isinstance(outcome, ChangedSinceRead)]
@@ -160,8 +165,9 @@ class TaskUpdater:
         removes those of all its claims in one transaction)."""
         queue_id = record.summary["taskQueueId"]
         new_pending = status.pending_run
+        hints = []
         if new_pending and new_pending != record.status.pending_run:
-            self.add_hint(record.summary, status.task_id, new_pending)
+            hints = self.add_hints([(record.summary, status.task_id, new_pending)])
         resolved_run = became_resolved(record.status, status)
         claimed = resolved_run is not None and _was_running(record.status, resolved_run)
         if resolved_run is not None and not claimed:
@@ -174,18 +180,16 @@ class TaskUpdater:
                     and after.run_id != resolved_run:
                 self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
         published = self.publisher.written(self.tasks, saved, record.outbox)
-        if new_pending and new_pending != record.status.pending_run:
-            self.signal.notify(queue_id, 1)
+        if hints:
+            self.signal.notify(queue_id, 1, made=hints)
         if resolved_run is None:
             return saved, None
         return saved, replace(Resolution.of(saved, resolved_run), published=published)
 
-    def add_hint(self, summary: dict, task_id: str, run: Run) -> None:
-        self.add_hints([(summary, task_id, run)])
-
-    def add_hints(self, pending: list[tuple[dict, str, Run]]) -> None:
-        """Hints for pending runs given as (summary or definition, taskId, run), batched."""
-        self.pending.add_many([
+    def add_hints(self, pending: list[tuple[dict, str, Run]]) -> list[PendingHint]:
+        """Hints for pending runs given as (summary or definition, taskId, run), batched; the
+        hints written, for the work signal once their runs are pending (see `pending_buffer`)."""
+        return self.pending.add_many([
             (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
             for summary, task_id, run in pending])
 

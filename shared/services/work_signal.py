@@ -30,6 +30,7 @@ class WorkSignal:
         self._waiting: dict[str, list[threading.Event]] = defaultdict(list)  # oldest first
         self._polled: set[str] = set()
         self._generations: dict[str, int] = defaultdict(int)   # notifies so far, per queue
+        self._listeners: list[Callable[[str, list], None]] = []
 
     def generation(self, task_queue_id: str) -> int:
         """How many times work was announced on the queue in this process: what a reader of
@@ -37,10 +38,19 @@ class WorkSignal:
         with self._lock:
             return self._generations[task_queue_id]
 
-    def notify(self, task_queue_id: str, runs: int | None = None) -> None:
-        """`runs` new pending runs on the queue (None: wake every caller)."""
+    def on_made_here(self, listener: Callable[[str, list], None]) -> None:
+        """`listener(taskQueueId, hints)` hears of the hints of runs made pending here."""
+        self._listeners.append(listener)
+
+    def notify(self, task_queue_id: str, runs: int | None = None, made: list | None = None) -> None:
+        """`runs` new pending runs on the queue (None: wake every caller). `made`: the hints
+        of those runs, written by this process, which its listeners take in; without them
+        the queue's generation moves on (what readers of hints held must read again)."""
+        for listener in self._listeners if made is not None else ():
+            listener(task_queue_id, made)
         with self._lock:
-            self._generations[task_queue_id] += 1
+            if made is None:
+                self._generations[task_queue_id] += 1
             waiting = self._waiting.get(task_queue_id, [])
             for event in waiting[:runs] if runs is not None else waiting:
                 event.set()

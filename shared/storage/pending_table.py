@@ -66,8 +66,9 @@ class PendingTable:
     def add(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
         self.add_many([(task_queue_id, priority_rank, scheduled, task_id, run_id)])
 
-    def add_many(self, hints: list[tuple[str, int, str, str, int]]) -> None:
-        """Hints as (taskQueueId, priority rank, scheduled, taskId, runId), batched per bucket."""
+    def add_many(self, hints: list[tuple[str, int, str, str, int]]) -> list[PendingHint]:
+        """Hints as (taskQueueId, priority rank, scheduled, taskId, runId), batched per bucket;
+        the hints written."""
         rows = []
         for task_queue_id, priority_rank, scheduled, task_id, run_id in hints:
             row_key = _row_key(priority_rank, scheduled, task_id, run_id)
@@ -78,6 +79,9 @@ class PendingTable:
             if per_bucket[row["PartitionKey"]] > BULK:
                 row["PartitionKey"] += "." + row["taskId"][:1]
         upsert_in_batches(self._table, rows)
+        written = datetime.now(timezone.utc)
+        return [PendingHint(hint[0], row["taskId"], row["runId"], row["RowKey"], written, row["PartitionKey"])
+                for hint, row in zip(hints, rows)]
 
     def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
         row_key = _row_key(priority_rank, scheduled, task_id, run_id)

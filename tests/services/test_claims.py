@@ -106,3 +106,18 @@ def test_a_claimwork_repeated_by_the_same_worker_keeps_the_claim_watched(service
     assert again == []
     [row] = services.claims.claim_rows.due("9999-12-31T00:00:00.000Z", 100)
     assert (row.task_id, row.worker_id, row.taken_until) == (task_id, "w", claimed["takenUntil"])
+
+
+def test_a_claim_right_after_a_create_in_the_same_process_reads_no_hints(services, task_queue_id, monkeypatch):
+    """The hint a createTask wrote joins those its process holds once the task row says the
+    run is pending: a worker claiming after each create costs no query of PendingTasks."""
+    pending = services.claims.buffer.pending
+    reads, peek = [], pending.peek
+    monkeypatch.setattr(pending, "peek", lambda *args: reads.append(args) or peek(*args))
+    claimed = []
+    for _ in range(5):
+        task_id = new_slugid()
+        services.tasks.create(task_id, make_task(task_queue_id))
+        claimed += [claim["status"]["taskId"] == task_id
+                    for claim in services.claims.claim_work(task_queue_id, "wg", "w", 4)["tasks"]]
+    assert claimed == [True] * 5 and len(reads) == 1   # the first claim read the queue; none since

@@ -88,3 +88,38 @@ def test_hints_given_back_are_handed_out_again():
     buffer.give_back(QUEUE, first[1:])
     assert [hint.task_id for hint in buffer.take(QUEUE, 5, at_random=False)] == task_ids[1:]
     assert pending.reads == 1
+
+
+def made_here(pending: PendingTable, signal: WorkSignal, count: int, priority_rank: int) -> list[str]:
+    """Runs made pending by this process: hints written, then announced with them."""
+    written = pending.add_many([(QUEUE, priority_rank, SCHEDULED, new_slugid(), 0) for _ in range(count)])
+    signal.notify(QUEUE, count, made=written)
+    return sorted(hint.task_id for hint in written)
+
+
+def test_runs_made_here_join_the_hints_held_in_claim_order_without_a_read():
+    pending, signal, buffer = setup()
+    older = hints(pending, 3, priority_rank=5)
+    assert [hint.task_id for hint in buffer.take(QUEUE, 1, at_random=False)] == older[:1]
+    urgent = made_here(pending, signal, 2, priority_rank=1)
+    later = made_here(pending, signal, 1, priority_rank=6)
+    taken = [hint.task_id for hint in buffer.take(QUEUE, 10, at_random=False)]
+    assert taken == urgent + older[1:] + later
+    assert pending.reads == 1
+
+
+def test_a_run_made_here_behind_hints_left_unread_waits_for_the_read_that_finds_it_in_its_place():
+    pending, signal, buffer = setup(read=4)
+    older = hints(pending, 10, priority_rank=5)            # a read holds 4 of them
+
+    def claim(count: int) -> list[str]:
+        taken = buffer.take(QUEUE, count, at_random=False)
+        pending.remove_soon(taken)                         # claimed, as claimWork deletes them
+        return [hint.task_id for hint in taken]
+    assert claim(1) == older[:1]
+    behind = made_here(pending, signal, 1, priority_rank=7)   # after the 6 left unread
+    ahead = made_here(pending, signal, 1, priority_rank=1)
+    assert claim(3) == ahead + older[1:3] and pending.reads == 1
+    assert claim(20) == older[3:4] and pending.reads == 1   # what the read held, nothing joined behind it
+    handed = [task_id for _ in range(3) for task_id in claim(20)]
+    assert handed == older[4:] + behind and pending.reads == 4
