@@ -13,11 +13,17 @@ storage allows. In one Azurite (in memory, free ports):
 4. the bound: raw inserts/s / counted round trips per lifecycle, and the share of it the
    sequential client reached (the issue's target: at least 60%);
 then the baseline once more, as a drift check. See bench/README.md.
+
+`--against ROOT_URL` measures the same lifecycles, from the same kind of client, against
+another Taskcluster-compatible queue (Taskcluster's own, say), with the credentials of
+TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN, in `--rounds` alternating blocks with
+ours, so that both meet the machine in the same moods; the ratio of the rates is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -40,6 +46,10 @@ SHARE_TARGET = 0.60      # the issue's target share of the raw storage bound
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.sequential", description=__doc__.split("\n")[0])
     parser.add_argument("--lifecycles", type=int, default=200, help="sequential lifecycles over HTTP (default 200)")
+    parser.add_argument("--against", metavar="ROOT_URL", help="also measure another Taskcluster-compatible queue "
+                                                              "(credentials: TASKCLUSTER_CLIENT_ID/_ACCESS_TOKEN)")
+    parser.add_argument("--rounds", type=int, default=1, help="blocks of --lifecycles each, ours and theirs "
+                                                              "alternating (default 1)")
     operation_counts.add_arguments(parser)
     storage_baseline.add_arguments(parser)
     return parser.parse_args(argv)
@@ -49,51 +59,79 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def measure(azurite: Azurite, scratch: Path) -> dict:
-        return {"http": measure_http(azurite, args.lifecycles, scratch),
+        return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds),
                 "operations": operation_counts.count(azurite.connection_string, args.count, progress)}
 
     return run("sequential", args, measure, _bound, _rows, _headline)
 
 
-def measure_http(azurite: Azurite, n: int, log_dir: Path) -> dict:
+def measure_http(azurite: Azurite, n: int, log_dir: Path, against: str | None = None, rounds: int = 1) -> dict:
     with local_host.running(azurite, log_dir, progress) as server:
-        client = server.client()
-        definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId())
-        queue_id = definition["taskQueueId"]
-        claim = {"workerGroup": "bench", "workerId": "sequential", "tasks": 1}
-        seconds: dict[str, list[float]] = {call: [] for call in CALLS}
+        ours, theirs = [], []
+        other = _other_queue(against) if against else None
+        for round_number in range(1, rounds + 1):
+            ours.append(_lifecycles(server.client(), n, f"round {round_number}/{rounds}, ours"))
+            if other is not None:
+                theirs.append(_lifecycles(other, n, f"round {round_number}/{rounds}, {against}"))
+        settled, left = local_host.settle(server, time.perf_counter())
+    progress("the host's events " + (f"drained {settled:.1f} s after the last completion" if left is None
+                                     else f"NOT drained: {left}"))
+    results = {**_combined(ours), "claim_batch": 1, "server_settings": local_host.SETTINGS,
+               "events_drained_after_last_completion_s": None if left else round(settled, 2),
+               "events_left_undrained": left}
+    if theirs:
+        results["against"] = {"root_url": against, **_combined(theirs)}
+        results["ratio_to_against"] = round(results["lifecycles_per_s"] / results["against"]["lifecycles_per_s"], 2)
+    return results
 
-        def timed(call: str, *arguments):
-            began = time.perf_counter()
-            answer = getattr(client, call)(*arguments)
-            seconds[call].append(time.perf_counter() - began)
-            return answer
 
-        progress(f"{n} sequential lifecycles from one client (createTask -> claimWork tasks: 1 -> reportCompleted)")
-        started = last_line = time.perf_counter()
-        for done in range(1, n + 1):
-            task_id = taskcluster.slugId()
-            timed("createTask", task_id, definition)
-            claimed = timed("claimWork", queue_id, claim)["tasks"]
-            if [answer["status"]["taskId"] for answer in claimed] != [task_id]:
-                raise RuntimeError(f"claimWork answered {len(claimed)} tasks, not the one just created")
-            state = timed("reportCompleted", task_id, str(claimed[0]["runId"]))["status"]["state"]
-            if state != "completed":
-                raise RuntimeError(f"task {task_id} is {state} after reportCompleted")
-            now = time.perf_counter()
-            if now - last_line >= PROGRESS_EVERY:
-                progress(f"  {done}/{n} lifecycles ({done / (now - started):.1f}/s)")
-                last_line = now
-        finished = time.perf_counter()
-        settled, left = local_host.settle(server, finished)
-    total = finished - started
-    progress(f"{n} lifecycles in {total:.2f} s; the host's events "
-             + (f"drained {settled:.1f} s after the last" if left is None else f"NOT drained: {left}"))
-    return {"lifecycles": n, "claim_batch": 1, "server_settings": local_host.SETTINGS, "seconds": round(total, 3),
-            "lifecycles_per_s": round(n / total, 2),
-            "latency": {call: percentiles(seconds[call]) for call in CALLS},
-            "events_drained_after_last_completion_s": None if left else round(settled, 2),
-            "events_left_undrained": left}
+def _other_queue(root_url: str) -> taskcluster.Queue:
+    credentials = {"clientId": os.environ.get("TASKCLUSTER_CLIENT_ID", ""),
+                   "accessToken": os.environ.get("TASKCLUSTER_ACCESS_TOKEN", "")}
+    return taskcluster.Queue({"rootUrl": root_url, "maxRetries": 0,
+                              **({"credentials": credentials} if credentials["clientId"] else {})})
+
+
+def _lifecycles(client: taskcluster.Queue, n: int, label: str) -> dict:
+    """`n` lifecycles one after the other: their seconds and each call's latencies."""
+    definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId())
+    queue_id = definition["taskQueueId"]
+    claim = {"workerGroup": "bench", "workerId": "sequential", "tasks": 1}
+    seconds: dict[str, list[float]] = {call: [] for call in CALLS}
+
+    def timed(call: str, *arguments):
+        began = time.perf_counter()
+        answer = getattr(client, call)(*arguments)
+        seconds[call].append(time.perf_counter() - began)
+        return answer
+
+    progress(f"{label}: {n} sequential lifecycles from one client (createTask -> claimWork tasks: 1 -> "
+             "reportCompleted)")
+    started = last_line = time.perf_counter()
+    for done in range(1, n + 1):
+        task_id = taskcluster.slugId()
+        timed("createTask", task_id, definition)
+        claimed = timed("claimWork", queue_id, claim)["tasks"]
+        if [answer["status"]["taskId"] for answer in claimed] != [task_id]:
+            raise RuntimeError(f"claimWork answered {len(claimed)} tasks, not the one just created")
+        state = timed("reportCompleted", task_id, str(claimed[0]["runId"]))["status"]["state"]
+        if state != "completed":
+            raise RuntimeError(f"task {task_id} is {state} after reportCompleted")
+        now = time.perf_counter()
+        if now - last_line >= PROGRESS_EVERY:
+            progress(f"  {done}/{n} lifecycles ({done / (now - started):.1f}/s)")
+            last_line = now
+    total = time.perf_counter() - started
+    progress(f"  {n} lifecycles in {total:.2f} s ({n / total:.2f}/s)")
+    return {"lifecycles": n, "seconds": total, "samples": seconds}
+
+
+def _combined(blocks: list[dict]) -> dict:
+    """Blocks of lifecycles as one figure: their rate over all, each call's latencies over all."""
+    n, total = sum(block["lifecycles"] for block in blocks), sum(block["seconds"] for block in blocks)
+    return {"lifecycles": n, "seconds": round(total, 3), "lifecycles_per_s": round(n / total, 2),
+            "blocks_per_s": [round(block["lifecycles"] / block["seconds"], 2) for block in blocks],
+            "latency": {call: percentiles([x for block in blocks for x in block["samples"][call]]) for call in CALLS}}
 
 
 def _bound(results: dict) -> dict:
@@ -122,6 +160,7 @@ def _rows(results: dict) -> list[tuple[str, str]]:
         *[(f"{call} latency", latency_text(http["latency"][call])) for call in CALLS],
         ("host's events drained", f"{http['events_drained_after_last_completion_s']} s after the last completion"
          if http["events_left_undrained"] is None else f"NOT drained; left: {http['events_left_undrained']}"),
+        *_against_rows(http),
         *operation_counts.rows(results["operations"], 3),
         ("4. share of the raw storage bound", ""),
         ("bound", f"{bound['bound_lifecycles_per_s']:8.2f} lifecycles/s   (raw inserts {bound['raw_inserts_per_s']}"
@@ -134,12 +173,28 @@ def _rows(results: dict) -> list[tuple[str, str]]:
     ]
 
 
+def _against_rows(http: dict) -> list[tuple[str, str]]:
+    if "against" not in http:
+        return []
+    other = http["against"]
+    return [
+        ("rate of each block, ours", ", ".join(f"{rate:.2f}" for rate in http["blocks_per_s"])),
+        (f"2b. the same lifecycles against {other['root_url']}", ""),
+        ("lifecycles", f"{other['lifecycles_per_s']:8.2f} /s   ({other['lifecycles']} in {other['seconds']} s; "
+                       f"blocks: {', '.join(f'{rate:.2f}' for rate in other['blocks_per_s'])})"),
+        *[(f"{call} latency", latency_text(other["latency"][call])) for call in CALLS],
+        ("ours / theirs", f"{http['ratio_to_against']:8.2f}x"),
+    ]
+
+
 def _headline(results: dict) -> str:
-    bound = results["ratio"]
-    return (f"headline: {results['http']['lifecycles_per_s']:.2f} sequential lifecycles/s = "
+    bound, http = results["ratio"], results["http"]
+    against = (f"; {http['ratio_to_against']:.2f}x the {http['against']['lifecycles_per_s']:.2f} /s of "
+               f"{http['against']['root_url']}") if "against" in http else ""
+    return (f"headline: {http['lifecycles_per_s']:.2f} sequential lifecycles/s = "
             f"{bound['share_of_bound']:.1%} of the raw storage bound ({bound['bound_lifecycles_per_s']} /s = "
             f"{bound['raw_inserts_per_s']} inserts/s / {bound['round_trips_per_lifecycle']} round trips; "
-            f"target >= {SHARE_TARGET:.0%})")
+            f"target >= {SHARE_TARGET:.0%}){against}")
 
 
 if __name__ == "__main__":
