@@ -26,6 +26,7 @@ import urllib.parse
 import urllib.request
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import certifi
 from urllib3.util.wait import wait_for_read
@@ -36,6 +37,8 @@ CONNECT_SECONDS = 20.0
 READ_SECONDS = 120.0    # a query page or a 100-row transaction; Azure's own limit per operation is 30 s
 IDLE_SECONDS = 4.0      # under Node's keep-alive of 5 s; Azure's front end keeps them for minutes
 MAX_LINE = 65536        # a status or header line longer than this is no storage answer
+ATTEMPTS = 5            # of a request storage answered busy or whose answer was lost
+BUSY = {408, 429, 500, 502, 503, 504}   # storage did not finish (or start) the request: try again
 
 
 class Headers(dict):
@@ -147,6 +150,32 @@ class Connections:
             raise ServiceRequestError(f"connecting to {host}:{port}: {error!r}", error=error) from error
         sock.settimeout(READ_SECONDS)
         return _Connection(sock)
+
+
+def send_repeating(connections: Connections, method: str, target: str, body: bytes | None,
+                   signed: Callable[[], dict[str, str]], repeatable: bool) -> Answer:
+    """One request, sent again while storage answers busy or its answer is lost, if it is
+    `repeatable` (safe to apply twice); `signed()` gives each attempt its dated headers. A
+    request not repeatable whose answer is lost or busy raises ServiceResponseError: it may
+    have been applied, and its caller settles it."""
+    for attempt in range(ATTEMPTS):
+        last = attempt + 1 == ATTEMPTS
+        try:
+            answer = connections.send(method, target, body, signed())
+        except ServiceRequestError:   # never sent: always safe to send again
+            if last:
+                raise
+        except ServiceResponseError:
+            if last or not repeatable:
+                raise
+        else:
+            if answer.status not in BUSY:
+                return answer
+            if not repeatable:
+                raise ServiceResponseError(f"{method} {target}: storage answered {answer.status} {answer.reason}")
+            if last:
+                return answer
+        time.sleep(min(0.05 * 4 ** attempt, 3.2))
 
 
 def _request(method: str, target: str, host: str, body: bytes | None, headers: dict[str, str]) -> bytes:

@@ -24,23 +24,20 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
 from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError, ResourceExistsError,
-                                   ResourceNotFoundError, ServiceRequestError, ServiceResponseError)
+                                   ResourceNotFoundError)
 
-from .connections import Answer, Connections
+from .connections import Answer, Connections, send_repeating
 from .queue_endpoint import QueueEndpoint
 from .table import Sent
 
 # Azure keeps a message invisible for at most seven days.
 MAX_DELAY = timedelta(days=7)
-ATTEMPTS = 4             # waiting 0.05, 0.2 and 0.8 s between them
-_BUSY = {408, 429, 500, 502, 503, 504}   # storage did not finish (or start) the request: try again
 _ENVELOPE = '<?xml version="1.0" encoding="utf-8"?><QueueMessage><MessageText>{}</MessageText></QueueMessage>'
 _XML = "application/xml"
 _BY_CODE = {"QueueNotFound": ResourceNotFoundError, "MessageNotFound": ResourceNotFoundError,
@@ -121,19 +118,11 @@ class MessageQueue:
         if body is None and method != "GET":
             body = b""   # a PUT or DELETE says Content-Length: 0, as the SDK's did
         content_type = _XML if body else ""
-        for attempt in range(ATTEMPTS):
+
+        def signed() -> dict[str, str]:
             headers = self._endpoint.headers(method, path, query, len(body or b""), content_type)
-            if content_type:
-                headers["Content-Type"] = content_type
-            try:
-                answer = self._connections.send(method, target, body, headers)
-            except (ServiceRequestError, ServiceResponseError):
-                if attempt + 1 == ATTEMPTS:
-                    raise
-            else:
-                if answer.status not in _BUSY or attempt + 1 == ATTEMPTS:
-                    return answer
-            time.sleep(0.05 * 4 ** attempt)
+            return {**headers, "Content-Type": content_type} if content_type else headers
+        return send_repeating(self._connections, method, target, body, signed, repeatable=True)
 
     def _expect(self, status: int, answer: Answer) -> Answer:
         if answer.status == status:

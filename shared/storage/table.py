@@ -19,25 +19,21 @@ write is not: its caller settles it (`lost_responses`).
 from __future__ import annotations
 
 import json
-import time
 from typing import Iterator, NamedTuple
 from urllib.parse import quote, urlencode
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError, ResourceExistsError,
-                                   ResourceModifiedError, ResourceNotFoundError, ServiceRequestError,
-                                   ServiceResponseError)
+                                   ResourceModifiedError, ResourceNotFoundError)
 from azure.data.tables import TableEntity, UpdateMode
 from azure.data.tables._serialize import _parameter_filter_substitution   # the SDK's quoting of @parameters
 
 from . import transactions
-from .connections import Answer, Connections
+from .connections import Answer, Connections, send_repeating
 from .entities import from_json, row_path, to_json
 from .lost_responses import unrepeatable
 from .table_endpoint import API_VERSION, TableEndpoint
 
-ATTEMPTS = 5
-_BUSY = {408, 429, 500, 502, 503, 504}   # storage did not finish (or start) the request: try again
 _HEADERS = {"DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
             "Accept": "application/json;odata=minimalmetadata"}
 _JSON = "application/json"
@@ -140,26 +136,9 @@ class Table:
         self._counter.on_request(Sent(method, self._endpoint.origin + target))
         if body is None and method != "GET":
             body = b""   # a DELETE says Content-Length: 0, as the SDK's did
-        repeatable = not unrepeatable(method, path, headers.get("If-Match", "*"))
-        for attempt in range(ATTEMPTS):
-            last = attempt + 1 == ATTEMPTS
-            try:
-                answer = self._connections.send(method, target, body,
-                                                {**headers, **self._endpoint.headers(method, path, content_type)})
-            except ServiceRequestError:   # never sent: always safe to send again
-                if last:
-                    raise
-            except ServiceResponseError:
-                if last or not repeatable:
-                    raise
-            else:
-                if answer.status not in _BUSY:
-                    return answer
-                if not repeatable:   # it may have been applied: the caller settles it
-                    raise ServiceResponseError(f"{method} {path}: storage answered {answer.status} {answer.reason}")
-                if last:
-                    return answer
-            time.sleep(min(0.05 * 4 ** attempt, 3.2))
+        return send_repeating(self._connections, method, target, body,
+                              lambda: {**headers, **self._endpoint.headers(method, path, content_type)},
+                              repeatable=not unrepeatable(method, path, headers.get("If-Match", "*")))
 
     def _expect(self, statuses: tuple[int, ...], answer: Answer) -> Answer:
         if answer.status in statuses:

@@ -12,6 +12,7 @@ from azure.storage.queue import (AccountSasPermissions, QueueClient, ResourceTyp
                                  TextBase64EncodePolicy, generate_account_sas)
 
 from bench.operation_counts import _label
+from shared.storage import connections as connections_module
 from shared.storage import message_queue as message_queue_module
 from shared.storage.account import AZURITE_CONNECTION, OPERATIONS, StorageAccount
 from shared.storage.connections import Answer
@@ -201,7 +202,7 @@ SENT = Answer(201, "Created", {}, b'<?xml version="1.0" encoding="utf-8"?><Queue
 
 @pytest.fixture
 def scripted_queue(queue, monkeypatch):
-    monkeypatch.setattr(message_queue_module.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(connections_module.time, "sleep", lambda seconds: None)
     return queue
 
 
@@ -215,9 +216,9 @@ def test_a_send_storage_was_busy_for_or_whose_answer_was_lost_is_sent_again_and_
 
 
 def test_a_queue_busy_every_time_is_an_error_after_a_few_attempts(scripted_queue, monkeypatch):
-    script = Scripted(*[BUSY] * message_queue_module.ATTEMPTS)
+    script = Scripted(*[BUSY] * connections_module.ATTEMPTS)
     monkeypatch.setattr(scripted_queue, "_connections", script)
     with pytest.raises(HttpResponseError) as refused:
         scripted_queue.receive(32, HOLD)
     assert (refused.value.status_code, refused.value.error_code) == (503, "ServerBusy")
-    assert script.sent == ["GET"] * message_queue_module.ATTEMPTS
+    assert script.sent == ["GET"] * connections_module.ATTEMPTS

@@ -9,7 +9,7 @@ from azure.core.exceptions import ResourceNotFoundError, ServiceResponseError
 from azure.data.tables import AccountSasPermissions, ResourceTypes, generate_account_sas
 
 from shared.domain.ids import new_slugid
-from shared.storage import table as table_module
+from shared.storage import connections as connections_module
 from shared.storage.account import AZURITE_CONNECTION, OPERATIONS, StorageAccount
 from shared.storage.connections import Answer
 from shared.storage.table_endpoint import TableEndpoint
@@ -70,7 +70,7 @@ MISSING = Answer(404, "Not Found", {}, b'{"odata.error":{"code":"ResourceNotFoun
 
 @pytest.fixture
 def scripted_table(azurite, monkeypatch):
-    monkeypatch.setattr(table_module.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(connections_module.time, "sleep", lambda seconds: None)
     return StorageAccount(azurite.connection_string, unique_prefix()).table("Rows")
 
 
