@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import azure.functions as func
 import pytest
@@ -14,6 +16,9 @@ def describe(name: str, req: func.HttpRequest) -> func.HttpResponse:
         "function": name, "method": req.method, "route": dict(req.route_params),
         "params": dict(req.params), "body": req.get_body().decode(),
     }), mimetype="application/json")
+
+
+TOGETHER = threading.Barrier(12)
 
 
 def build_app() -> func.FunctionApp:
@@ -31,6 +36,16 @@ def build_app() -> func.FunctionApp:
     @app.route(route="echo/{*rest}")  # every method
     async def echo(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse(req.get_body(), status_code=201, headers={"X-Rest": req.route_params["rest"]})
+
+    # Answers once `TOGETHER` requests are inside it at the same time (500 after 10 s).
+    @app.route(route="together")
+    def together(req: func.HttpRequest) -> func.HttpResponse:
+        TOGETHER.wait(timeout=10)
+        return func.HttpResponse("met")
+
+    @app.route(route="thread")
+    def thread(req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse(str(threading.get_native_id()))
 
     @app.route(route="boom")
     def boom(req: func.HttpRequest) -> func.HttpResponse:
@@ -113,3 +128,33 @@ def test_a_request_that_cannot_be_framed_is_answered_400_not_dropped(base_url, h
         answer = connection.recv(4096).decode(errors="replace")
     assert answer.startswith("HTTP/1.") and " 400 " in answer.split("\r\n", 1)[0], answer[:200]
     assert requests.get(f"{base_url}/api/items/new").status_code == 200   # still serving
+
+
+def _connection_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "http-connection"]
+
+
+def test_overlapping_requests_each_get_a_thread(base_url):
+    # A long-polling claimWork holds its thread: the pool grows while all are busy.
+    TOGETHER.reset()
+    with ThreadPoolExecutor(TOGETHER.parties) as callers:
+        answers = list(callers.map(lambda _: requests.get(f"{base_url}/api/together", timeout=20),
+                                   range(TOGETHER.parties)))
+    assert [(answer.status_code, answer.text) for answer in answers] == [(200, "met")] * TOGETHER.parties
+
+
+def test_connections_one_after_another_reuse_the_waiting_threads(base_url):
+    # A new connection each, as the official client makes: served by the threads that
+    # served the ones before, not a thread started for each.
+    served_by = {requests.get(f"{base_url}/api/thread", timeout=5).text for _ in range(40)}
+    assert len(served_by) <= 3
+
+
+def test_a_stopped_server_lets_its_threads_go(local_host):
+    host = local_host(build_app())
+    for _ in range(3):
+        requests.get(f"{host.base_url}/items/new", timeout=5)
+    host.stop()
+    for thread in _connection_threads():
+        thread.join(timeout=5)
+    assert _connection_threads() == []
