@@ -118,11 +118,11 @@ class _Server(HTTPServer):
     request_queue_size = 128
 
     def __init__(self, address, handler) -> None:
-        super().__init__(address, handler)
         self._connections: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0       # threads about to take a connection that nobody was handed to
         self._threads = 0
+        super().__init__(address, handler)   # closes the server if it cannot bind: all is set by then
 
     def process_request(self, request, client_address) -> None:
         """Hand the connection to a waiting thread, or to a new one if none is waiting."""

@@ -5,6 +5,6 @@
 - `roles`: role expansion through `assume:<roleId>` (starred and parameterized roles too);
 - `certificates`: the `ext` of a Hawk request (temporary credentials, `authorizedScopes`);
 - `clients`: the clients a deployment trusts (`STATIC_CLIENTS`), its roles and anonymous scopes;
-- `hawk`: verifying a Hawk `Authorization` header or a bewit with `mohawk`, against the
+- `hawk`: verifying a Hawk `Authorization` header or a bewit (HMAC-SHA256), against the
   public URL the client signed.
 """

@@ -4,8 +4,16 @@ The MAC covers the method, the raw path and query exactly as sent (`%2F` stays e
 the host and port the client signed, the timestamp and nonce, the payload hash when the
 client sent one (then the body must match it) and `ext`. Timestamps may be 15 minutes off
 the server's clock, as Taskcluster allows. A bewit (`?bewit=...`, from a client's
-`buildSignedUrl`) signs a GET of that URL until its expiry. The MACs are computed by
-`mohawk`; nothing here reports a MAC it computed.
+`buildSignedUrl`) signs a GET of that URL until its expiry. Nothing here reports a MAC it
+computed.
+
+Hawk 1.0 is a few lines of HMAC-SHA256 (`_mac`), written here rather than verified with
+`mohawk`: on every API call mohawk parsed the header twice and pretty-printed it and the
+URL for debug lines that were never shown, a third of a millisecond of each call. The
+reading is mohawk's (which the Python client signs with): the resource is the URL's path
+and query as `urlparse` splits them, the host is lowercased, a header longer than 4,096
+characters or with an attribute outside Hawk's characters is refused. The tests sign with
+mohawk and with the official client.
 
 Like Taskcluster, no nonce is remembered: a request replayed within the 15 minutes is not
 refused (TLS keeps others from seeing it).
@@ -15,28 +23,29 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
-import logging
 import re
 import time
 from dataclasses import dataclass
-
-import mohawk
-from mohawk.base import Resource
-from mohawk.exc import HawkFail, MacMismatch, MisComputedContentHash, TokenExpired
-from mohawk.util import calculate_mac, parse_authorization_header
+from urllib.parse import urlparse
 
 from .clients import Caller, Realm
 from .errors import AuthenticationFailed
 from .roles import RoleExpansionTooLarge
 
 SKEW_SECONDS = 15 * 60
-ALGORITHM = "sha256"
-# mohawk's debug lines quote headers and normalized request strings.
-logging.getLogger("mohawk").setLevel(logging.INFO)
+MAX_HEADER = 4096    # characters of an Authorization header, as Hawk's libraries allow
 # Taskcluster's (and Hawk's) reading of a bewit: the last query parameter, or followed by others.
 _BEWIT = re.compile(r"^(/.*)([?&])bewit=([^&]*)(?:&(.+))?$", re.DOTALL)
 _BEWIT_TEXT = re.compile(r"[\w-]*")
+_ATTRIBUTE = re.compile(r'(\w+)="([^"\\]*)"\s*(?:,\s*|\Z)')
+_ATTRIBUTE_VALUE = re.compile(r"[ a-zA-Z0-9_!#$%&'()*+,\-./:;<=>?@\[\]^`{|}~]*")
+_KEYS = frozenset(("id", "ts", "tsm", "nonce", "hash", "error", "ext", "mac", "app", "dlg"))
+
+
+class _Refused(ValueError):
+    """The header is not a Hawk header this server reads."""
 
 
 @dataclass(frozen=True)
@@ -74,33 +83,80 @@ def authenticate(request: SignedRequest, realm: Realm) -> Caller:
 
 def _hawk_header(request: SignedRequest, realm: Realm) -> Caller:
     try:
-        attributes = parse_authorization_header(request.authorization)
+        attributes = _attributes(request.authorization)
         client_id = attributes["id"]
-    except (HawkFail, ValueError, KeyError):
+    except (_Refused, KeyError):
         raise AuthenticationFailed("Invalid Authorization header: not a Hawk header with an id") from None
     key, scopes = realm.credentials(client_id, attributes.get("ext"))
     try:
-        mohawk.Receiver(lambda _: {"id": client_id, "key": key, "algorithm": ALGORITHM}, request.authorization,
-                        request.url(), request.method, content=request.content,
-                        content_type=request.content_type, seen_nonce=_not_remembered,
-                        accept_untrusted_content=True, timestamp_skew_in_seconds=SKEW_SECONDS)
-    except MacMismatch:
+        timestamp, nonce = attributes["ts"], attributes["nonce"]
+        seconds = int(timestamp)
+    except (KeyError, ValueError) as error:
+        raise AuthenticationFailed(f"Invalid Hawk authorization ({type(error).__name__})") from None
+    mac = _mac(key, "header", timestamp, nonce, request.method, _signed_resource(request.resource),
+               request.host, request.port, attributes.get("hash", ""), attributes.get("ext", ""),
+               attributes.get("app"), attributes.get("dlg"))
+    if not hmac.compare_digest(mac, attributes.get("mac", "").encode()):
         raise AuthenticationFailed("Bad mac: the signature does not match this request (its method, path, "
                                    f"query, host {request.host}:{request.port}, timestamp or ext) "
-                                   "signed with this client's access token") from None
-    except MisComputedContentHash:
-        raise AuthenticationFailed("Invalid payload hash: the body is not the one the request was signed "
-                                   "with") from None
-    except TokenExpired:
-        raise AuthenticationFailed(f"Stale timestamp: ts {attributes.get('ts', '')[:20]} is more than {SKEW_SECONDS} s "
-                                   f"from the server's time {int(time.time())}") from None
-    except (HawkFail, ValueError, KeyError) as error:
-        raise AuthenticationFailed(f"Invalid Hawk authorization ({type(error).__name__})") from None
+                                   "signed with this client's access token")
+    if "hash" in attributes and not hmac.compare_digest(_payload_hash(request.content, request.content_type),
+                                                        attributes["hash"].encode()):
+        raise AuthenticationFailed("Invalid payload hash: the body is not the one the request was signed with")
+    if abs(seconds - int(time.time())) > SKEW_SECONDS:
+        raise AuthenticationFailed(f"Stale timestamp: ts {timestamp[:20]} is more than {SKEW_SECONDS} s "
+                                   f"from the server's time {int(time.time())}")
     return Caller(client_id, scopes, "hawk")
 
 
-def _not_remembered(sender_id: str, nonce: str, timestamp: str) -> bool:
-    return False
+def _attributes(header: str) -> dict[str, str]:
+    """The attributes of a Hawk header: `Hawk id="...", ts="...", ...` and nothing else."""
+    if len(header) > MAX_HEADER:
+        raise _Refused("the header is too long")
+    scheme, _, text = header.partition(" ")
+    if scheme.lower() != "hawk":
+        raise _Refused("not the Hawk scheme")
+    attributes: dict[str, str] = {}
+    end = 0
+    for match in _ATTRIBUTE.finditer(text):
+        key, value = match.groups()
+        if match.start() != end or key not in _KEYS or key in attributes or not _ATTRIBUTE_VALUE.fullmatch(value):
+            raise _Refused(f"attribute {key!r}")
+        attributes[key] = value
+        end = match.end()
+    if end != len(text):
+        raise _Refused("text that is not an attribute")
+    return attributes
+
+
+def _signed_resource(resource: str) -> str:
+    """The path and query a client signed for the raw `resource`, as `urlparse` reads them
+    (mohawk, which the Python client signs with, uses it): `;params` of the last segment
+    and a fragment are not part of it, nor is an empty query's `?`."""
+    if ";" in resource or "#" in resource:
+        parts = urlparse("http://host" + resource)
+        return parts.path + ("?" + parts.query if parts.query else "")
+    path, _, query = resource.partition("?")
+    return path + "?" + query if query else path
+
+
+def _mac(key: str, kind: str, timestamp: str, nonce: str, method: str, resource: str, host: str, port: int,
+         payload_hash: str, ext: str, app: str | None = None, dlg: str | None = None) -> bytes:
+    """Hawk's MAC of a request (`kind` "header" or "bewit"), base64."""
+    lines = [f"hawk.1.{kind}", timestamp, nonce, method.upper(), resource, host.lower(), str(port), payload_hash, ext]
+    if app:
+        lines += [app, dlg or ""]
+    normalized = "\n".join(lines) + "\n"
+    return base64.b64encode(hmac.new(key.encode(), normalized.encode(), hashlib.sha256).digest())
+
+
+def _payload_hash(content: bytes, content_type: str) -> bytes:
+    """Hawk's hash of a body and its media type (parameters and case left out), base64."""
+    media_type = content_type.split(";")[0].strip().lower()
+    digest = hashlib.sha256(f"hawk.1.payload\n{media_type}\n".encode())
+    digest.update(content)
+    digest.update(b"\n")
+    return base64.b64encode(digest.digest())
 
 
 def _bewit(request: SignedRequest, realm: Realm) -> Caller:
@@ -120,13 +176,10 @@ def _bewit(request: SignedRequest, realm: Realm) -> Caller:
     if expires_at <= time.time():
         raise AuthenticationFailed(f"Access expired: the bewit expired at {expires_at}")
     key, scopes = realm.credentials(client_id, ext)
-    try:
-        resource = Resource(url=request.url(path + (separator + rest if rest else "")), method="GET",
-                            credentials={"id": client_id, "key": key, "algorithm": ALGORITHM},
-                            timestamp=expiry, nonce="", ext=ext)
-        mac = calculate_mac("bewit", resource, None)
-    except (HawkFail, ValueError):
-        raise AuthenticationFailed("Invalid bewit: its client id or ext holds characters Hawk refuses") from None
+    if not (_ATTRIBUTE_VALUE.fullmatch(client_id) and _ATTRIBUTE_VALUE.fullmatch(ext)):
+        raise AuthenticationFailed("Invalid bewit: its client id or ext holds characters Hawk refuses")
+    mac = _mac(key, "bewit", expiry, "", "GET", _signed_resource(path + (separator + rest if rest else "")),
+               request.host, request.port, "", ext)
     if not hmac.compare_digest(mac, their_mac.encode()):
         raise AuthenticationFailed("Bad mac: the bewit does not sign this URL (its path, query, host "
                                    f"{request.host}:{request.port} or expiry) with this client's access token")

@@ -8,7 +8,7 @@ Invariants kept here and in `lifecycle`:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 
 
@@ -95,15 +95,11 @@ class Run:
 
     def to_json(self) -> dict:
         """The run as Taskcluster's status structure shows it (absent fields omitted)."""
-        names = {
-            "run_id": "runId", "reason_created": "reasonCreated",
-            "reason_resolved": "reasonResolved", "worker_group": "workerGroup",
-            "worker_id": "workerId", "taken_until": "takenUntil",
-        }
         out = {}
-        for key, value in asdict(self).items():
+        for attribute, name in _JSON_NAMES:
+            value = getattr(self, attribute)
             if value is not None:
-                out[names.get(key, key)] = value.value if isinstance(value, Enum) else value
+                out[name] = value.value if isinstance(value, Enum) else value
         return out
 
     @classmethod
@@ -121,3 +117,9 @@ class Run:
             started=data.get("started"),
             resolved=data.get("resolved"),
         )
+
+
+# A run's attributes, each with its name in Taskcluster's status structure.
+_CAMEL = {"run_id": "runId", "reason_created": "reasonCreated", "reason_resolved": "reasonResolved",
+          "worker_group": "workerGroup", "worker_id": "workerId", "taken_until": "takenUntil"}
+_JSON_NAMES = tuple((field.name, _CAMEL.get(field.name, field.name)) for field in fields(Run))

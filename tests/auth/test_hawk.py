@@ -54,6 +54,12 @@ def test_a_signed_request_names_its_client_and_an_unsigned_one_is_anonymous():
     (lambda: received('Hawk ts="1", nonce="x", mac="y"'), "Invalid Authorization header"),
     (lambda: received(signed() + ', junk'), "Invalid Authorization header"),
     (lambda: received(signed(ext="bm90IGpzb24")), "Failed to parse ext"),
+    (lambda: received(signed() + ', id="static/root"'), "Invalid Authorization header"),   # twice
+    (lambda: received(signed() + ', color="red"'), "Invalid Authorization header"),        # not Hawk's
+    (lambda: received(signed().replace('id="static/root"', 'id="static\u00e9root"')),
+     "Invalid Authorization header"),                                                     # not Hawk's characters
+    (lambda: received(signed(ext="x" * 4100)), "Invalid Authorization header"),           # longer than Hawk allows
+    (lambda: received(signed().replace('ts="', 'ts="x')), "Invalid Hawk authorization"),
 ])
 def test_anything_changed_after_signing_is_refused(make, reason):
     with pytest.raises(AuthenticationFailed, match=reason) as refused:
@@ -117,3 +123,25 @@ def test_a_bewit_from_build_signed_url_signs_that_get_until_it_expires():
                                             .buildSignedUrl("listTaskQueues")), "Bad mac")]:
         with pytest.raises(AuthenticationFailed, match=reason):
             authenticate(request_, REALM)
+
+
+@pytest.mark.parametrize("path, received_as", [
+    ("/api/queue/v1/task/abc/artifacts/public%2Fa;b.txt?x=1", None),
+    ("/api/queue/v1/task-queues?", "/api/queue/v1/task-queues?"),      # an empty query's "?"
+    ("/api/queue/v1/task-queues?limit=5&continuationToken=a%3Db", None),
+])
+def test_paths_and_queries_are_read_as_the_python_client_signs_them(path, received_as):
+    header = signed(path=path, method="GET", body=b"")
+    assert authenticate(received(header, path=received_as or path, method="GET", body=b""), REALM).client_id == \
+        "static/root"
+
+
+def test_app_and_dlg_are_signed_too():
+    def with_app(dlg: str) -> str:
+        return mohawk.Sender({"id": "static/root", "key": TOKEN, "algorithm": "sha256"}, ROOT_URL + PATH, "POST",
+                             content=b'{"tasks": 1}', content_type="application/json", app="an-app",
+                             dlg=dlg).request_header
+    assert authenticate(received(with_app("a-delegate")), REALM).client_id == "static/root"
+    forged = with_app("a-delegate").replace('dlg="a-delegate"', 'dlg="another"')
+    with pytest.raises(AuthenticationFailed, match="Bad mac"):
+        authenticate(received(forged), REALM)
