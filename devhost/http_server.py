@@ -25,6 +25,7 @@ import azure.functions as func
 from .routes import RouteTemplate
 
 log = logging.getLogger("devhost.http")
+_date = (0, "")   # the last second a Date header was made for, and that header
 IDLE_THREADS = 64   # threads kept waiting for connections; more are started while all are busy
 
 
@@ -49,6 +50,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args) -> None:  # one structured line per request instead
         pass
 
+    def date_time_string(self, timestamp=None) -> str:
+        """The Date header, formatted once a second."""
+        global _date
+        second = int(time.time() if timestamp is None else timestamp)
+        if _date[0] != second:
+            _date = (second, super().date_time_string(second))
+        return _date[1]
+
     def _serve(self) -> None:
         started = time.monotonic()
         try:
@@ -64,9 +73,12 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
+        # The head and the body in one write (end_headers would send the head alone): each
+        # write to a socket without Nagle's delay is a packet of its own.
+        self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
-            self.wfile.write(payload)
+            self._headers_buffer.append(payload)
+        self.flush_headers()
         log.info("%s %s -> %d (%.0f ms)", self.command, parts.path, status, (time.monotonic() - started) * 1000)
 
     def _read_body(self) -> bytes:

@@ -98,10 +98,14 @@ class TaskCreation:
         # since a conflicting definition must not list itself on tasks it does not wait on.
         unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
         # The three reads are independent: made at once, they cost one round trip of waiting.
-        existing, outside, groups = at_once(_STEPS, [
-            lambda: {} if unused_ids or unread else self._existing(definitions),
-            lambda: {} if held else self.dependencies.check(definitions),
-            lambda: self.groups.check(definitions, accepted=accepted)], settle=True)
+        # Those with nothing to read are not made (each step handed to a thread costs time).
+        reads = {"groups": lambda: self.groups.check(definitions, accepted=accepted)}
+        if not (unused_ids or unread):
+            reads["existing"] = lambda: self._existing(definitions)
+        if not held and any(definition["dependencies"] for definition in definitions.values()):
+            reads["outside"] = lambda: self.dependencies.check(definitions)
+        found = dict(zip(reads, at_once(_STEPS, list(reads.values()), settle=True)))
+        existing, outside, groups = found.get("existing", {}), found.get("outside", {}), found["groups"]
         if isinstance(existing, Exception):
             raise existing
         if unread and isinstance(groups, Conflict):   # a sealed group: tasks made before it are answered
