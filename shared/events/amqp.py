@@ -4,8 +4,12 @@ persistent `application/json` messages under the primary routing key, the task's
 in the `CC` header as `route.<r>` (the broker delivers a copy to queues bound on those).
 
 A few connections per process (LANES), each used by one thread at a time under its lock
-(pika's connections are not thread-safe), with publisher confirms: `publish` returns once
-the broker has taken every message. A publish waits for its confirm, so one connection
+(pika's connections are not thread-safe); `publish` returns once the broker has taken
+every message. One event goes on a channel in confirm mode (a round trip for its
+confirm); several (a creation's two, a fan-out's hundreds) on a transacted channel of the
+same connection, published and then committed (one round trip for all: with a durable
+queue bound, 1.4 ms for five messages against 3.9 ms for five confirms, measured here).
+A publish waits for the broker, so one connection
 shared by all of a busy host's threads was a queue of its own: sampled during a
 10,000-task graph, a tenth of the host's threads were waiting for its lock. A publish
 takes a free connection, or waits for one. A task's changes follow each other, each
@@ -79,17 +83,17 @@ class AmqpBus:
 
 
 class _Lane:
-    """One connection and its channel; its caller holds `lock`."""
+    """One connection, with a channel in confirm mode and a transacted one; its caller holds `lock`."""
 
     def __init__(self, parameters: pika.URLParameters) -> None:
         self._parameters = parameters
         self.lock = threading.Lock()
         self._connection = None
-        self._channel = None
+        self._channels = None   # (confirming, transacted)
         self._next_attempt = 0.0
 
     def publish(self, events: Sequence[Event]) -> None:
-        reused = self._channel is not None and self._channel.is_open
+        reused = self._channels is not None and all(channel.is_open for channel in self._channels)
         try:
             self._publish(self._open(), events)
         except BusUnavailable:
@@ -97,36 +101,41 @@ class _Lane:
                 raise
             self._publish(self._open(again=True), events)   # the connection had died idle
 
-    def _publish(self, channel, events: Sequence[Event]) -> None:
+    def _publish(self, channels, events: Sequence[Event]) -> None:
+        confirming, transacted = channels
+        channel = confirming if len(events) == 1 else transacted
         try:
             for event in events:
                 channel.basic_publish(event.exchange_name, event.routing_key, _encode(event),
                                       _properties(event), mandatory=False)
+            if channel is transacted:
+                channel.tx_commit()
         except (AMQPError, OSError) as error:
             self._drop(error)
             raise BusUnavailable(f"the broker did not take the events: {error!r}") from error
 
     def _open(self, again: bool = False):
-        if self._channel is not None and self._channel.is_open:
-            return self._channel
+        if self._channels is not None and all(channel.is_open for channel in self._channels):
+            return self._channels
         if time.monotonic() < self._next_attempt and not again:
             raise BusUnavailable("the broker was unreachable a moment ago")
         try:
             self._connection = pika.BlockingConnection(self._parameters)
-            channel = self._connection.channel()
-            channel.confirm_delivery()
-            declare_exchanges(channel)
+            confirming, transacted = self._connection.channel(), self._connection.channel()
+            confirming.confirm_delivery()
+            transacted.tx_select()
+            declare_exchanges(confirming)
         except (AMQPError, OSError) as error:
             self._drop(error)
             raise BusUnavailable(f"cannot reach the broker: {error!r}") from error
         log.info("connected to the event broker %s:%s", self._parameters.host, self._parameters.port)
-        self._channel = channel
-        return channel
+        self._channels = (confirming, transacted)
+        return self._channels
 
     def _drop(self, error: Exception) -> None:
         log.warning("event broker connection lost: %r", error)
         self._next_attempt = time.monotonic() + RECONNECT_AFTER
-        connection, self._connection, self._channel = self._connection, None, None
+        connection, self._connection, self._channels = self._connection, None, None
         if connection is not None and connection.is_open:
             try:
                 connection.close()
@@ -136,7 +145,7 @@ class _Lane:
     def close(self) -> None:
         if self._connection is not None and self._connection.is_open:
             self._connection.close()
-        self._connection = self._channel = None
+        self._connection = self._channels = None
 
 
 def _encode(event: Event) -> bytes:

@@ -43,3 +43,21 @@ def test_threads_publishing_at_once_use_several_connections_and_lose_nothing(bro
     assert sorted(message.body["schedulerId"] for message in received) == sorted(
         event.body["schedulerId"] for event in events)
     assert 1 < most_busy[0] <= amqp.LANES
+
+
+def test_several_events_of_one_publish_arrive_all_and_in_their_order(broker):
+    # Published together on the transacted channel and committed at once.
+    group_id = new_slugid()
+    consumer = Consumer(broker.url, [{"exchange": EXCHANGE_PREFIX + "task-group-sealed",
+                                      "routingKeyPattern": f"primary.{group_id}.#"}])
+    bus = AmqpBus(broker.url)
+    events = [group_sealed(group_id, f"scheduler-{number}", "2100-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z",
+                           "2026-01-01T00:00:00.000Z") for number in range(50)]
+    try:
+        bus.publish(events[:1])
+        bus.publish(events[1:])
+        received = consumer.wait_for(50)
+    finally:
+        bus.close()
+        consumer.close()
+    assert [message.body["schedulerId"] for message in received] == [event.body["schedulerId"] for event in events]
