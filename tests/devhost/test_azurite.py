@@ -28,3 +28,18 @@ def test_azurite_stops_when_the_process_that_started_it_is_killed():
     finally:
         if alive(pid):
             subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def test_requests_are_not_logged_unless_asked(monkeypatch, tmp_path):
+    from azure.data.tables import TableServiceClient
+
+    from devhost.azurite import ACCESS_LOG_SETTING, Azurite
+
+    def log_after_a_request(location: Path) -> str:
+        with Azurite(location) as azurite:
+            TableServiceClient.from_connection_string(azurite.connection_string).create_table("logged")
+            return azurite.log_path.read_text()
+    monkeypatch.delenv(ACCESS_LOG_SETTING, raising=False)
+    assert "POST /devstoreaccount1/Tables" not in log_after_a_request(tmp_path / "silent")
+    monkeypatch.setenv(ACCESS_LOG_SETTING, "1")
+    assert "POST /devstoreaccount1/Tables" in log_after_a_request(tmp_path / "logged")
