@@ -16,7 +16,13 @@ so the count is exact: a row whose marker exists was counted before, and is neit
 again nor written back once removed (a satisfied requirement never comes back, whoever
 writes it again); one gone already is not counted down twice. The marker stays until the
 owner's rows are forgotten (a group's member row is its members' marker). Whoever takes a
-bucket to zero asks whether another bucket is not: first by reading the count of a bucket or
+bucket to zero asks, a moment later (EMPTIED_PAUSE), whether another bucket is not, as
+Taskcluster's queue asks whether a group is still active when its dependency resolver gets
+to the resolution: a group that a client fills one task after another is empty for a
+millisecond between a completion and the next creation, and a question asked then found
+it resolved, wrote and announced that, and read every bucket to know it (three storage
+requests and an event per task where, a moment later, one read finds the new member's
+count). The question is asked first by reading the count of a bucket or
 two where this process last saw rows counted (a count read above zero answers at once),
 else by one query over every bucket. The query is what costs: Azurite scans the whole table
 for it, and a large owner in buckets of two characters (see `buckets`) empties a thousand
@@ -33,6 +39,7 @@ is refused whole, and done again after reading the count. A bucket written by on
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,6 +60,7 @@ CLOSED = "closed"
 ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
 PROBES = 2               # counts read (see `left`) before a query over every bucket
+EMPTIED_PAUSE = 0.01     # seconds between taking a bucket to zero and asking whether others are
 # Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
 _BUCKETS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-write")
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-read")
@@ -176,7 +184,10 @@ class Countdown:
         partition = bucket(owner, task_id, width)
         with self._serial(partition):
             left = self._remove(partition, task_id, beside)
-        return left or self.left(owner, width, emptied=partition)
+        if left:
+            return True
+        time.sleep(EMPTIED_PAUSE)
+        return self.left(owner, width, emptied=partition)
 
     def _remove(self, partition: str, task_id: str, beside: dict | None = None) -> bool:
         """Whether the bucket counts a row after the task's is removed."""
@@ -224,6 +235,8 @@ class Countdown:
                     left = mine.value > 1, theirs.value > 1
             else:
                 left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
+        if not all(left):
+            time.sleep(EMPTIED_PAUSE)
         return (left[0] or self.left(owner, width, emptied=partition),
                 left[1] or other.left(owner, width, emptied=partition))
 

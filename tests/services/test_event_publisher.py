@@ -12,7 +12,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
-from shared.storage import publication_marks
+from shared.storage import countdown, publication_marks
 from tests.conftest import make_task, memory_services, unique_prefix
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
@@ -74,9 +74,12 @@ def test_the_dependency_is_announced_resolved_before_its_dependent_pending_and_t
     services.tasks.create(child, make_task(task_queue_id, taskGroupId=group, dependencies=[parent]))
     claim(services, task_queue_id)
     services.resolutions.completed(parent, 0)
+    # The group learns of a resolution after the call answers (and, when the resolution
+    # empties a bucket, asks about the others a moment later: see the test below).
+    assert services.resolution_handler.settled()
     claim(services, task_queue_id)
     services.resolutions.completed(child, 0)
-    assert services.resolution_handler.settled()   # the group learns of it after the call answers
+    assert services.resolution_handler.settled()
     order = [(event.exchange, event.body.get("status", {}).get("taskId")) for event in bus.published]
     assert order.index(("task-completed", parent)) < order.index(("task-pending", child))
     assert [event.exchange for event in bus.published if event.exchange.startswith("task-group")] == \
@@ -84,6 +87,28 @@ def test_the_dependency_is_announced_resolved_before_its_dependent_pending_and_t
     services.task_groups.seal(group, "2030-01-01T00:00:00.000Z")
     services.task_groups.seal(group, "2030-01-02T00:00:00.000Z")   # sealed once
     assert [event.body["taskGroupId"] for event in bus.published if event.exchange == "task-group-sealed"] == [group]
+
+
+def test_a_group_refilled_right_after_its_last_member_resolved_is_not_announced_resolved_then(
+        services, bus, task_queue_id, monkeypatch):
+    # A client filling a group one task after another: the group is empty for a moment
+    # between a completion and the next creation, and is asked about after that moment.
+    monkeypatch.setattr(countdown, "EMPTIED_PAUSE", 0.5)
+    group, first, second = new_slugid(), new_slugid(), new_slugid()
+    while second[0] == first[0]:   # in another bucket: the first's bucket empties
+        second = new_slugid()
+    services.tasks.create(first, make_task(task_queue_id, taskGroupId=group))
+    claim(services, task_queue_id)
+    services.resolutions.completed(first, 0)
+    time.sleep(0.1)   # the group's bucket was emptied; the other buckets are asked about later
+    services.tasks.create(second, make_task(task_queue_id, taskGroupId=group))
+    assert services.resolution_handler.settled()
+    assert [event for event in bus.published if event.exchange == "task-group-resolved"] == []
+    claim(services, task_queue_id)
+    services.resolutions.completed(second, 0)
+    assert services.resolution_handler.settled()
+    assert [event.body["taskGroupId"] for event in bus.published if event.exchange == "task-group-resolved"] == \
+        [group]
 
 
 def test_a_bus_that_is_down_delays_events_and_loses_none(services, bus, task_queue_id):
