@@ -82,16 +82,31 @@ class _Remembered:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: OrderedDict[tuple, _Count] = OrderedDict()
+        self._counts: OrderedDict[tuple, tuple[_Count, int]] = OrderedDict()   # the count, and when
         self._counting: dict[tuple, dict[str, None]] = {}   # (table, owner, row) -> partitions
+        self._ticks = 0   # a clock: when each count was learnt (a write's, or a read's start)
 
     def get(self, key: tuple) -> _Count | None:
         with self._lock:
-            return self._counts.get(key)
+            found = self._counts.get(key)
+            return found[0] if found else None
 
-    def put(self, key: tuple, count: _Count) -> None:
+    def now(self) -> int:
         with self._lock:
-            self._counts[key] = count
+            self._ticks += 1
+            return self._ticks
+
+    def put(self, key: tuple, count: _Count, read_at: int | None = None) -> None:
+        """Remember `count`, written now or read from `read_at` (a `now`); not a read's if the
+        bucket's count was learnt after the read began (a write of this process, a later
+        read), which the read's answer may predate: a stale ETag has the next write refused."""
+        with self._lock:
+            found = self._counts.get(key)
+            if read_at is not None and found is not None and found[1] > read_at:
+                return
+            if read_at is None:
+                self._ticks += 1
+            self._counts[key] = (count, self._ticks if read_at is None else read_at)
             self._counts.move_to_end(key)
             self._note(key, count.value > 0)
             while len(self._counts) > REMEMBERED:
@@ -280,13 +295,14 @@ class Countdown:
                 self._counting(partition, count, -1)]
 
     def _read(self, partition: str) -> _Count:
+        began = _REMEMBERED.now()
         try:
             row = self._in(partition).get_entity(partition, self._row)
         except ResourceNotFoundError:
             count = _Count(0, None)
         else:
             count = _Count(row.get(COUNT) or 0, row.metadata.get("etag"), row.get(CLOSED) or "")
-        self._remember(partition, count)
+        _REMEMBERED.put((self._table.table_name, partition, self._row), count, read_at=began)
         return count
 
     def _exists(self, partition: str, row_key: str) -> bool:

@@ -75,6 +75,22 @@ def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
                                                                          parameters={"pk": bucket(owner, first)})}
 
 
+def test_a_read_answered_after_a_write_of_this_process_does_not_replace_what_the_write_left(table):
+    """A probe of a bucket (`left`) runs beside the bucket's writers: its answer, begun before
+    a write, would leave a stale ETag that has the next write refused and done again."""
+    left, owner = Countdown(table, "x.", "left", marker="m."), new_slugid()
+    task = new_slugid()
+    left.add(owner, [task])
+    key = (table.table_name, bucket(owner, task), "~left")
+    began, before = countdown._REMEMBERED.now(), countdown._REMEMBERED.get(key)   # a read begins...
+    left.add(owner, [task[0] + new_slugid()[1:]])                                  # a write meanwhile...
+    written = countdown._REMEMBERED.get(key)
+    countdown._REMEMBERED.put(key, before, read_at=began)                          # ...the read answers
+    assert countdown._REMEMBERED.get(key) == written and written.value == 2
+    countdown._REMEMBERED.put(key, before, read_at=countdown._REMEMBERED.now())    # one begun after: kept
+    assert countdown._REMEMBERED.get(key) == before
+
+
 def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_when_none_it_knows_counts(table):
     counted = CountedQueries(table)
     left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
