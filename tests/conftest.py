@@ -63,6 +63,16 @@ def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str 
         time.sleep(interval)
 
 
+@pytest.fixture(autouse=True)
+def resolutions_finished():
+    """Each test's resolutions are finished before the next test begins: their group's count
+    is asked about 10 ms after a bucket empties (`storage.countdown`), and a request made then
+    would be counted in the next test's figures (`OPERATIONS` counts the whole process)."""
+    yield
+    from shared.services.resolution_handler import ResolutionHandler
+    ResolutionHandler.settled(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     instance = Azurite()

@@ -31,7 +31,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableEntity, TableTransactionError, UpdateMode
 
-from shared.storage.account import OPERATIONS
+from shared.storage.account import OPERATIONS, OperationCounter
 from shared.storage.blobs import MAX_BATCH
 from shared.storage.message_queue import ReceivedMessage, SentMessage, decoded_body
 
@@ -285,20 +285,21 @@ class MemoryQueue:
 class MemoryBlobStore:
     """The blob port (`shared.storage.blobs.AzureBlobStore`), kept in this process."""
 
-    def __init__(self, container: str) -> None:
+    def __init__(self, container: str, counter: OperationCounter = OPERATIONS) -> None:
         self.container = container
+        self._counter = counter   # what its requests are counted by
         self._blobs: dict[str, tuple[bytes, str]] = {}
         self._blocks: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             self._blobs[key] = (bytes(data), content_type)
             self._blocks.pop(key, None)
 
     def read(self, key: str) -> bytes | None:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             return self._blobs[key][0] if key in self._blobs else None
 
@@ -307,31 +308,31 @@ class MemoryBlobStore:
             return self._blobs[key][1] if key in self._blobs else None
 
     def size(self, key: str) -> int | None:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             return len(self._blobs[key][0]) if key in self._blobs else None
 
     def delete(self, key: str) -> None:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             self._blobs.pop(key, None)
             self._blocks.pop(key, None)
 
     def delete_many(self, keys: list[str]) -> None:
         for start in range(0, len(keys), MAX_BATCH):
-            OPERATIONS.on_request(None)
+            self._counter.on_request(None)
             with self._lock:
                 for key in keys[start:start + MAX_BATCH]:
                     self._blobs.pop(key, None)
                     self._blocks.pop(key, None)
 
     def keys(self, prefix: str) -> list[str]:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             return sorted(key for key in self._blobs if key.startswith(prefix))
 
     def commit_block(self, key: str, content_type: str) -> int | None:
-        OPERATIONS.on_request(None)
+        self._counter.on_request(None)
         with self._lock:
             if key in self._blocks:
                 self._blobs[key] = (self._blocks.pop(key), content_type)
