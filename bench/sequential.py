@@ -18,6 +18,8 @@ then the baseline once more, as a drift check. See bench/README.md.
 another Taskcluster-compatible queue (Taskcluster's own, say), with the credentials of
 TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN, in `--rounds` alternating blocks with
 ours, so that both meet the machine in the same moods; the ratio of the rates is printed.
+`--warm-up N` runs N unmeasured lifecycles on each first (both were slower in their first
+block).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                                               "(credentials: TASKCLUSTER_CLIENT_ID/_ACCESS_TOKEN)")
     parser.add_argument("--rounds", type=int, default=1, help="blocks of --lifecycles each, ours and theirs "
                                                               "alternating (default 1)")
+    parser.add_argument("--warm-up", type=int, default=0, metavar="N",
+                        help="with --against: N lifecycles on each queue first, not measured (default 0)")
     operation_counts.add_arguments(parser)
     storage_baseline.add_arguments(parser)
     return parser.parse_args(argv)
@@ -59,16 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def measure(azurite: Azurite, scratch: Path) -> dict:
-        return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds),
+        return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds, args.warm_up),
                 "operations": operation_counts.count(azurite.connection_string, args.count, progress)}
 
     return run("sequential", args, measure, _bound, _rows, _headline)
 
 
-def measure_http(azurite: Azurite, n: int, log_dir: Path, against: str | None = None, rounds: int = 1) -> dict:
+def measure_http(azurite: Azurite, n: int, log_dir: Path, against: str | None = None, rounds: int = 1,
+                 warm_up: int = 0) -> dict:
     with local_host.running(azurite, log_dir, progress) as server:
         ours, theirs = [], []
         other = _other_queue(against) if against else None
+        if other is not None and warm_up:   # both queues past their first-call costs alike
+            _lifecycles(server.client(), warm_up, "warm-up (not measured), ours")
+            _lifecycles(other, warm_up, f"warm-up (not measured), {against}")
         for round_number in range(1, rounds + 1):
             ours.append(_lifecycles(server.client(), n, f"round {round_number}/{rounds}, ours"))
             if other is not None:
