@@ -157,12 +157,13 @@ class Server:
             self.process.wait(timeout=20)
 
 
-def start_server(azurite: Azurite, log_dir: Path, **settings: str) -> Server:
-    """A host on `azurite`; on another port if the one chosen was taken before the host bound
-    it (a free port is one the kernel may also give an outgoing connection meanwhile)."""
+def start_server(azurite: Azurite, log_dir: Path, tree: Path = ROOT, **settings: str) -> Server:
+    """A host on `azurite`, run from the source tree `tree` (this one, or another checkout
+    to compare with: `bench.trees`); on another port if the one chosen was taken before the
+    host bound it (a free port is one the kernel may also give an outgoing connection meanwhile)."""
     for attempt in range(3):
         try:
-            return _start_server(azurite, log_dir, free_port(), settings)
+            return _start_server(azurite, log_dir, free_port(), settings, tree)
         except PortTaken:
             if attempt == 2:
                 raise
@@ -172,7 +173,7 @@ class PortTaken(RuntimeError):
     pass
 
 
-def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict) -> Server:
+def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tree: Path = ROOT) -> Server:
     prefix = unique_prefix()
     env = {
         **os.environ,
@@ -193,8 +194,8 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict) ->
         "STATIC_CLIENTS": json.dumps([{**ROOT_CREDENTIALS, "scopes": ["*"]}]),
         **settings,
     }
-    server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log"), env,
-                    log_dir / f"devhost-{port}.log")
+    server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log", tree, tree),
+                    env, log_dir / f"devhost-{port}.log")
     _wait_until_up(server)
     return server
 
@@ -205,12 +206,13 @@ def restart_server(server: Server) -> None:
     _wait_until_up(server)
 
 
-def launch_host(port: int, env: dict, log_path: Path, app_dir: Path = ROOT) -> subprocess.Popen:
-    """`python -m devhost` serving `app_dir` on storage that `env` names, without waiting."""
+def launch_host(port: int, env: dict, log_path: Path, app_dir: Path = ROOT, tree: Path = ROOT) -> subprocess.Popen:
+    """`python -m devhost` (of the source tree `tree`) serving `app_dir` on storage that `env`
+    names, without waiting."""
     return subprocess.Popen(
         [sys.executable, "-m", "devhost", "--app-dir", str(app_dir), "--port", str(port), "--azurite", "none",
          "--broker", "none"],
-        cwd=ROOT, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=tree, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _wait_until_up(server: Server, timeout: float = 60) -> None:
