@@ -302,7 +302,7 @@ class Countdown:
             count = _Count(0, None)
         else:
             count = _Count(row.get(COUNT) or 0, row.metadata.get("etag"), row.get(CLOSED) or "")
-        _REMEMBERED.put((self._table.table_name, partition, self._row), count, read_at=began)
+        self._remember(partition, count, read_at=began)
         return count
 
     def _exists(self, partition: str, row_key: str) -> bool:
@@ -325,8 +325,8 @@ class Countdown:
     def _remembered(self, partition: str) -> _Count | None:
         return _REMEMBERED.get((self._table.table_name, partition, self._row))
 
-    def _remember(self, partition: str, count: _Count) -> None:
-        _REMEMBERED.put((self._table.table_name, partition, self._row), count)
+    def _remember(self, partition: str, count: _Count, read_at: int | None = None) -> None:
+        _REMEMBERED.put((self._table.table_name, partition, self._row), count, read_at)
 
 
 def _merged(partition: str, beside: dict | None) -> list[tuple]:
