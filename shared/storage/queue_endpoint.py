@@ -8,10 +8,7 @@ here as they are, before they are encoded into its URL.
 
 from __future__ import annotations
 
-import base64
 import email.utils
-import hashlib
-import hmac
 from urllib.parse import quote, urlencode
 
 from .service_endpoint import ServiceEndpoint
@@ -42,8 +39,7 @@ class QueueEndpoint(ServiceEndpoint):
             signed = (_standard_headers(method, content_length, content_type) +
                       f"x-ms-date:{date}\nx-ms-version:{API_VERSION}\n"
                       f"/{self.account}{path}{_parameters(query)}")
-            signature = base64.b64encode(hmac.new(self.key, signed.encode(), hashlib.sha256).digest()).decode()
-            headers["Authorization"] = f"SharedKey {self.account}:{signature}"
+            headers["Authorization"] = self.authorization(signed)
         return headers
 
 

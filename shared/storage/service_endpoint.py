@@ -12,6 +12,8 @@ a shared access signature instead. Each service signs its own way: a subclass pe
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 from dataclasses import dataclass, field
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -48,3 +50,9 @@ class ServiceEndpoint:
     @property
     def origin(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
+
+    def authorization(self, signed: str) -> str:
+        """The Shared Key `Authorization` header of a request whose string to sign is `signed`
+        (each service builds that string its own way)."""
+        signature = base64.b64encode(hmac.new(self.key, signed.encode(), hashlib.sha256).digest()).decode()
+        return f"SharedKey {self.account}:{signature}"

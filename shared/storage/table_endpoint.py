@@ -3,10 +3,7 @@ connection string the app is given (an account key, or a shared access signature
 
 from __future__ import annotations
 
-import base64
 import email.utils
-import hashlib
-import hmac
 
 from .service_endpoint import ServiceEndpoint
 
@@ -24,6 +21,5 @@ class TableEndpoint(ServiceEndpoint):
         headers = {"x-ms-date": date, "x-ms-version": API_VERSION}
         if self.key is not None:
             signed = f"{method}\n\n{content_type}\n{date}\n/{self.account}{path}"
-            signature = base64.b64encode(hmac.new(self.key, signed.encode(), hashlib.sha256).digest()).decode()
-            headers["Authorization"] = f"SharedKey {self.account}:{signature}"
+            headers["Authorization"] = self.authorization(signed)
         return headers
