@@ -66,8 +66,9 @@ _Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
 @lru_cache(maxsize=1)
 def _registry() -> Registry:
     resources = []
-    for path in SCHEMA_DIR.glob("*.json"):
-        resources.append((BASE_URI + path.name, Resource.from_contents(json.loads(path.read_text()))))
+    for path in SCHEMA_DIR.rglob("*.json"):   # a service's own schemas sit in a folder of its name
+        name = path.relative_to(SCHEMA_DIR).as_posix()
+        resources.append((BASE_URI + name, Resource.from_contents(json.loads(path.read_text()))))
     return Registry().with_resources(resources)
 
 
