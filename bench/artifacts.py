@@ -32,10 +32,10 @@ from pathlib import Path
 
 from devhost.azurite import Azurite
 from shared.domain.timestamps import utcnow, timedelta
-from shared.storage.account import StorageAccount
+from shared.storage.client.account import StorageAccount
 
-from .memory import group_pids, own_peak, peaks
-from .report import command_line, header, machine, progress, table, write_json
+from bench.memory import group_pids, own_peak, peaks
+from bench.report import command_line, header, machine, progress, table, write_json
 
 MIB = 1024 * 1024
 CONTAINER = "bench-raw"

@@ -30,10 +30,10 @@ from shared.config import Settings
 from shared.domain import lifecycle, task_definition
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import to_iso, utcnow
-from shared.services.credentials import CredentialIssuer
-from shared.storage.task_table import TaskRecord
+from shared.services.claims.credentials import CredentialIssuer
+from shared.storage.tables.task_table import TaskRecord
 
-from .report import command_line, machine, table, write_json
+from bench.report import command_line, machine, table, write_json
 
 ROOT_URL = "https://queue.example.com"
 TARGET_MS = 1.0

@@ -7,7 +7,7 @@ do. W workers wait in claimWork (tasks: 1) on one queue, all at host A. Then, on
 time, a task is created:
 - through host A: the process holding the waiting calls, which wakes one at once;
 - through host B: another process, whose work host A finds by its one poll of the queue
-  shared by every waiting call (`shared/services/work_signal.py`, every 0.1 s).
+  shared by every waiting call (`shared/services/claims/work_signal.py`, every 0.1 s).
 A round's delay is from createTask's answer to the answer of the claimWork that carries
 the task (0 when the claim answers first: the host wakes the caller before it answers the
 create). The issue's target: within 100 ms. The raw storage baseline of the same Azurite is
@@ -28,10 +28,11 @@ import taskcluster
 from devhost.azurite import Azurite
 from tests.conftest import unique_prefix
 
-from . import local_host, storage_baseline
-from .lifecycle import latency_text, run
-from .report import percentiles, progress
-from .tasks import task_definition
+from bench import local_host
+from bench import storage_baseline
+from bench.lifecycle import latency_text, run
+from bench.report import percentiles, progress
+from bench.tasks import task_definition
 
 TARGET_MS = 100.0
 WAIT_SECONDS = 5        # each claimWork's long poll; a round never waits that long

@@ -30,11 +30,13 @@ import taskcluster
 from devhost.azurite import Azurite
 from tests.conftest import Server
 
-from . import graphs, http_lifecycles, storage_baseline
-from .graphs import (CLIENT_RETRIES, FAN_IN, ROOT, batching, batching_text, failed, graph_request, host,
+from bench import graphs
+from bench import http_lifecycles
+from bench import storage_baseline
+from bench.graphs import (CLIENT_RETRIES, FAN_IN, ROOT, batching, batching_text, failed, graph_request, host,
                      host_rows, inspected_labels, node_task, part_figures, put_graph, shape, signed_session)
-from .lifecycle import latency_text, run
-from .report import percentiles, progress
+from bench.lifecycle import latency_text, run
+from bench.report import percentiles, progress
 
 CLAIM_BATCH = 4
 MAX_DEPENDENCIES = 10_000   # Taskcluster's limit on one task's dependencies: the fan-in has them all

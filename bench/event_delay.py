@@ -28,9 +28,9 @@ from shared.domain.timestamps import parse_iso
 from tests.conftest import shared_broker
 from tests.events.amqp_consumer import Consumer
 
-from . import local_host
-from .report import percentiles, progress
-from .tasks import task_definition
+from bench import local_host
+from bench.report import percentiles, progress
+from bench.tasks import task_definition
 
 STAMPS = {"task-pending": "scheduled", "task-running": "started", "task-completed": "resolved"}
 TARGET_P95 = 1.0

@@ -42,13 +42,16 @@ from devhost.azurite import Azurite
 from shared.domain.ids import new_slugid
 from tests.conftest import Server
 
-from . import graphs, http_lifecycles, local_host, storage_baseline
-from .graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
+from bench import graphs
+from bench import http_lifecycles
+from bench import local_host
+from bench import storage_baseline
+from bench.graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
                      host, host_rows, inspected_labels, part_figures, parts, put_graph, requests_of, shape,
                      signed_session)
-from .lifecycle import latency_text, run
-from .operation_counts import RESOLVED, InProcess, Step, expect, in_process
-from .report import percentiles, progress
+from bench.lifecycle import latency_text, run
+from bench.operation_counts import RESOLVED, InProcess, Step, expect, in_process
+from bench.report import percentiles, progress
 
 CLAIM_BATCH = 32          # the most claimWork hands out in one answer
 STATUS_POLL = 1.0         # seconds between GET .../status while the graph runs

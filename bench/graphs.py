@@ -20,10 +20,11 @@ from devhost.azurite import Azurite
 from shared.domain.timestamps import to_iso, utcnow
 from tests.conftest import Server, shared_broker
 
-from . import http_lifecycles, local_host
-from .memory import group_pids, peaks, peaks_text
-from .report import RESULTS, progress
-from .tasks import task_definition
+from bench import http_lifecycles
+from bench import local_host
+from bench.memory import group_pids, peaks, peaks_text
+from bench.report import RESULTS, progress
+from bench.tasks import task_definition
 
 DEADLINE = timedelta(hours=12)   # the tasks must outlive the longest run a bound allows
 ROOT, FAN_IN = "root", "fan-in"

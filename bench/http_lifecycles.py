@@ -26,10 +26,10 @@ import taskcluster
 from devhost.azurite import Azurite
 from tests.conftest import Server
 
-from . import local_host
-from .local_host import SETTINGS as SERVER_SETTINGS, SETTLE_TIMEOUT
-from .report import percentiles
-from .tasks import task_definition
+from bench import local_host
+from bench.local_host import SETTINGS as SERVER_SETTINGS, SETTLE_TIMEOUT
+from bench.report import percentiles
+from bench.tasks import task_definition
 
 CLAIM_BATCH = 4
 PROGRESS_EVERY = 5.0      # seconds between progress lines

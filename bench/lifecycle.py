@@ -25,8 +25,10 @@ from pathlib import Path
 
 from devhost.azurite import Azurite
 
-from . import http_lifecycles, operation_counts, storage_baseline
-from .report import command_line, elapsed, header, machine, progress, table, write_json
+from bench import http_lifecycles
+from bench import operation_counts
+from bench import storage_baseline
+from bench.report import command_line, elapsed, header, machine, progress, table, write_json
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

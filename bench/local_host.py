@@ -19,7 +19,7 @@ from azure.storage.queue import QueueClient
 from devhost.azurite import Azurite
 from tests.conftest import Server, start_server
 
-from .tasks import task_definition
+from bench.tasks import task_definition
 
 SETTINGS = {
     "CLAIM_WORK_WAIT_SECONDS": "2",      # idle workers notice the end of the run within 2 s

@@ -43,13 +43,13 @@ from shared.domain.errors import NotFound
 from shared.domain.artifacts import object_name
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
-from shared.services.run_results import RESULTS_NAME
+from shared.services.tasks.run_results import RESULTS_NAME
 from shared.services.wiring import Services
-from shared.storage.account import OPERATIONS
-from shared.storage.keys import blob_name
+from shared.storage.client.account import OPERATIONS
+from shared.storage.patterns.keys import blob_name
 from tests.conftest import shared_broker
 
-from .tasks import task_definition
+from bench.tasks import task_definition
 
 CLAIM_BATCH = 4          # tasks per claimWork, as the HTTP runs ask for
 REPAIR_DELAY = 1         # seconds; the smallest the settings allow, so the sweep finds intents soon

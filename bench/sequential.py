@@ -35,10 +35,12 @@ import taskcluster
 
 from devhost.azurite import Azurite
 
-from . import local_host, operation_counts, storage_baseline
-from .lifecycle import latency_text, run
-from .report import percentiles, progress
-from .tasks import task_definition
+from bench import local_host
+from bench import operation_counts
+from bench import storage_baseline
+from bench.lifecycle import latency_text, run
+from bench.report import percentiles, progress
+from bench.tasks import task_definition
 
 CALLS = ("createTask", "claimWork", "reportCompleted")
 PROGRESS_EVERY = 5.0     # seconds between progress lines

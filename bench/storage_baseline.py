@@ -2,7 +2,7 @@
 
 Single-entity inserts and point reads with azure-data-tables, from a few threads sharing
 one TableClient (as the app's services shared one per table until they got their own
-client, `shared/storage/table.py`; the yardstick stays the SDK's so that figures of different
+client, `shared/storage/client/table.py`; the yardstick stays the SDK's so that figures of different
 days compare, and its client's CPU leaves Azurite a little less of the machine). Each entity gets its own
 partition, like the Tasks table (PartitionKey = taskId), and carries a payload about the
 size of a small task row, so the yardstick is not flattered by empty rows.

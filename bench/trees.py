@@ -23,9 +23,9 @@ from pathlib import Path
 from devhost.azurite import Azurite
 from tests.conftest import Server, start_server
 
-from .local_host import SETTINGS, warm_up
-from .report import progress
-from .sequential import _lifecycles
+from bench.local_host import SETTINGS, warm_up
+from bench.report import progress
+from bench.sequential import _lifecycles
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

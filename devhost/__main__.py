@@ -11,9 +11,9 @@ import signal
 import sys
 from pathlib import Path
 
-from . import root_client
-from .azurite import Azurite
-from .settings import MissingSetting, load_settings
+from devhost import root_client
+from devhost.azurite import Azurite
+from devhost.settings import MissingSetting, load_settings
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
 
@@ -68,7 +68,7 @@ def main() -> int:
             broker = _start_broker(args.app_dir / args.broker_data)
             if broker is None:
                 return 1
-        from .host import LocalHost
+        from devhost.host import LocalHost
         try:
             host = LocalHost(args.app_dir, args.host, args.port).start()
         except OSError as error:
@@ -106,7 +106,7 @@ def _wait_for(signals: queue.SimpleQueue) -> None:
 
 def _start_broker(location: Path):
     """RabbitMQ for events on 127.0.0.1:5672 (EVENTS_AMQP_URL set to it), or None if it cannot start."""
-    from .rabbitmq import BrokerUnavailable, RabbitMQ
+    from devhost.rabbitmq import BrokerUnavailable, RabbitMQ
     broker = RabbitMQ(location, 5672)
     print("==> starting RabbitMQ for events (AMQP 5672), data in", broker.location, flush=True)
     try:

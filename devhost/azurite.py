@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
+from devhost.processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "3.35.0"

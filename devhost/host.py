@@ -8,13 +8,13 @@ import sys
 import threading
 from pathlib import Path
 
-from .host_config import HostConfig
-from .http_server import HttpFunction, make_server
-from .ncrontab import Schedule
-from .queue_triggers import QueuePoller
-from .routes import RouteTemplate
-from .settings import apply_to_environ, expand, load_settings
-from .timer_triggers import TimerRunner
+from devhost.host_config import HostConfig
+from devhost.http_server import HttpFunction, make_server
+from devhost.ncrontab import Schedule
+from devhost.queue_triggers import QueuePoller
+from devhost.routes import RouteTemplate
+from devhost.settings import apply_to_environ, expand, load_settings
+from devhost.timer_triggers import TimerRunner
 
 log = logging.getLogger("devhost")
 

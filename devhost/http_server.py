@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import azure.functions as func
 
-from .routes import RouteTemplate
+from devhost.routes import RouteTemplate
 
 log = logging.getLogger("devhost.http")
 _date = (0, "")   # the last second a Date header was made for, and that header

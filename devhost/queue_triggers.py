@@ -14,9 +14,9 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.functions.queue import QueueMessage  # not func.QueueMessage: that one takes no dequeue_count
 from azure.storage.queue import QueueClient
 
-from shared.storage.account import shared_transport
+from shared.storage.client.account import shared_transport
 
-from .host_config import HostConfig
+from devhost.host_config import HostConfig
 
 log = logging.getLogger("devhost.queue")
 PROCESSING_HOLD = 300  # seconds a received message stays hidden while its function runs

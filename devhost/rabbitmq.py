@@ -17,8 +17,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import system_packages
-from .processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
+from devhost import system_packages
+from devhost.processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
 
 SERVER = "rabbitmq-server"
 SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from azure.functions.timer import TimerRequest
 
-from .ncrontab import Schedule
+from devhost.ncrontab import Schedule
 
 log = logging.getLogger("devhost.timer")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from referencing import Registry, Resource
 
-from .domain.errors import InvalidInput
-from .domain.timestamps import parse_iso
+from shared.domain.errors import InvalidInput
+from shared.domain.timestamps import parse_iso
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas" / "v1"
 BASE_URI = "https://schemas.local/queue/v1/"

@@ -8,10 +8,10 @@ import sys
 import requests
 import taskcluster
 
-from . import commands
-from .connection import queue
-from .output import error_line
-from .task_files import TaskFileError
+from taskq import commands
+from taskq.connection import queue
+from taskq.output import error_line
+from taskq.task_files import TaskFileError
 
 EPILOG = """The Queue is found as the Taskcluster client finds it: TASKCLUSTER_ROOT_URL,
 TASKCLUSTER_CLIENT_ID, TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`).

@@ -12,12 +12,15 @@ from pathlib import Path
 
 import taskcluster
 
-from . import downloads, events, groups, logs
-from .connection import events_url, scheduler
-from .output import PEOPLE, emit_json, emit_line
-from .progress import GroupProgress, describe
-from .states import RESOLVED
-from .task_files import load_graph, load_task
+from taskq import downloads
+from taskq import events
+from taskq import groups
+from taskq import logs
+from taskq.connection import events_url, scheduler
+from taskq.output import PEOPLE, emit_json, emit_line
+from taskq.progress import GroupProgress, describe
+from taskq.states import RESOLVED
+from taskq.task_files import load_graph, load_task
 
 
 def _ui_link(queue, task_group_id: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import taskcluster
 
-from .scheduler import Scheduler
+from taskq.scheduler import Scheduler
 
 LOCAL_ROOT_URL = "http://127.0.0.1:7071"
 # The local host's root client, which `make run` keeps with its data in this checkout; never

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import taskcluster
 
-from .states import RESOLVED, counts_by_state
+from taskq.states import RESOLVED, counts_by_state
 
 PAGE = 1000
 GRAPH_ENDED = ("finished", "blocked")

@@ -15,8 +15,8 @@ import requests
 import taskcluster
 from taskcluster.download import downloadArtifactToBuf
 
-from .output import PEOPLE
-from .states import RESOLVED
+from taskq.output import PEOPLE
+from taskq.states import RESOLVED
 
 LOG_NAME = "public/logs/live.log"
 

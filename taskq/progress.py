@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .output import PEOPLE
-from .states import COLORS, ORDER, RESOLVED
+from taskq.output import PEOPLE
+from taskq.states import COLORS, ORDER, RESOLVED
 
 
 def describe(counts: dict[str, int], markup: bool = True) -> str:

@@ -1,3 +1,3 @@
-from .cli import main_exit
+from taskq_worker.cli import main_exit
 
 main_exit()

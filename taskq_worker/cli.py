@@ -16,8 +16,8 @@ from pathlib import Path
 
 from taskq.connection import events_url, queue
 
-from .live_log import LiveLogServer
-from .worker import Worker
+from taskq_worker.live_log import LiveLogServer
+from taskq_worker.worker import Worker
 
 
 def _default_worker_id() -> str:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import taskcluster
 
-from . import artifacts
-from .live_log import LiveLogServer, RunLog
-from .payload import MalformedPayload, Payload, parse
-from .run_watch import RunClient, RunWatch, StopSignal
+from taskq_worker import artifacts
+from taskq_worker.live_log import LiveLogServer, RunLog
+from taskq_worker.payload import MalformedPayload, Payload, parse
+from taskq_worker.run_watch import RunClient, RunWatch, StopSignal
 
 log = logging.getLogger("taskq_worker.task_run")
 

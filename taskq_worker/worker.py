@@ -14,10 +14,10 @@ from pathlib import Path
 
 import taskcluster
 
-from .cancel_listener import CancelListener
-from .live_log import LiveLogServer
-from .run_watch import StopSignal
-from .task_run import TaskRun
+from taskq_worker.cancel_listener import CancelListener
+from taskq_worker.live_log import LiveLogServer
+from taskq_worker.run_watch import StopSignal
+from taskq_worker.task_run import TaskRun
 
 log = logging.getLogger("taskq_worker.worker")
 RETRY_AFTER = 2.0

@@ -69,7 +69,7 @@ def resolutions_finished():
     is asked about 10 ms after a bucket empties (`storage.countdown`), and a request made then
     would be counted in the next test's figures (`OPERATIONS` counts the whole process)."""
     yield
-    from shared.services.resolution_handler import ResolutionHandler
+    from shared.services.dependencies.dependency_resolver import ResolutionHandler
     ResolutionHandler.settled(timeout=10)
 
 

@@ -31,9 +31,9 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableEntity, TableTransactionError, UpdateMode
 
-from shared.storage.account import OPERATIONS, OperationCounter
-from shared.storage.blobs import MAX_BATCH
-from shared.storage.message_queue import ReceivedMessage, SentMessage, decoded_body
+from shared.storage.client.account import OPERATIONS, OperationCounter
+from shared.storage.client.blobs import MAX_BATCH
+from shared.storage.client.message_queue import ReceivedMessage, SentMessage, decoded_body
 
 MAX_TRANSACTION = 100
 _CLAUSE = re.compile(r"^\s*(\w+)\s+(eq|ne|gt|ge|lt|le)\s+(@\w+|'(?:[^']|'')*'|-?\d+)\s*$")
@@ -283,7 +283,7 @@ class MemoryQueue:
 
 
 class MemoryBlobStore:
-    """The blob port (`shared.storage.blobs.AzureBlobStore`), kept in this process."""
+    """The blob port (`shared.storage.client.blobs.AzureBlobStore`), kept in this process."""
 
     def __init__(self, container: str, counter: OperationCounter = OPERATIONS) -> None:
         self.container = container

@@ -30,17 +30,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from ..auth import expressions
-from ..auth.clients import Caller, Realm
-from ..auth.errors import InsufficientScopes
-from ..auth.hawk import SignedRequest, authenticate
-from ..auth.scopes import all_of
-from ..config import DEFAULT_CREDENTIALS_TOKEN, Settings
-from ..domain.errors import NotFound
-from ..domain.runs import RunState
-from ..domain.timestamps import parse_iso, utcnow
-from .http import ApiRequest
-from .scopes import Requirement, requirement
+from shared.auth import expressions
+from shared.auth.clients import Caller, Realm
+from shared.auth.errors import InsufficientScopes
+from shared.auth.hawk import SignedRequest, authenticate
+from shared.auth.scopes import all_of
+from shared.config import DEFAULT_CREDENTIALS_TOKEN, Settings
+from shared.domain.errors import NotFound
+from shared.domain.runs import RunState
+from shared.domain.timestamps import parse_iso, utcnow
+from shared.api.http import ApiRequest
+from shared.api.scopes import Requirement, requirement
 
 log = logging.getLogger("queue.auth")
 DEFAULT_PORTS = {"http": 80, "https": 443}

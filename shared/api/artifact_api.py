@@ -7,9 +7,9 @@ the same), or 424 with an error artifact's `reason` and `message`, as Taskcluste
 
 from __future__ import annotations
 
-from .dispatch import Call
-from .http import ApiResponse
-from .router import Endpoint
+from shared.api.dispatch import Call
+from shared.api.http import ApiResponse
+from shared.api.router import Endpoint
 
 RUN = "/task/<taskId>/runs/<runId>"
 LATEST = "/task/<taskId>"

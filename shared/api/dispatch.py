@@ -16,15 +16,15 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..auth.errors import AuthError
-from ..domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
-from ..services.group_feeds import MAX_WAIT
-from ..services.task_groups import DEFAULT_PAGE as MAX_PAGE
-from .access import Access, Guard
-from .errors import InvalidRequestArguments, error_response
-from .http import ApiRequest, ApiResponse
-from .router import Endpoint, check_params, match
-from ..validation import validate
+from shared.auth.errors import AuthError
+from shared.domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
+from shared.services.task_groups.group_feeds import MAX_WAIT
+from shared.services.task_groups.task_groups import DEFAULT_PAGE as MAX_PAGE
+from shared.api.access import Access, Guard
+from shared.api.errors import InvalidRequestArguments, error_response
+from shared.api.http import ApiRequest, ApiResponse
+from shared.api.router import Endpoint, check_params, match
+from shared.validation import validate
 
 log = logging.getLogger("queue.api")
 MAX_BODY_BYTES = 10 * 1024 * 1024

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..auth.errors import AuthError
-from ..domain.errors import QueueError
-from ..domain.timestamps import to_iso, utcnow
-from .http import ApiResponse
+from shared.auth.errors import AuthError
+from shared.domain.errors import QueueError
+from shared.domain.timestamps import to_iso, utcnow
+from shared.api.http import ApiResponse
 
 STATUS_BY_CODE = {
     "InputValidationError": 400,

@@ -6,10 +6,10 @@ and the upload and download helpers reach it at the Queue's root URL.
 
 from __future__ import annotations
 
-from . import openapi
-from .http import ApiResponse
-from .queue_api import ENDPOINTS as QUEUE_ENDPOINTS
-from .router import Endpoint
+from shared.api import openapi
+from shared.api.http import ApiResponse
+from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
+from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/object/v1"
 

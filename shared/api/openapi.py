@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from ..validation import BASE_URI, SCHEMA_DIR
-from . import scopes
-from .dispatch import QUERY_OPTIONS
-from .router import PARAM_PATTERNS, Endpoint
+from shared.validation import BASE_URI, SCHEMA_DIR
+from shared.api import scopes
+from shared.api.dispatch import QUERY_OPTIONS
+from shared.api.router import PARAM_PATTERNS, Endpoint
 
 ERROR_SCHEMA = "error"
 COMPONENTS = "#/components/schemas/"

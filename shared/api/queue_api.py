@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import time
 
-from .. import __version__
-from ..domain.timestamps import normalize_iso, to_iso, utcnow
-from . import openapi
-from .artifact_api import ENDPOINTS as ARTIFACT_ENDPOINTS
-from .dispatch import Call
-from .router import Endpoint
+from shared import __version__
+from shared.domain.timestamps import normalize_iso, to_iso, utcnow
+from shared.api import openapi
+from shared.api.artifact_api import ENDPOINTS as ARTIFACT_ENDPOINTS
+from shared.api.dispatch import Call
+from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/queue/v1"
 _STARTED = time.monotonic()

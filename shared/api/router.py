@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import unquote
 
-from ..domain.ids import SLUGID_PATTERN
-from ..validation import ecma_regex
-from .errors import InvalidRequestArguments
+from shared.domain.ids import SLUGID_PATTERN
+from shared.validation import ecma_regex
+from shared.api.errors import InvalidRequestArguments
 
 PARAM_PATTERNS = {
     "taskId": SLUGID_PATTERN,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from . import openapi
-from .queue_api import ENDPOINTS as QUEUE_ENDPOINTS
-from .router import Endpoint
+from shared.api import openapi
+from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
+from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/scheduler/v1"
 

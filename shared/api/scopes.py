@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..domain.task_definition import PRIORITIES
+from shared.domain.task_definition import PRIORITIES
 
 
 @dataclass(frozen=True)

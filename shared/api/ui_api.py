@@ -8,8 +8,8 @@ a long poll, since a Functions HTTP answer is one body).
 
 from __future__ import annotations
 
-from ..services.group_feeds import MAX_EVENTS, MAX_WAIT
-from .router import Endpoint
+from shared.services.task_groups.group_feeds import MAX_EVENTS, MAX_WAIT
+from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/ui/data"
 RECENT_GROUPS = 50

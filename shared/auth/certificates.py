@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import AuthenticationFailed
-from .scopes import ScopeSet, valid_scope
+from shared.auth.errors import AuthenticationFailed
+from shared.auth.scopes import ScopeSet, valid_scope
 
 SKEW_MS = 5 * 60 * 1000
 MAX_SPAN_MS = 31 * 24 * 60 * 60 * 1000

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from .certificates import Limited, apply_ext, issuer_of, parse_ext
-from .errors import AuthenticationFailed
-from .roles import Roles
-from .scopes import ScopeSet, valid_scope
+from shared.auth.certificates import Limited, apply_ext, issuer_of, parse_ext
+from shared.auth.errors import AuthenticationFailed
+from shared.auth.roles import Roles
+from shared.auth.scopes import ScopeSet, valid_scope
 
 ANONYMOUS_ROLE = "anonymous"
 ASSUME_ANONYMOUS = "assume:" + ANONYMOUS_ROLE

@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from .clients import Caller, Realm
-from .errors import AuthenticationFailed
-from .roles import RoleExpansionTooLarge
+from shared.auth.clients import Caller, Realm
+from shared.auth.errors import AuthenticationFailed
+from shared.auth.roles import RoleExpansionTooLarge
 
 SKEW_SECONDS = 15 * 60
 MAX_HEADER = 4096    # characters of an Authorization header, as Hawk's libraries allow

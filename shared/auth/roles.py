@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
-from .scopes import normalize
+from shared.auth.scopes import normalize
 
 ASSUME = "assume:"
 PARAMETER = "<..>"

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
-from .errors import Conflict, InvalidInput
-from .runs import Run, RunState
-from .timestamps import parse_iso, to_iso
+from shared.domain.errors import Conflict, InvalidInput
+from shared.domain.runs import Run, RunState
+from shared.domain.timestamps import parse_iso, to_iso
 
 MAX_NAME = 1024
 _PRINTABLE = re.compile(r"[\x20-\x7e]+")

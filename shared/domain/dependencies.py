@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .runs import ReasonCreated, RunState
-from .task_status import TaskStatus
+from shared.domain.runs import ReasonCreated, RunState
+from shared.domain.task_status import TaskStatus
 
 ALL_COMPLETED = "all-completed"
 ALL_RESOLVED = "all-resolved"

@@ -3,17 +3,17 @@
 Each transition takes a `TaskStatus` and the current time and returns the new status, or
 the very same object when the call changes nothing (the API's idempotent cases). An
 illegal transition raises `Conflict`; an unknown run raises `NotFound`. Storage and
-messaging are someone else's business: see `shared.services.task_updates`.
+messaging are someone else's business: see `shared.services.tasks.task_updater`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from .errors import Conflict, NotFound
-from .runs import RETRYABLE_REASONS, ReasonCreated, ReasonResolved, Run, RunState, TaskState
-from .task_status import TaskStatus
-from .timestamps import parse_iso, to_iso
+from shared.domain.errors import Conflict, NotFound
+from shared.domain.runs import RETRYABLE_REASONS, ReasonCreated, ReasonResolved, Run, RunState, TaskState
+from shared.domain.task_status import TaskStatus
+from shared.domain.timestamps import parse_iso, to_iso
 
 # Taskcluster refuses to add runs beyond this many, so a task cannot rerun forever.
 MAX_RUNS = 50

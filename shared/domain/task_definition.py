@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from .errors import InvalidInput
-from .ids import is_slugid
-from .timestamps import normalize_iso, parse_iso, to_iso
+from shared.domain.errors import InvalidInput
+from shared.domain.ids import is_slugid
+from shared.domain.timestamps import normalize_iso, parse_iso, to_iso
 
 MAX_DEADLINE = timedelta(days=5)
 CLOCK_SKEW = timedelta(minutes=15)

@@ -22,8 +22,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from .runs import Run, RunState
-from .task_status import TaskStatus, render_status
+from shared.domain.runs import Run, RunState
+from shared.domain.task_status import TaskStatus, render_status
 
 EXCHANGE_PREFIX = "exchange/taskcluster-queue/v1/"
 TASK_EXCHANGES = ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",

@@ -16,7 +16,7 @@ import json
 from collections import deque
 from dataclasses import dataclass
 
-from .errors import InvalidInput
+from shared.domain.errors import InvalidInput
 
 CREATING, RUNNING, BLOCKED, FINISHED = "creating", "running", "blocked", "finished"
 SCHEDULER_ID = "task-graph-scheduler"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .runs import Run, RunState, TaskState
+from shared.domain.runs import Run, RunState, TaskState
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 import sys
 
-from .listen import arguments, listen
+from shared.events.listen import arguments, listen
 
 if __name__ == "__main__":
     args = arguments()

@@ -33,8 +33,8 @@ from typing import Sequence
 import pika
 from pika.exceptions import AMQPError
 
-from ..domain.task_events import EXCHANGE_PREFIX, EXCHANGES, Event
-from .bus import BusUnavailable
+from shared.domain.task_events import EXCHANGE_PREFIX, EXCHANGES, Event
+from shared.events.bus import BusUnavailable
 
 log = logging.getLogger("queue.events")
 RECONNECT_AFTER = 1.0   # seconds between connection attempts while the broker is down

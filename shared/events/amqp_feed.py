@@ -14,8 +14,8 @@ from typing import Sequence
 
 from pika.exceptions import AMQPError
 
-from .amqp_subscription import AmqpSubscription, QueueGone
-from .feeds import FeedEvent, FeedNotFound, FeedsUnavailable
+from shared.events.amqp_subscription import AmqpSubscription, QueueGone
+from shared.events.feeds import FeedEvent, FeedNotFound, FeedsUnavailable
 
 FEED_IDLE = 120.0   # seconds: a queue unread this long is deleted by the broker
 

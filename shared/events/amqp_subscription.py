@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 import pika
 from pika.exceptions import ChannelClosedByBroker
 
-from .amqp import connection_parameters
+from shared.events.amqp import connection_parameters
 
 LINGER = 0.05   # seconds a read waits for more once the first event came (a burst is answered together)
 NOT_FOUND = 404  # AMQP's reply code for a queue that does not exist

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from ..domain.task_events import Event
+from shared.domain.task_events import Event
 
 
 class BusUnavailable(Exception):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..config import Settings
-from .bus import EventBus
-from .feeds import EventFeeds
+from shared.config import Settings
+from shared.events.bus import EventBus
+from shared.events.feeds import EventFeeds
 
 
 def event_bus(settings: Settings) -> EventBus | None:

@@ -13,8 +13,8 @@ import json
 import os
 import sys
 
-from ..domain.task_events import EXCHANGE_PREFIX
-from .amqp_subscription import AmqpSubscription
+from shared.domain.task_events import EXCHANGE_PREFIX
+from shared.events.amqp_subscription import AmqpSubscription
 
 LOCAL_BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
 

@@ -29,9 +29,9 @@ import sys
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
-from ..domain.task_events import EXCHANGE_PREFIX, Event
-from .bus import BusUnavailable
-from .service_bus_filters import binding_filters, routing_properties
+from shared.domain.task_events import EXCHANGE_PREFIX, Event
+from shared.events.bus import BusUnavailable
+from shared.events.service_bus_filters import binding_filters, routing_properties
 
 MAX_MESSAGE_ID = 128    # Service Bus's limit on a message id
 

@@ -26,8 +26,8 @@ import json
 from datetime import timedelta
 from typing import Any, Callable, Sequence
 
-from .feeds import FeedEvent, FeedNotFound, FeedsUnavailable
-from .service_bus import _client, admin_client, ensure_subscription, topic_name
+from shared.events.feeds import FeedEvent, FeedNotFound, FeedsUnavailable
+from shared.events.service_bus import _client, admin_client, ensure_subscription, topic_name
 
 QUEUE_IDLE = timedelta(minutes=5)
 SUBSCRIPTION_IDLE = timedelta(minutes=20)

@@ -7,7 +7,7 @@ sweep reads only what came due.
 
 import azure.functions as func
 
-from ..services.wiring import get_services
+from shared.services.wiring import get_services
 
 bp = func.Blueprint()
 

@@ -4,7 +4,7 @@ import json
 
 import azure.functions as func
 
-from ..services.wiring import get_services
+from shared.services.wiring import get_services
 
 bp = func.Blueprint()
 

@@ -2,10 +2,10 @@
 
 import azure.functions as func
 
-from ..api.access import get_access
-from ..api.dispatch import dispatch
-from ..api.http import ApiRequest
-from ..services.wiring import get_services
+from shared.api.access import get_access
+from shared.api.dispatch import dispatch
+from shared.api.http import ApiRequest
+from shared.services.wiring import get_services
 
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 

@@ -2,7 +2,7 @@
 
 import azure.functions as func
 
-from ..services.wiring import get_services
+from shared.services.wiring import get_services
 
 bp = func.Blueprint()
 

@@ -2,8 +2,8 @@
 
 import azure.functions as func
 
-from ..api.scheduler_api import ENDPOINTS, SERVICE_ROOT
-from .http_bindings import METHODS, serve
+from shared.api.scheduler_api import ENDPOINTS, SERVICE_ROOT
+from shared.functions.http_bindings import METHODS, serve
 
 bp = func.Blueprint()
 

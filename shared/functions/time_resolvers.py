@@ -5,7 +5,7 @@ Schedules are app settings (NCRONTAB), so local runs and tests can sweep every s
 
 import azure.functions as func
 
-from ..services.wiring import get_services
+from shared.services.wiring import get_services
 
 bp = func.Blueprint()
 

@@ -3,9 +3,9 @@ the recent groups, and the feeds of a group's events, POST to open one, GET to l
 
 import azure.functions as func
 
-from ..api.ui_api import ENDPOINTS, SERVICE_ROOT
-from ..ui.pages import page
-from .http_bindings import serve
+from shared.api.ui_api import ENDPOINTS, SERVICE_ROOT
+from shared.ui.pages import page
+from shared.functions.http_bindings import serve
 
 bp = func.Blueprint()
 

@@ -26,11 +26,11 @@ import threading
 import time
 from typing import Callable
 
-from ..domain.task_events import Event
-from ..events.bus import EventBus
-from ..storage.periodic import every
-from ..storage.publication_marks import FLUSH_EVERY, Outboxes, PublicationMarks
-from .conditional import change_until_saved
+from shared.domain.task_events import Event
+from shared.events.bus import EventBus
+from shared.runtime.periodic import every
+from shared.storage.outbox.publication_marks import FLUSH_EVERY, Outboxes, PublicationMarks
+from shared.storage.patterns.conditional_writes import change_until_saved
 
 log = logging.getLogger("queue.events")
 RETRY_EVERY = 2.0        # seconds between attempts at what the bus refused

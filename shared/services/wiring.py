@@ -6,48 +6,48 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
-from ..config import Settings
-from ..events.bus import EventBus
-from ..events.connect import event_bus, event_feeds
-from ..events.feeds import EventFeeds
-from ..storage.account import StorageAccount
-from ..storage.claim_table import ClaimTable
-from ..storage.pending_table import PendingTable
-from ..storage.publication_marks import PublicationMarks
-from ..storage.task_group_table import TaskGroupTable
-from ..storage.task_graph_table import TaskGraphTable
-from ..storage.task_queue_table import TaskQueueTable
-from ..storage.task_table import TaskTable
-from ..storage.time_index import TimeIndex
-from ..storage.worker_table import WorkerTable
-from ..storage.dependency_table import DependencyTable
-from ..storage.requirement_table import RequirementTable
-from .claims import Claims
-from .credentials import CredentialIssuer
-from .event_publisher import EventPublisher
-from .dependencies import Dependencies
-from .activity_expiry import TaskQueueExpiry, WorkerExpiry
-from .expiration import Expiration
-from .graph_parts import GraphParts
-from .group_feeds import GroupFeeds
-from .repairs import Repairs
-from .resolution_events import ResolutionEvents
-from .resolution_handler import ResolutionHandler
-from .resolutions import Resolutions
-from .task_creation import TaskCreation
-from .task_graphs import TaskGraphs
-from .task_groups import TaskGroups
-from .task_queues import TaskQueues
-from .task_updates import TaskUpdater
-from .tasks import Tasks
-from .time_resolvers import ClaimExpiry, Deadlines
-from .work_signal import WorkSignal
-from .workers import Workers
-from .artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
-from .artifacts import Artifacts
-from .objects import Objects
-from ..storage.artifact_table import ArtifactTable
-from ..storage.object_table import ObjectTable
+from shared.config import Settings
+from shared.events.bus import EventBus
+from shared.events.connect import event_bus, event_feeds
+from shared.events.feeds import EventFeeds
+from shared.storage.client.account import StorageAccount
+from shared.storage.tables.claim_table import ClaimTable
+from shared.storage.tables.pending_table import PendingTable
+from shared.storage.outbox.publication_marks import PublicationMarks
+from shared.storage.tables.task_group_table import TaskGroupTable
+from shared.storage.tables.task_graph_table import TaskGraphTable
+from shared.storage.tables.task_queue_table import TaskQueueTable
+from shared.storage.tables.task_table import TaskTable
+from shared.storage.patterns.time_index import TimeIndex
+from shared.storage.tables.worker_table import WorkerTable
+from shared.storage.tables.dependency_table import DependencyTable
+from shared.storage.tables.requirement_table import RequirementTable
+from shared.services.claims.work_claimer import Claims
+from shared.services.claims.credentials import CredentialIssuer
+from shared.services.event_publisher import EventPublisher
+from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
+from shared.services.sweeps.task_expiry import Expiration
+from shared.services.scheduler.graph_parts import GraphParts
+from shared.services.task_groups.group_feeds import GroupFeeds
+from shared.services.dependencies.repairs import Repairs
+from shared.services.dependencies.resolution_messages import ResolutionEvents
+from shared.services.dependencies.dependency_resolver import ResolutionHandler
+from shared.services.tasks.resolutions import Resolutions
+from shared.services.tasks.task_creation import TaskCreation
+from shared.services.scheduler.task_graphs import TaskGraphs
+from shared.services.task_groups.task_groups import TaskGroups
+from shared.services.claims.task_queues import TaskQueues
+from shared.services.tasks.task_updater import TaskUpdater
+from shared.services.tasks.task_calls import Tasks
+from shared.services.sweeps.claim_resolver import ClaimExpiry, Deadlines
+from shared.services.claims.work_signal import WorkSignal
+from shared.services.claims.workers import Workers
+from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from shared.services.artifacts.artifacts import Artifacts
+from shared.services.artifacts.objects import Objects
+from shared.storage.tables.artifact_table import ArtifactTable
+from shared.storage.tables.object_table import ObjectTable
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import taskcluster
 from shared.domain.ids import new_slugid
 from tests.conftest import ROOT_CREDENTIALS, make_task, start_server
 
-from .conftest import refusal
+from tests.api.conftest import refusal
 
 CLIENTS = {
     "nobody": {"clientId": "static/nobody", "accessToken": "nobody-token-" + "n" * 30, "scopes": []},

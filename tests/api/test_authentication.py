@@ -20,7 +20,7 @@ from shared.domain.ids import new_slugid
 from tests.conftest import ROOT_CREDENTIALS, free_port, make_task, start_server
 from tests.signing import HawkAuth
 
-from .conftest import AUTH_SETTINGS, CREDENTIALS, as_client, refusal, temporary
+from tests.api.conftest import AUTH_SETTINGS, CREDENTIALS, as_client, refusal, temporary
 
 
 def assert_401(status_body: tuple[int, dict], reason: str) -> None:

@@ -15,7 +15,7 @@ from shared.domain.timestamps import parse_iso
 from tests.conftest import make_task, start_server
 from tests.signing import HawkAuth
 
-from .conftest import AUTH_SETTINGS, CREDENTIALS, as_client, refusal
+from tests.api.conftest import AUTH_SETTINGS, CREDENTIALS, as_client, refusal
 
 
 def assert_403(status_body: tuple[int, dict], *named: str) -> str:

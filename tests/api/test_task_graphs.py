@@ -1,7 +1,7 @@
 """The task-graph scheduler (seed 000) over raw HTTP, with its tasks run through the official
 Queue client as a worker would run them.
 
-Responses (see shared/services/task_graphs.py):
+Responses (see shared/services/scheduler/task_graphs.py):
 - PUT /task-graph/<id>, GET /status, POST /extend: `{"status": {taskGraphId, schedulerId, state}}`;
 - GET /inspect: `{taskGraphId, state, routing, blockedBy, unreachable,
   tasks: [{label, taskId, state, requires, dependents, reruns, rerunsLeft}]}`.

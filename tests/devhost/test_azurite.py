@@ -9,7 +9,7 @@ from pathlib import Path
 
 from devhost.processes import port_open
 
-from .conftest import alive, eventually
+from tests.devhost.conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ("import time; from devhost.azurite import Azurite; azurite = Azurite().start(); "

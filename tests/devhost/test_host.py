@@ -12,7 +12,7 @@ from azure.storage.queue import QueueClient
 
 from devhost.host import LocalHost
 
-from .conftest import eventually, unique_queue_name
+from tests.devhost.conftest import eventually, unique_queue_name
 
 
 def test_all_three_trigger_kinds_run_from_one_app(azurite, local_host, monkeypatch):

@@ -18,7 +18,7 @@ from azure.storage.queue import QueueClient
 from devhost.processes import port_open
 from tests.conftest import free_port, launch_host, start_server, unique_prefix
 
-from .conftest import alive, eventually
+from tests.devhost.conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_PORTS = (10000, 10001, 10002)  # what `--azurite auto` always uses

@@ -14,7 +14,7 @@ from azure.storage.queue import QueueClient
 from devhost.host_config import HostConfig
 from devhost.queue_triggers import QueuePoller
 
-from .conftest import eventually, unique_queue_name
+from tests.devhost.conftest import eventually, unique_queue_name
 
 # Retries at once (visibilityTimeout 0) and short idle polls keep each test to a few seconds.
 CONFIG = HostConfig(batch_size=4, max_dequeue_count=3, visibility_timeout=0, max_polling_interval=0.5)

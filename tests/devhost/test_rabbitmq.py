@@ -10,7 +10,7 @@ from pathlib import Path
 
 from devhost.processes import port_open
 
-from .conftest import alive, eventually
+from tests.devhost.conftest import alive, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ("import time; from devhost.rabbitmq import RabbitMQ; broker = RabbitMQ().start(); "

@@ -16,7 +16,7 @@ import taskcluster
 from devhost import root_client
 from tests.conftest import ROOT, free_port, make_task, unique_prefix
 
-from .conftest import eventually
+from tests.devhost.conftest import eventually
 
 
 def test_made_once_and_kept_unless_static_clients_are_set(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from devhost.ncrontab import Schedule
 from devhost.timer_triggers import TimerRunner
 
-from .conftest import eventually
+from tests.devhost.conftest import eventually
 
 
 @pytest.fixture

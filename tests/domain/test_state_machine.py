@@ -10,7 +10,7 @@ no-op or change the task, so a refused legal call fails as surely as an accepted
 
 The invariants are written against the task status *JSON* (what Taskcluster clients see)
 and encoded here independently of `shared.domain` (only the enums of Taskcluster's
-task-status schema are restated), so `tests/services/test_state_machine.py` checks the very
+task-status schema are restated), so `tests/services/tasks/test_state_machine.py` checks the very
 same rules on statuses read back from storage.
 """
 

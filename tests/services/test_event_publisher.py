@@ -12,11 +12,12 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
-from shared.storage import countdown, publication_marks
+from shared.storage.patterns import countdown
+from shared.storage.outbox import publication_marks
 from tests.conftest import make_task, memory_services, unique_prefix
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
-from tests.services.test_dependencies import deliver_events
+from tests.services.dependencies.test_dependency_tracker import deliver_events
 
 
 class Died(BaseException):

@@ -14,10 +14,10 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.ids import new_slugid
-from shared.storage.account import OPERATIONS, StorageAccount
-from shared.storage.claim_table import ClaimRow, ClaimTable
-from shared.storage.pending_table import BULK, PendingTable
-from shared.storage.queries import first_rows
+from shared.storage.client.account import OPERATIONS, StorageAccount
+from shared.storage.tables.claim_table import ClaimRow, ClaimTable
+from shared.storage.tables.pending_table import BULK, PendingTable
+from shared.storage.patterns.queries import first_rows
 from tests.conftest import unique_prefix
 from tests.memory_storage import MemoryAccount
 

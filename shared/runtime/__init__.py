@@ -1,0 +1,1 @@
+"""The process's threads: its pools, what runs periodically, and independent steps of one request run at once."""

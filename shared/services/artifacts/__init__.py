@@ -1,0 +1,1 @@
+"""Artifacts and the object service that holds their bytes."""

@@ -1,0 +1,274 @@
+"""claimWork and reclaimTask: handing pending runs to workers, exactly once each.
+
+A run is claimed by the conditional write that turns it from pending to running; of all
+the workers that read the same pending hint, only one write can succeed. The hint is
+only a pointer: it is checked against the task row and dropped once it is stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+from datetime import datetime, timedelta
+
+from shared.domain import lifecycle
+from shared.domain.errors import NotFound
+from shared.domain.runs import RunState
+from shared.domain.task_status import render_status
+from shared.domain.timestamps import to_iso, utcnow
+from shared.storage.tables.claim_table import ClaimRow, ClaimTable
+from shared.storage.tables.pending_table import PendingHint, PendingTable
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+from shared.storage.tables.worker_table import WorkerRecord
+from shared.runtime.concurrent_steps import at_once
+from shared.services.claims.credentials import CredentialIssuer
+from shared.services.claims.pending_buffer import PendingBuffer
+from shared.services.claims.task_queues import TaskQueues
+from shared.services.tasks.task_updater import TaskUpdater, claim_row
+from shared.services.claims.workers import Workers
+
+log = logging.getLogger("queue.claims")
+# A hint whose run does not exist (yet) is left alone this long: its task may still be
+# being written. Older ones are leftovers of a crashed create and are removed.
+ORPHAN_HINT_GRACE = timedelta(minutes=10)
+TAKES = 3   # hands of hints one claimWork takes at most (the later ones when earlier hints were stale)
+CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork on that queue pick at random
+# The runs of one claimWork are claimed concurrently: each is a read and a conditional write
+# of its own task row, independent of the others.
+_CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
+
+
+def _left_pending(record: TaskRecord | None, run_id: int) -> bool:
+    run = record.status.run(run_id) if record is not None else None
+    return run is not None and run.state is not RunState.PENDING
+
+
+@dataclass
+class _Worker:
+    """The worker of one claimWork: its row as last written, the runs noted on it."""
+    record: WorkerRecord
+    noted: list[tuple[str, int]] = field(default_factory=list)
+    quarantined: bool = False
+
+
+class _Skip(Exception):
+    """The hint does not lead to a claimable run; `stale` says whether to delete it.
+    `held_until`: the run is running already, claimed by this same worker (in a concurrent
+    or repeated claimWork), whose claim row is the one this call wrote over; `lost`: claimed
+    by another worker."""
+
+    def __init__(self, stale: bool, held_until: str | None = None, lost: bool = False) -> None:
+        self.stale = stale
+        self.held_until = held_until
+        self.lost = lost   # another worker claimed the run: a sign of contention
+
+
+class Claims:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, claim_rows: ClaimTable, updater: TaskUpdater,
+                 queues: TaskQueues, issuer: CredentialIssuer, workers: Workers, claim_timeout: int,
+                 wait_seconds: int) -> None:
+        self.claim_rows = claim_rows
+        self.workers = workers
+        self.tasks = tasks
+        self.pending = pending
+        self.updater = updater
+        self.queues = queues
+        self.issuer = issuer
+        self.claim_timeout = timedelta(seconds=claim_timeout)
+        self.wait_seconds = wait_seconds
+        self._lost_race: dict[str, float] = {}   # task queue -> when a claim here last lost a race
+        self.buffer = PendingBuffer(pending, updater.signal)
+
+    def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
+        """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
+        worker gets none."""
+        worker = _Worker(self.workers.arrive(task_queue_id, worker_group, worker_id, utcnow()))
+        if self.workers.quarantined(worker.record, utcnow()):
+            return {"tasks": []}
+        give_up = time.monotonic() + self.wait_seconds
+        while True:
+            claimed = self._claim_available(task_queue_id, worker, count)
+            remaining = give_up - time.monotonic()
+            if claimed or remaining <= 0 or worker.quarantined:
+                break
+            self.updater.signal.wait(task_queue_id, remaining)
+        runs = [(claim["status"]["taskId"], claim["runId"]) for claim in claimed]
+        # Once runs are claimed they must reach the worker: bookkeeping that fails after
+        # that is logged, not raised (an error answer would leave the runs claimed by
+        # nobody until their claims expired).
+        if not _best_effort(lambda: self.workers.worked(worker.record, worker.noted, runs, utcnow()), True,
+                            "record the worker's claims"):
+            self.workers.release(task_queue_id, worker_group, worker_id, runs, utcnow())
+            claimed = []
+        _best_effort(lambda: self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1))), None,
+                     "record the task queue as seen")
+        return {"tasks": claimed}
+
+    def _claim_available(self, task_queue_id: str, worker: _Worker, count: int) -> list[dict]:
+        claimed: list[dict] = []
+        done: list[PendingHint] = []   # hints to delete: claimed, or found stale
+        twins: list[PendingHint] = []
+        read = False
+        for _ in range(TAKES):
+            contended = time.monotonic() - self._lost_race.get(task_queue_id, -CONTENTION_MEMORY) < CONTENTION_MEMORY
+            hints, more_twins = _one_per_run(self.buffer.take(task_queue_id, count - len(claimed), contended,
+                                                              may_read=not read))
+            read = True
+            twins += more_twins
+            if not hints:
+                break
+            try:
+                stopped, lost = self._claim_hints(hints, worker, claimed, done)
+            except Exception:
+                self._settle(task_queue_id, done, twins)
+                raise
+            if lost:
+                self._lost_race[task_queue_id] = time.monotonic()
+            if stopped or lost or len(claimed) >= count:   # lost: the others' hints are contended too
+                break
+        self._settle(task_queue_id, done, twins)
+        return claimed
+
+    def _settle(self, task_queue_id: str, done: list[PendingHint], twins: list[PendingHint]) -> None:
+        """Delete the hints of runs claimed or found stale (their twins too); give the other
+        twins back to the buffer."""
+        settled = {(hint.task_id, hint.run_id) for hint in done}
+        done = done + [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
+        if done:
+            self.pending.remove_soon(done)
+        self.buffer.give_back(task_queue_id, [twin for twin in twins if (twin.task_id, twin.run_id) not in settled])
+
+    def _claim_hints(self, hints: list[PendingHint], worker: _Worker, claimed: list[dict],
+                     done: list[PendingHint]) -> tuple[bool, bool]:
+        """Try to claim each hint's run, appending answers to `claimed` and hints to delete to
+        `done`; returns (whether an error or a quarantine ended the claiming, whether another
+        claimer won any)."""
+        # A run this process knows left pending never comes back to it: its hint is stale,
+        # and a claim row written for it would be written over the run's own.
+        over = [hint for hint in hints if _left_pending(self.tasks.last_written(hint.task_id), hint.run_id)]
+        done += over
+        hints = [hint for hint in hints if hint not in over]
+        if not hints:
+            return False, False
+        now = utcnow()
+        taken_until = now + self.claim_timeout
+        worker_group, worker_id = worker.record.worker_group, worker.record.worker_id
+        rows = [ClaimRow(hint.task_queue_id, hint.task_id, hint.run_id, worker_group, worker_id, to_iso(taken_until))
+                for hint in hints]
+        # Watched before the claims exist, so none outlives a crash unwatched; noted on the
+        # worker's row in the same transaction, which a quarantine since refuses.
+        written = self.workers.claiming(worker.record, rows, now)
+        if written is None:
+            worker.quarantined = True
+            return True, False
+        worker.record = written
+        worker.noted += [(row.task_id, row.run_id) for row in rows]
+        outcomes = at_once(_CLAIMERS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
+                                       for hint in hints], settle=True)
+        unused, errors, lost = [], [], False
+        for hint, row, outcome in zip(hints, rows, outcomes):
+            if not isinstance(outcome, Exception):   # the claim's answer
+                claimed.append(outcome)
+                done.append(hint)
+                continue
+            if isinstance(outcome, _Skip) and outcome.held_until:
+                # The row is the claim's own: keep it, with the claim's `takenUntil`.
+                _best_effort(lambda: self.claim_rows.move(row, outcome.held_until), None, "restore a claim row")
+            else:
+                unused.append(row)
+            if isinstance(outcome, _Skip):
+                lost = lost or outcome.lost
+                if outcome.stale:
+                    done.append(hint)
+            else:
+                errors.append(outcome)
+        if unused:
+            _best_effort(lambda: self.claim_rows.remove(unused), None, "remove the watches of runs not claimed")
+        if errors and not claimed:
+            raise errors[0]
+        for error in errors:
+            log.error("claimWork on %s: answering with the %d runs claimed despite an error", hints[0].task_queue_id,
+                      len(claimed), exc_info=error)
+        return bool(errors), lost
+
+    def _claim_hint(self, hint: PendingHint, worker_group: str, worker_id: str, now: datetime,
+                    taken_until: datetime) -> dict:
+        def take(status):
+            run = status.run(hint.run_id)
+            if run is None:
+                raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
+            if run is not status.pending_run:
+                # A run this worker holds, or resolved: the row just written over is its claim's,
+                # or its resolution's intent until that is processed, so it is kept as it was.
+                running = run.state is RunState.RUNNING
+                mine = bool(run.taken_until) and (run.worker_group, run.worker_id) == (worker_group, worker_id)
+                raise _Skip(stale=True, held_until=run.taken_until if mine else None, lost=running and not mine)
+            if lifecycle.is_past_deadline(status, now):
+                raise _Skip(stale=True)  # the deadline resolver owns it now
+            return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
+
+        def of_this_queue(record: TaskRecord) -> None:   # a hint written for a createTask refused late
+            if record.summary["taskQueueId"] != hint.task_queue_id:
+                raise _Skip(stale=True)
+
+        try:
+            record = self.updater.apply(hint.task_id, take, "claim", with_definition=True, remove_hints=False,
+                                        authorize=of_this_queue)
+        except NotFound:
+            raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
+        return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
+
+    def reclaim(self, task_id: str, run_id: int, authorize: Callable[[TaskRecord], None] | None = None) -> dict:
+        """`authorize(record)`: the caller's scope check on the task as read, before the write."""
+        now = utcnow()
+        taken_until = now + self.claim_timeout
+        record = self.updater.apply(
+            task_id, lambda status: lifecycle.reclaim(status, run_id, now, taken_until), "reclaim",
+            with_definition=True, authorize=authorize)
+        run = record.status.run(run_id)
+        # Moved after the write: until then the row's earlier `takenUntil` only makes the
+        # sweep look early (and find the claim still good).
+        self.claim_rows.add([claim_row(record.summary["taskQueueId"], task_id, run)])
+        return self._claim_response(record, run_id, run.worker_group, run.worker_id, now, taken_until, False)
+
+    def _claim_response(self, record: TaskRecord, run_id: int, worker_group: str, worker_id: str,
+                        now: datetime, taken_until: datetime, with_task: bool) -> dict:
+        definition = record.definition
+        out = {
+            "status": render_status(record.summary, record.status),
+            "runId": run_id,
+            "workerGroup": worker_group,
+            "workerId": worker_id,
+            "takenUntil": to_iso(taken_until),
+            "credentials": self.issuer.for_run(record.task_id, run_id, worker_group, worker_id,
+                                               definition["scopes"], now, taken_until),
+        }
+        if with_task:
+            out["task"] = definition
+        return out
+
+
+
+def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[PendingHint]]:
+    """The first hint of each run, and the others (two schedulers racing to make a run
+    pending each write a hint; one claim settles both)."""
+    first, twins = {}, []
+    for hint in hints:
+        if (hint.task_id, hint.run_id) in first:
+            twins.append(hint)
+        else:
+            first[hint.task_id, hint.run_id] = hint
+    return list(first.values()), twins
+
+
+def _best_effort(action, fallback, what: str):
+    """`action()`, or `fallback` after logging why it failed."""
+    try:
+        return action()
+    except Exception:
+        log.exception("claimWork could not %s; carrying on", what)
+        return fallback

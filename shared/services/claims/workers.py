@@ -1,0 +1,219 @@
+"""Workers: who claimed work from a task queue, when, and their quarantine.
+
+A worker is known from its first claimWork. A quarantined worker gets no work until its
+quarantine ends, and the runs it holds are resolved at once as exception/worker-shutdown
+(retried while retries are left, as when a worker reports its own shutdown), so a broken
+or vanished worker releases its tasks without waiting for their claims to expire.
+
+A claimWork writes its worker's row (the runs it is about to claim, its last activity) in
+the transaction that writes those runs' claim rows, conditionally on the version of the row
+it started from (see `claiming`): a quarantine written since refuses the transaction, so the
+claimWork reads the row again, sees the quarantine and claims nothing. A quarantine that
+comes while the claims are being made is found if the runs it could not claim are written
+off the row afterwards; otherwise it releases the worker's runs itself, as for any runs the
+worker holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from azure.data.tables import TableTransactionError
+
+from shared.domain import lifecycle
+from shared.domain.errors import NotFound
+from shared.domain.runs import ReasonResolved, RunState
+from shared.domain.timestamps import parse_iso, to_iso
+from shared.storage.tables.claim_table import ClaimRow, ClaimTable
+from shared.storage.errors import AlreadyExists, ChangedSinceRead
+from shared.storage.tables.worker_table import WorkerRecord, WorkerTable, row_key
+from shared.services.sweeps.activity_expiry import WorkerExpiry, lapsed
+from shared.storage.patterns.conditional_writes import change_until_saved
+from shared.services.task_groups.task_groups import DEFAULT_PAGE, decode_token, encode_token
+from shared.services.tasks.task_updater import TaskUpdater
+
+log = logging.getLogger("queue.workers")
+RECENT_TASKS = 20
+WORKER_LIFETIME = timedelta(days=1)        # how long after its last claim a worker is listed
+ACTIVE_REFRESH = timedelta(seconds=60)     # an idle worker's lastDateActive is written at most this often
+
+
+class Workers:
+    def __init__(self, table: WorkerTable, claims: ClaimTable, updater: TaskUpdater, expiry: WorkerExpiry) -> None:
+        self.table = table
+        self.claims = claims
+        self.updater = updater
+        self.expiry = expiry
+
+    def arrive(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime,
+               fresh: bool = False) -> WorkerRecord:
+        """The worker's row as its claimWork begins; a worker seen for the first time gets one.
+
+        The version this process knows is enough unless it says the worker is quarantined
+        (the quarantine may have been lifted since) or `fresh` is asked: a quarantine made
+        since by another process is found when the claims are recorded, which is conditional
+        on that version (see `worked`), as for a quarantine that races with the claims."""
+        known = None if fresh else self.table.last_known(task_queue_id, worker_group, worker_id)
+        if known is not None and not self.quarantined(known, now):
+            return known
+        record = self.table.load(task_queue_id, worker_group, worker_id)
+        if record is not None:
+            return record
+        first = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
+                             to_iso(now + WORKER_LIFETIME))
+        self.expiry.watch(first)  # first: a worker row is never left without its expiry item
+        try:
+            return self.table.insert(first)
+        except AlreadyExists:  # the same worker's concurrent claimWork
+            return self.table.load(task_queue_id, worker_group, worker_id)
+
+    @staticmethod
+    def quarantined(record: WorkerRecord, now: datetime) -> bool:
+        return bool(record.quarantine_until) and parse_iso(record.quarantine_until) > now
+
+    def claiming(self, record: WorkerRecord, rows: list[ClaimRow], now: datetime) -> WorkerRecord | None:
+        """Write the claim rows of runs about to be claimed, and note them on the worker's
+        row, in one transaction; the worker as written, or None if it is quarantined (then
+        nothing is written, and nothing may be claimed)."""
+        runs = [(row.task_id, row.run_id) for row in rows]
+
+        def write(noted: WorkerRecord) -> WorkerRecord:
+            try:
+                answer = self.claims.add(rows, beside=self.table.update_operation(noted))
+            except TableTransactionError as exc:  # quarantined, or expired and deleted by the sweep meanwhile
+                self.table.forget(noted)
+                raise ChangedSinceRead(f"{noted.worker_group}/{noted.worker_id}") from exc
+            return self.table.wrote(noted, answer)
+        note = _unless_quarantined(now, lambda worker: _active(worker, runs, now))
+        try:   # `touch`: the claim rows are written even if the worker's row says nothing new
+            return change_until_saved(self._reread(record, now), note, write, first=record, touch=True)
+        except _Quarantined:
+            return None
+
+    def worked(self, record: WorkerRecord, noted: list[tuple[str, int]], claimed: list[tuple[str, int]],
+               now: datetime) -> bool:
+        """After a claimWork: take off the worker's row the runs `claiming` noted and it did
+        not claim, or note its activity if it claimed nothing for a while; False if it was
+        quarantined meanwhile, in which case the caller releases what it claimed."""
+        missed = set(noted) - set(claimed)
+
+        def note(worker: WorkerRecord) -> WorkerRecord:
+            if not missed and (noted or now - parse_iso(worker.last_date_active) < ACTIVE_REFRESH):
+                return worker
+            kept = tuple(task for task in worker.recent_tasks if (task["taskId"], task["runId"]) not in missed)
+            return replace(_active(worker, [], now), recent_tasks=kept)
+        try:
+            change_until_saved(self._reread(record, now), _unless_quarantined(now, note), self.table.save,
+                               first=record)
+        except _Quarantined:
+            return False
+        return True
+
+    def _reread(self, record: WorkerRecord, now: datetime):
+        """How a refused write of the worker's row reads it again (made anew if the sweep
+        deleted it meanwhile)."""
+        return lambda: self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
+
+    def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
+                   now: datetime) -> dict:
+        detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
+                  "quarantineInfo": info}
+        record = change_until_saved(
+            lambda: self._existing(task_queue_id, worker_group, worker_id, now),
+            lambda record: replace(record, quarantine_until=until, expires=_later(record.expires, until),
+                                   quarantine_details=(*record.quarantine_details, detail)),
+            self.table.save)
+        log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
+                 extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
+        if self.quarantined(record, now):
+            self.release(task_queue_id, worker_group, worker_id, self.claims.held_by(
+                task_queue_id, worker_group, worker_id), now)
+        return render(record)
+
+    def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],
+                now: datetime) -> int:
+        """Resolve the runs the worker still holds as worker-shutdown; returns how many."""
+        def shut_down(run_id: int):
+            def transition(status):
+                run = status.run(run_id)
+                if run is None or run.state is not RunState.RUNNING or \
+                        (run.worker_group, run.worker_id) != (worker_group, worker_id):
+                    return status  # resolved, or someone else's run by now
+                return lifecycle.resolve(status, run_id, ReasonResolved.WORKER_SHUTDOWN, now)
+            return transition
+        released = sum(self.updater.try_apply(task_id, shut_down(run_id), "worker quarantined")
+                       for task_id, run_id in runs)
+        if released:
+            log.info("released %d runs of quarantined worker %s/%s", released, worker_group, worker_id,
+                     extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "release"})
+        return released
+
+    def get(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> dict:
+        return render(self._existing(task_queue_id, worker_group, worker_id, now))
+
+    def list(self, task_queue_id: str, continuation: str | None, limit: int | None, quarantined: str | None,
+             now: datetime) -> dict:
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        records = self.table.page(task_queue_id, decode_token(continuation), limit + 1)
+        shown = [record for record in records[:limit] if not lapsed(record.expires, now)
+                 and (quarantined is None or self.quarantined(record, now) == (quarantined == "true"))]
+        out = {"workers": [_summary(record) for record in shown]}
+        if len(records) > limit:
+            out["continuationToken"] = encode_token(row_key(records[limit - 1]))
+        return out
+
+    def _existing(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
+        record = self.table.load(task_queue_id, worker_group, worker_id)
+        if record is None or lapsed(record.expires, now):
+            raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
+        return record
+
+
+class _Quarantined(Exception):
+    """The worker's row, as read, says it is quarantined: nothing is written."""
+
+
+def _unless_quarantined(now: datetime, change):
+    """`change` of a worker's row, refused (_Quarantined) while the row says it is quarantined."""
+    def checked(worker: WorkerRecord) -> WorkerRecord:
+        if Workers.quarantined(worker, now):
+            raise _Quarantined
+        return change(worker)
+    return checked
+
+
+def _active(record: WorkerRecord, runs: list[tuple[str, int]], now: datetime) -> WorkerRecord:
+    """The worker active at `now`, with `runs` noted among its recent tasks (once each)."""
+    recent = [*record.recent_tasks]
+    recent += [{"taskId": task_id, "runId": run_id} for task_id, run_id in runs
+               if {"taskId": task_id, "runId": run_id} not in recent]
+    return replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
+                   recent_tasks=tuple(recent[-RECENT_TASKS:]))
+
+
+def _later(first: str, second: str) -> str:
+    return to_iso(max(parse_iso(first), parse_iso(second)))
+
+
+def render(record: WorkerRecord) -> dict:
+    provisioner_id, worker_type = record.task_queue_id.split("/", 1)
+    out = {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": record.task_queue_id,
+           "workerGroup": record.worker_group, "workerId": record.worker_id,
+           "recentTasks": list(record.recent_tasks), "expires": record.expires,
+           "firstClaim": record.first_claim, "lastDateActive": record.last_date_active,
+           "quarantineDetails": list(record.quarantine_details)}
+    if record.quarantine_until:
+        out["quarantineUntil"] = record.quarantine_until
+    return out
+
+
+def _summary(record: WorkerRecord) -> dict:
+    out = {"workerGroup": record.worker_group, "workerId": record.worker_id, "firstClaim": record.first_claim,
+           "lastDateActive": record.last_date_active}
+    if record.quarantine_until:
+        out["quarantineUntil"] = record.quarantine_until
+    if record.recent_tasks:
+        out["latestTask"] = record.recent_tasks[-1]
+    return out

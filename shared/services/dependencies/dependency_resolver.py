@@ -1,0 +1,219 @@
+"""What follows a task's resolution: its dependents are unblocked, its task graph reacts
+(rerun, blocked, finished), its group learns that one more member resolved, and the
+claimed run's row, which stood for the resolution until now, is removed.
+
+The process that resolved the task does this at once (`follow_up`): the dependents before
+it answers (a dependent is pending when the call that resolved its last dependency returns),
+the group and graph alongside and, once both are done, the claimed run's row, after it has
+answered (a group or graph learns of the resolution a few milliseconds later, as in
+Taskcluster, whose group resolution follows the task's events). No message, no wait for a
+queue poll. A resolution with a long fan-out (a full page of dependents or more) has its
+dependents processed after the call answered, page by page, in this process's background
+while it has room (`AFTER_ANSWER`); past that, it is announced as a 'task resolved' event,
+carrying the `Resolution`, for the queue-triggered handler, which scales out; so is one
+whose handling failed here. (Announced, a fan-out waited for the trigger's next poll: up to
+`maxPollingInterval`, 2 s, before its first dependent was pending.) A process that dies
+first leaves the claimed run's row or the repair intent, which bring the resolution back
+(see `resolution_events`); repairs read it from the task row.
+
+Events arrive at least once and may be handled twice, concurrently or after a crash
+midway: every step is idempotent (a deleted requirement stays deleted, scheduling and
+reruns are keyed by run, the group's resolved time only moves forward), and the claimed
+run's row goes last, so a crash before it leaves the resolution to be announced again.
+The row goes only once the task's events are out, too (published by the writer, or found
+in the task's outbox and published here): until then it is looked at again later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from functools import partial
+from typing import Callable
+
+from shared.domain.timestamps import to_iso, utcnow
+from shared.storage.tables.claim_table import ClaimRow, ClaimTable
+from shared.storage.tables.task_table import TaskTable
+from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.event_publisher import EventPublisher
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionEvents
+from shared.services.scheduler.task_graphs import TaskGraphs
+from shared.services.task_groups.task_groups import TaskGroups
+from shared.services.sweeps.claim_resolver import RECHECK
+
+log = logging.getLogger("queue.resolutions")
+# A resolution's graph and group, alongside its dependents. Nothing run here submits work
+# to this pool, so it cannot wait on itself.
+_ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-group")
+# Long fan-outs, after their calls answered: each a page of dependents at a time.
+_FAN_OUTS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolution-fan-out")
+AFTER_ANSWER = 64   # resolutions finished after their call answered, at most, per process
+# What became of a resolution's dependents in the call that resolved it.
+DONE, LONG, FAILED = "done", "a long fan-out", "failed"
+
+
+class _AfterAnswer:
+    """The resolutions a process finishes after their call answered: a call finds room or
+    waits for its own (a process resolving tasks faster than it counts groups slows its
+    callers down instead of queueing work without end), and one can wait for none left."""
+
+    def __init__(self, room: int) -> None:
+        self._room = threading.BoundedSemaphore(room)
+        self._unfinished = 0
+        self._changed = threading.Condition()
+
+    def enter(self) -> bool:
+        if not self._room.acquire(blocking=False):
+            return False
+        with self._changed:
+            self._unfinished += 1
+        return True
+
+    def leave_after(self, finish: Callable[[], None]) -> None:
+        try:
+            finish()
+        except BaseException:   # noqa: BLE001 (whatever it was, the pool's thread lives on: the claimed row stays)
+            log.exception("finishing a resolution after its call answered failed")
+        finally:
+            self._room.release()
+            with self._changed:
+                self._unfinished -= 1
+                self._changed.notify_all()
+
+    def wait_for_none(self, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._unfinished == 0, timeout)
+
+
+_after_answer = _AfterAnswer(AFTER_ANSWER)
+
+
+def _failed(resolution: Resolution, what: str, then: str = "announcing it instead") -> None:
+    log.exception("task %s run %s: %s; %s", resolution.task_id, resolution.run_id, what, then,
+                  extra={"taskId": resolution.task_id})
+
+
+class ResolutionHandler:
+    def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
+                 graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents, publisher: EventPublisher) -> None:
+        self.publisher = publisher
+        self.events = events
+        self.tasks = tasks
+        self.dependencies = dependencies
+        self.groups = groups
+        self.graphs = graphs
+        self.claims = claims
+
+    def handle_message(self, body: dict) -> None:
+        """A 'task resolved' event as the queue carries it."""
+        self.handle_resolution(Resolution.from_message(body))
+
+    def handle(self, task_id: str, run_id: int) -> bool:
+        """Process the resolution of `task_id` by run `run_id`, read from the task row; False
+        if that run did not resolve the task (an intent whose write never happened, or a
+        retried run)."""
+        record = self.tasks.load(task_id)
+        resolution = Resolution.of(record, run_id) if record else None
+        if resolution is None:
+            return False
+        published = self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
+        self.handle_resolution(replace(resolution, published=published))
+        return True
+
+    def follow_up(self, resolution: Resolution) -> None:
+        """Right after the write that resolved the task: its dependents here, its group and
+        graph alongside, finished after the call answers if there is room; what could not be
+        done here is announced."""
+        later = _after_answer.enter()
+        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        handled = None   # stays None if this thread dies here: the claimed run's row brings it back
+        try:
+            handled = self._dependents(resolution)
+        finally:
+            finish = partial(self._finish, resolution, handled, group_and_graph)
+            if later:
+                group_and_graph.add_done_callback(lambda _: _after_answer.leave_after(finish))
+            elif handled is not None:
+                finish()
+
+    def _dependents(self, resolution: Resolution) -> str:
+        try:
+            return DONE if self.dependencies.task_resolved(resolution, long_fan_out=False) else LONG
+        except Exception:
+            _failed(resolution, "processing its dependents failed")
+            return FAILED
+
+    def _finish(self, resolution: Resolution, handled: str | None, group_and_graph: Future) -> None:
+        if handled is None:
+            return
+        try:
+            group_and_graph.result()
+            if handled == DONE:
+                self._processed(resolution)
+                return
+            if handled == LONG and _after_answer.enter():
+                _FAN_OUTS.submit(_after_answer.leave_after, partial(self._fan_out, resolution))
+                return
+        except Exception:
+            _failed(resolution, "handling its resolution failed")
+        self._announce(resolution)
+
+    def _fan_out(self, resolution: Resolution) -> None:
+        """A long fan-out's dependents, page by page, then the claimed run's row."""
+        try:
+            if self.dependencies.task_resolved(resolution):
+                self._processed(resolution)
+                return
+        except Exception:
+            _failed(resolution, "processing its long fan-out failed")
+        self._announce(resolution)
+
+    def _announce(self, resolution: Resolution) -> None:
+        try:
+            self.events.announce(resolution)
+        except Exception:  # the write stands: its claim row or repair intent brings it back
+            _failed(resolution, "announcing its resolution failed", "it is repaired later")
+
+    def handle_resolution(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
+        """Process a resolution; False (with its claim row kept) if its fan-out is long and
+        `long_fan_out` is False. The dependents, and the graph and group, are independent
+        of each other: they are processed at once, the claim row removed after both."""
+        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        try:
+            handled = self.dependencies.task_resolved(resolution, long_fan_out)
+        finally:
+            group_and_graph.result()   # its errors too; done twice, it changes nothing
+        if handled:
+            self._processed(resolution)
+        return handled
+
+    def _processed(self, resolution: Resolution) -> None:
+        """The claimed run's row goes, once the task's events are out."""
+        task_id, run_id = resolution.task_id, resolution.run_id
+        if resolution.worker_group:
+            row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
+            if resolution.published or self.publisher.settle(self.tasks, task_id):
+                self.claims.remove_soon([row])
+            else:   # its events are not out: the claim expiry sweep brings the resolution back
+                self.claims.move(row, to_iso(utcnow() + RECHECK))
+        log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
+
+    @staticmethod
+    def settled(timeout: float = 30.0) -> bool:
+        """Wait until every resolution this process finishes after its call answered is
+        finished (what a test, or a process about to stop, waits for); False on time-out."""
+        return _after_answer.wait_for_none(timeout)
+
+    def _group_and_graph(self, resolution: Resolution) -> None:
+        group_id, task_id = resolution.task_group_id, resolution.task_id
+        if self.graphs.closes_label(resolution):   # its label and its membership counted down at once
+            group_resolved, labels_open = self.groups.member_completed_label(group_id, task_id, resolution.first)
+            self.graphs.label_completed(group_id, task_id, resolution.run_id, labels_open)
+        else:
+            self.graphs.task_failed(resolution)
+            group_resolved = self.groups.member_resolved(group_id, task_id, resolution.first)
+        if group_resolved:
+            log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
+

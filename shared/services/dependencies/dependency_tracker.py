@@ -1,0 +1,282 @@
+"""The dependency tracker: registering a new task's dependencies, and unblocking dependents
+when a task resolves.
+
+Who waits on a task is on its row, up to LISTED_DEPENDENTS of them (written with the row
+when they are created together, or added by a conditional write before a later one is
+created), so most resolutions find their dependents without a query; the others (a
+fan-out's root, or one whose row had no room left) are in the TaskDependencies table, and
+the row says so.
+
+Invariants, kept in this order of writes:
+- a dependent is on its dependency's row, or in the TaskDependencies table with the row
+  saying so, before its own task row exists, so a resolution that happens while the
+  dependent is being created either finds the dependent or is seen by the creator's
+  re-check (`recheck`), which runs after the task row is written; a dependency created
+  after its dependent (a graph's parts, a batch's waves) is created listing it;
+- a requirement row is deleted only when its dependency resolved in a way that satisfies
+  it, and never comes back (a creator sent twice writes it once); the task is scheduled by
+  whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
+  two finders do no harm); a task waiting on a single task has no requirement row, and is
+  scheduled by that task's resolution (or its creator's re-check, which reads that task);
+- handling a resolution twice, or late, changes nothing: resolved runs never change, and
+  deleting a deleted requirement is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from shared.domain import lifecycle
+from shared.domain.dependencies import LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies
+from shared.domain.errors import Conflict, InvalidInput
+from shared.domain.runs import RunState
+from shared.domain.timestamps import parse_iso, utcnow
+from shared.storage.tables.dependency_table import DependencyTable
+from shared.storage.client.message_queue import SentMessage
+from shared.storage.tables.requirement_table import RequirementTable
+from shared.storage.patterns.shared_reads import SharedReads
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+from shared.storage.patterns.time_index import TimeIndex
+from shared.storage.patterns.conditional_writes import change_until_saved
+from shared.services.dependencies.resolution_messages import Resolution
+from shared.services.tasks.task_updater import TaskUpdater
+
+log = logging.getLogger("queue.dependencies")
+PAGE = 500
+PROGRESS = "progress."   # expiry index items: how far a long fan-out got (no work for the sweep)
+ALL_DONE = "~"           # sorts after every taskId ([A-Za-z0-9_-])
+FIRST_CHECK = 32   # dependencies read before the first verdict on unknown ones
+
+
+@dataclass
+class Registration:
+    ready: dict[str, bool]   # taskId -> no dependency left to wait for
+    recheck: dict[str, SentMessage]   # tasks waiting on tasks outside the batch: re-check after
+                                      # insert, and the intent standing for that re-check meanwhile
+    # taskId -> its dependencies that keep a TaskDependencies row of it (none lists it)
+    tabled: dict[str, list[str]] = field(default_factory=dict)
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
+# Reads only, never submitting more work: no thread of it waits for another of it.
+_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
+
+
+class Dependencies:
+    def __init__(self, tasks: TaskTable, dependencies: DependencyTable, requirements: RequirementTable,
+                 updater: TaskUpdater, expiries: TimeIndex) -> None:
+        self.expiries = expiries   # the expiration sweep's index, where a long fan-out notes its progress
+        self.tasks = tasks
+        self.dependencies = dependencies
+        self.requirements = requirements
+        self.updater = updater
+        self._reads = SharedReads()
+
+    def _load(self, task_id: str) -> TaskRecord | None:
+        """A dependency's row, from a read that began after this call did, as a read of its
+        own would: the creators of a fan-out's children (a decision task's 16 callers) ask
+        for its root at once, twice each (the check, the re-check), and share the reads."""
+        return self._reads.read(task_id, lambda: self.tasks.load(task_id))
+
+    def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
+        """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
+        read and checked: each must exist and must not expire before its dependent's deadline.
+        Writes nothing, so a refusal leaves no trace."""
+        outside = sorted({required for definition in definitions.values()
+                          for required in definition["dependencies"] if required not in definitions})
+        records: dict[str, TaskRecord | None] = {}
+        chunk = FIRST_CHECK
+        while len(records) < len(outside):
+            # Growing chunks: a request naming thousands of unknown tasks is refused after
+            # reading a few, while a valid one is still read many at a time.
+            ids = outside[len(records):len(records) + chunk]
+            records.update(zip(ids, _POOL.map(self._load, ids)))
+            _refuse_missing(records, len(outside))
+            chunk *= 2
+        _check_dependencies(definitions, records)
+        return records
+
+    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], events,
+                      unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None) -> Registration:
+        """Record the dependencies of new tasks created together; `records` are their
+        dependencies outside the batch, as `check` read them (those inside cannot have
+        resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
+        so: see `domain.dependencies.Listing`); its other dependencies get a TaskDependencies row, or, outside
+        the batch and not resolved yet, list it on their rows if they have room.
+        `unresolved`: every dependency is known not to have resolved (a part of a graph that
+        has not started, whose dependencies' rows are created knowing their dependents)."""
+        edges, outside, requirement_rows, registration = [], [], [], Registration({}, {})
+        listed_by = listed_by or {}
+        for task_id, definition in definitions.items():
+            dependent = Dependent.of(task_id, definition)
+            waiting = []
+            for required in dependencies_of(definition):
+                waits = unresolved or required in definitions \
+                    or not _satisfied_now(definition["requires"], records[required])
+                if waits:
+                    waiting.append(required)
+                if required in listed_by.get(task_id, ()):
+                    continue
+                if waits and not unresolved and required not in definitions:
+                    outside.append((records[required], dependent))   # listed if its row has room
+                else:
+                    edges.append((required, dependent, definition["expires"]))
+            if dependent.waits_on > 1:
+                # A task waiting on one task needs no count of what is left: its dependency's
+                # resolution schedules it (see `_satisfy`), its re-check reads that task.
+                requirement_rows += [(task_id, required) for required in waiting]
+            registration.ready[task_id] = not waiting
+            if not unresolved and any(required not in definitions for required in waiting):
+                # The intent stands for the re-check if this process dies before it.
+                registration.recheck[task_id] = events.intend_readiness_check(task_id)
+        listed = list(_READERS.map(lambda pair: self._list_on(*pair), outside))
+        edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
+                  for (record, dependent), on_row in zip(outside, listed) if not on_row]
+        self.dependencies.add(edges)
+        for required, dependent, _ in edges:
+            registration.tabled.setdefault(dependent.task_id, []).append(required)
+        self.requirements.add(requirement_rows)
+        return registration
+
+    def _list_on(self, record: TaskRecord, dependent: Dependent) -> bool:
+        """List a new dependent on the row of a task it waits on, before the dependent exists,
+        if the row has room (else note that the table holds more); True if the row lists it.
+        A dependency that resolved before this write is the new task's re-check's."""
+        def add(row: TaskRecord) -> TaskRecord:
+            if row.more_dependents or any(d.task_id == dependent.task_id for d in row.dependents):
+                return row
+            if len(row.dependents) < LISTED_DEPENDENTS:
+                return replace(row, dependents=row.dependents + (dependent,))
+            return replace(row, more_dependents=True)
+        saved = change_until_saved(lambda: self.tasks.load(record.task_id), add, self.tasks.save_dependents,
+                                   first=record)
+        return saved is not None and any(d.task_id == dependent.task_id for d in saved.dependents)
+
+    def dependents(self, record: TaskRecord, after: str, limit: int) -> list[str]:
+        """listDependentTasks: up to `limit` dependents of a task, in taskId order after `after`:
+        those its row lists and those of the table (a dependency resolved when its dependent
+        was created is in the table alone)."""
+        table = self.dependencies.dependents(record.task_id, after, limit)
+        found = {dependent.task_id for dependent in (*record.dependents, *table) if dependent.task_id > after}
+        return sorted(found)[:limit]
+
+    def recheck(self, task_id: str, definition: dict, page: int = PAGE) -> bool:
+        """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
+        schedule the task once none is left; True if this call scheduled it. A task waiting
+        on one task has no requirement row: that task is read."""
+        requires = definition["requires"]
+        if Dependent.of(task_id, definition).waits_on == 1:
+            return _satisfied_now(requires, self._load(definition["dependencies"][0])) and self.schedule(task_id)
+        while True:
+            waiting = self.requirements.remaining(task_id, page)
+            if not waiting:
+                return self.schedule(task_id)
+            records = _READERS.map(self._load, waiting)
+            done = [required_id for required_id, record in zip(waiting, records)
+                    if _satisfied_now(requires, record)]
+            if not done:
+                return False
+            for required_id in done:
+                self.requirements.satisfy(task_id, required_id)
+
+    def schedule_if_ready(self, task_id: str) -> bool:
+        """Re-check an unscheduled task; True if that scheduled it (not a concurrent handler
+        of its last dependency's resolution)."""
+        record = self.tasks.load(task_id, with_definition=True)
+        if record is None or record.status.runs:
+            return False
+        return self.recheck(task_id, record.definition)
+
+    def task_resolved(self, resolution: Resolution, long_fan_out: bool = True) -> bool:
+        """Handle a resolution: satisfy and schedule the task's dependents, those its row
+        lists, then those of the table (if its row says so) page by page. A fan-out longer
+        than a page records its progress after each page, and a repeated handling resumes
+        after it (or skips it, once done). `long_fan_out=False`: do nothing and answer False
+        if the fan-out is that long."""
+        task_id, state = resolution.task_id, resolution.state
+        page = self.dependencies.dependents(task_id, "", PAGE) if resolution.more_dependents else []
+        long = len(page) == PAGE
+        if long and not long_fan_out:
+            return False
+        self._satisfy_all(resolution.dependents, task_id, state)
+        progress = f"{PROGRESS}{task_id}.{resolution.run_id}"   # kept in the expiry index: it goes with the task
+        if long:
+            after = self.expiries.get(resolution.expires, progress)
+            if after == ALL_DONE:
+                return True
+            if after:
+                page = self.dependencies.dependents(task_id, after, PAGE)
+        while page:
+            self._satisfy_all(page, task_id, state)
+            if len(page) < PAGE:
+                break
+            self.expiries.put(resolution.expires, progress, page[-1].task_id)
+            page = self.dependencies.dependents(task_id, page[-1].task_id, PAGE)
+        if long:
+            self.expiries.put(resolution.expires, progress, ALL_DONE)
+        return True
+
+    def _satisfy_all(self, dependents, required_id: str, state: RunState) -> None:
+        """`_satisfy` each dependent; those waiting on this task alone are scheduled together
+        (their hints in a transaction per partition: a fan-out's page of 500 children wrote
+        500 hints one by one, half of what scheduling them cost)."""
+        alone = [dependent.task_id for dependent in dependents
+                 if dependent.waits_on == 1 and satisfies(dependent.requires, state)]
+        if len(alone) > 1:
+            now = utcnow()
+            left = set(self.updater.apply_many(alone, lambda status: lifecycle.schedule(status, now),
+                                               "schedule (dependencies done)", _POOL))
+            done = set(alone) - left
+            dependents = [dependent for dependent in dependents if dependent.task_id not in done]
+        list(_POOL.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))
+
+    def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
+        if not satisfies(dependent.requires, state):
+            return
+        # Its only dependency (it has no requirement row), or its last requirement satisfied.
+        if dependent.waits_on == 1 or not self.requirements.satisfy(dependent.task_id, required_id):
+            self.schedule(dependent.task_id)
+
+    def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
+        """Give a task whose wait is over its first run; True if this call did. One past its
+        deadline is left to the deadline resolver (logged); one not written yet, to its
+        creator's re-check."""
+        now = utcnow()
+        try:
+            return self.updater.try_apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
+        except Conflict as refused:
+            log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
+            return False
+
+
+def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:
+    if record is None or not record.status.runs:
+        return False
+    state = resolution_of(record.status, record.status.latest.run_id)
+    return state is not None and satisfies(requires, state)
+
+
+def _refuse_missing(records: dict, total: int) -> None:
+    missing = sorted(task_id for task_id, record in records.items() if record is None)
+    if missing:
+        unread = f" (stopped after reading {len(records)} of {total})" if len(records) < total else ""
+        raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}{unread}")
+
+
+def _check_dependencies(definitions: dict[str, dict], records: dict) -> None:
+    expiring = set()
+    for definition in definitions.values():
+        deadline = parse_iso(definition["deadline"])
+        for required in definition["dependencies"]:
+            expires = (definitions[required]["expires"] if required in definitions
+                       else records[required].summary["expires"])
+            if parse_iso(expires) < deadline:
+                expiring.add(required)
+    if expiring:
+        raise InvalidInput(f"dependencies: these tasks expire before the dependent's deadline: "
+                           f"{_some(sorted(expiring))}")
+
+
+def _some(task_ids: list[str], shown: int = 50) -> str:
+    more = len(task_ids) - shown
+    return ", ".join(task_ids[:shown]) + (f" and {more} more" if more > 0 else "")

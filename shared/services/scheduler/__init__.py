@@ -1,0 +1,1 @@
+"""The task-graph scheduler (seed 000): graphs created, extended, inspected, and created part by part."""

@@ -1,0 +1,156 @@
+"""What happens when a task expires: it is deleted, with everything kept about it.
+
+Taskcluster keeps a task until its `expires`; after that the task, its runs (on the task
+row), its runs' results documents (a blob each, at a name known from the run: no listing),
+its dependency and requirement rows and its group membership are deleted (the progress of a
+long fan-out is an item of the expiry index itself), and a group (with its task graph,
+which shares its id) once the group's own expiry, the latest of its tasks', has passed.
+Artifacts and objects have expiry items of their own (see `artifact_expiry`).
+
+A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
+is past its deadline and so resolved for good (`expires` is never before the deadline),
+from the task's row or from its group's deadline row (see `time_resolvers.Deadlines`):
+the sweep reads only what is due. Each deletion is repeatable and the task row goes last,
+so a sweep killed midway is finished by the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared.domain.dependencies import dependencies_of
+from shared.domain.timestamps import parse_iso
+from shared.storage.tables.dependency_table import DependencyTable
+from shared.storage.tables.requirement_table import RequirementTable
+from shared.storage.tables.task_graph_table import TaskGraphTable
+from shared.storage.tables.task_group_table import DeadlineRow, TaskGroupTable
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+from shared.storage.patterns.time_index import DueItem, TimeIndex
+from shared.services.tasks.run_results import results_blob
+from shared.services.sweeps.claim_resolver import KEEP, TimeResolver
+
+log = logging.getLogger("queue.expiration")
+TASK, GROUP = "task.", "group."
+NOTED_DEPENDENCIES = 100   # dependencies an expiry item notes; a task with more is read when it expires
+
+
+@dataclass(frozen=True)
+class _Expiring:
+    task_id: str
+    group_id: str
+    dependencies: list[str]   # those whose TaskDependencies rows hold it
+    runs: int       # each has a results document (an item noted before they did notes none)
+    requirements: bool = True   # it may have requirement rows (it waited on two tasks or more)
+    deadline: str = ""          # its group's deadline row's (not noted: that row goes with the group)
+
+    def note(self) -> str:
+        return json.dumps({"group": self.group_id, "dependencies": self.dependencies, "runs": self.runs,
+                           "requirements": self.requirements, "deadline": self.deadline})
+
+
+class Expiration(TimeResolver):
+    action = "expired"
+
+    def __init__(self, index: TimeIndex, tasks: TaskTable, dependencies: DependencyTable,
+                 requirements: RequirementTable, groups: TaskGroupTable,
+                 graphs: TaskGraphTable, blobs) -> None:
+        super().__init__(index)
+        self.tasks = tasks
+        self.dependencies = dependencies
+        self.requirements = requirements
+        self.groups = groups
+        self.graphs = graphs
+        self.blobs = blobs
+
+    def watch(self, records: list[TaskRecord], not_before: str,
+              resolved: list[tuple[str, DeadlineRow]] = ()) -> None:
+        """Index tasks past their deadline (so resolved for good) and their groups at their
+        expiry, or at `not_before` if that is later (a late sweep's `now`, which the sweep's
+        cursor has not passed): tasks as read (`records`), and tasks without dependencies
+        that resolved in time, as their groups' deadline rows note them (`resolved`, as
+        (taskGroupId, row)). Each task's item notes its group, dependencies and number of
+        runs (final past the deadline), so the expiration reads no task row (unless there
+        are too many dependencies to note)."""
+        expiring = [(record.summary["expires"], _what_expires(record)) for record in records]
+        expiring += [(row.expires, _Expiring(row.task_id, group_id, [], row.runs, False, row.deadline))
+                     for group_id, row in resolved]
+        group_expiry: dict[str, str] = {}
+        items, values = [], {}
+        for expires, task in expiring:
+            expires = max(expires, not_before)
+            group_expiry[task.group_id] = max(group_expiry.get(task.group_id, ""), expires)
+            items.append((expires, TASK + task.task_id))
+            if len(task.dependencies) <= NOTED_DEPENDENCIES:
+                values[TASK + task.task_id] = task.note()
+        self.index.add(items + [(expires, GROUP + group_id) for group_id, expires in group_expiry.items()], values)
+
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        outcomes: list[int | None] = [0] * len(items)
+        expiring: dict[int, _Expiring] = {}
+        gone: set[str] = set()   # groups deleted whole in this batch (an item sorts before its tasks')
+        for position, item in enumerate(items):
+            if item.key.startswith(GROUP):
+                group_id = item.key[len(GROUP):]
+                if self._expire_group(group_id, now):
+                    gone.add(group_id)
+            elif item.key.startswith(TASK):
+                task, unresolved = self._expiring(item)
+                if unresolved:
+                    outcomes[position] = KEEP   # past its deadline too: the deadline resolver resolves it first
+                elif task is not None:
+                    expiring[position] = task
+            # anything else (a long fan-out's progress) only goes with its item
+        self._expire_tasks(list(expiring.values()), gone)
+        for position in expiring:
+            outcomes[position] = 1
+        return outcomes
+
+    def _expiring(self, item: DueItem) -> tuple[_Expiring | None, bool]:
+        """What an item's task needs deleted, from its note or else from its row (None: the
+        task is gone), and whether it is unresolved still (then it waits)."""
+        task_id = item.key[len(TASK):]
+        if item.value:
+            noted = json.loads(item.value)
+            return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0),
+                             noted.get("requirements", True), noted.get("deadline", "")), False
+        record = self.tasks.load(task_id, with_definition=True)
+        if record is None:
+            return None, False
+        if not record.status.state.is_resolved:
+            return None, True
+        return _what_expires(record), False
+
+    def _expire_tasks(self, tasks: list[_Expiring], gone_groups: set[str]) -> None:
+        self.blobs.delete_many([results_blob(task.task_id, run_id) for task in tasks for run_id in range(task.runs)])
+        for task in tasks:
+            self.dependencies.forget(task.task_id, task.dependencies)
+            if task.requirements:
+                self.requirements.forget(task.task_id)
+        self.groups.forget_members([(task.group_id, task.task_id, task.deadline) for task in tasks
+                                    if task.group_id not in gone_groups])
+        self.tasks.delete_many([task.task_id for task in tasks])  # last: while it exists, its item is handled again
+        for task in tasks:
+            log.info("task %s expired and was deleted", task.task_id,
+                     extra={"taskId": task.task_id, "action": self.action})
+
+    def _expire_group(self, group_id: str, now: datetime) -> bool:
+        """Delete a group (and its graph) whose expiry passed; True if it was deleted."""
+        group = self.groups.load(group_id)
+        if group is None or parse_iso(group.expires) > now:
+            return False  # gone already, or extended by a later task (indexed at its own expiry)
+        self.graphs.forget(group_id)
+        self.groups.forget(group_id)  # last: the group row goes with its partition
+        log.info("task group %s expired and was deleted", group_id,
+                 extra={"taskGroupId": group_id, "action": self.action})
+        return True
+
+
+def _what_expires(record: TaskRecord) -> _Expiring:
+    """What a task read with its definition needs deleted when it expires."""
+    dependencies = dependencies_of(record.definition)
+    rows = list(record.dependency_rows) if record.dependency_rows is not None else dependencies
+    return _Expiring(record.task_id, record.summary["taskGroupId"], rows, len(record.status.runs),
+                     len(dependencies) > 1, record.status.deadline)

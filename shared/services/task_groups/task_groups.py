@@ -1,0 +1,248 @@
+"""Task groups: membership, the group's schedulerId and expiry, sealing, resolution, and listing.
+
+A group's events (task-group-resolved, task-group-sealed) are written with the change they
+announce, in the group row's outbox, and published right after it (see `event_publisher`).
+"""
+
+from __future__ import annotations
+
+import base64
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+from typing import Callable
+
+from shared.domain import task_events
+from shared.domain.errors import Conflict, InvalidInput, NotFound
+from shared.domain.task_status import render_status
+from shared.domain.timestamps import parse_iso, utcnow
+from shared.storage.patterns.buckets import WIDE
+from shared.storage.errors import AlreadyExists, Closed
+from shared.storage.tables.task_group_table import FirstResolution, TaskGroupRecord, TaskGroupTable
+from shared.storage.tables.task_table import TaskTable
+from shared.storage.patterns.conditional_writes import change_until_saved
+from shared.services.event_publisher import EventPublisher
+
+DEFAULT_PAGE = 1000
+# A group known to this process is taken as it is (but for a seal, found when its members are
+# added) unless its expiry is this near: once that passes it may be deleted and made anew.
+TRUST_BEFORE_EXPIRY = timedelta(hours=1)
+Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
+_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
+
+
+def encode_token(last: str) -> str:
+    return base64.urlsafe_b64encode(last.encode()).decode().rstrip("=")
+
+
+def decode_token(token: str | None) -> str:
+    if not token:
+        return ""
+    try:
+        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"continuationToken: {token!r} is not a token this API issued") from exc
+
+
+class TaskGroups:
+    def __init__(self, groups: TaskGroupTable, tasks: TaskTable, publisher: EventPublisher) -> None:
+        self.groups = groups
+        self.tasks = tasks
+        self.publisher = publisher
+
+    def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
+        """Refuse, before anything is written, new tasks their groups would refuse; the
+        groups as read (None: not created yet), for `join_many`. `accepted`: the tasks were
+        accepted before (the parts of a graph whose PUT was answered), so a seal since then
+        does not refuse them."""
+        groups = {}
+        for group_id, task_ids in _by_group(definitions).items():
+            group = groups[group_id] = self._known(group_id)
+            scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
+            sealed = group.sealed if group and not accepted else ""
+            _check_members(group_id, scheduler_id, sealed, definitions, task_ids)
+        return groups
+
+    def _known(self, group_id: str) -> TaskGroupRecord | None:
+        """The group as this process knows it, read only if it does not, or if its expiry
+        is near (after it, the group may be deleted and made again, by another first task)."""
+        return self._trusted(group_id) or self.groups.load(group_id)
+
+    def _trusted(self, group_id: str) -> TaskGroupRecord | None:
+        """The group as this process last wrote or read it, unless its expiry is near. Its
+        `resolved` and `sealed` only move forward while it lives: a version that has them
+        set is as far as the row got, or behind it."""
+        known = self.groups.last_known(group_id)
+        if known is not None and parse_iso(known.expires) > utcnow() + TRUST_BEFORE_EXPIRY:
+            return known
+        return None
+
+    def join_many(self, definitions: dict[str, dict], known: dict[str, TaskGroupRecord | None],
+                  accepted: bool = False) -> set[str]:
+        """Make new tasks members of their groups, creating groups or extending their expiry;
+        `known` are the groups as `check` found them. Returns the tasks that were members
+        already (a create done before, entirely or in part).
+
+        A group's schedulerId is fixed by its first task, and a sealed group takes no more
+        (but those `accepted` before it was sealed): a seal after the version `check` knew
+        is found when the members are added (see `TaskGroupTable.add_members`).
+        """
+        members_before: set[str] = set()
+        for group_id, task_ids in _by_group(definitions).items():
+            expires = max(definitions[task_id]["expires"] for task_id in task_ids)
+            group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
+            while True:
+                _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
+                if self._extend_expiry(group, expires) is not None:
+                    break
+                group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
+            try:
+                members_before |= self.groups.add_members(
+                    group_id, {task_id: definitions[task_id] for task_id in task_ids}, refuse_sealed=not accepted)
+            except Closed:
+                sealed = self.groups.load(group_id)
+                raise Conflict(f"Task group {group_id} was sealed at {sealed.sealed if sealed else 'a moment ago'}; "
+                               "no tasks can be added") from None
+        return members_before
+
+    def withdraw(self, task_id: str, definition: dict) -> None:
+        """Take back a new task's membership: its taskId turned out to be another group's task."""
+        self.groups.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
+
+    def make_wide(self, definition: dict) -> None:
+        """Make the group of a large graph's tasks (this is one of them) before any of its
+        members, with wide buckets (see `buckets`); a group that exists keeps its width."""
+        self._ensure(definition, WIDE)
+
+    def _ensure(self, definition: dict, bucket_width: int = 1) -> TaskGroupRecord:
+        fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
+                                bucket_width=bucket_width)
+        try:
+            return self.groups.insert(fresh)
+        except AlreadyExists:
+            return self.groups.load(fresh.task_group_id)
+
+    def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> TaskGroupRecord | None:
+        """The group, its expiry made at least `expires`; None if it is gone."""
+        def later(record: TaskGroupRecord) -> TaskGroupRecord:
+            return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
+        return change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
+
+    def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
+        """Note that a member resolved (`first`: as it was then, for its deadline row); True
+        when that made the whole group resolved (the group's resolved time only moves
+        forward, so noting it twice is once)."""
+        return not self.groups.member_resolved(task_group_id, task_id, first) \
+            and self._resolved(task_group_id, first.resolved)
+
+    def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
+        """`member_resolved` for a graph's task that completed, whose label closes in the same
+        transaction; whether that made the whole group resolved, and whether a label of the
+        graph is open still."""
+        members_left, labels_left = self.groups.member_completed_label(task_group_id, task_id, first)
+        return not members_left and self._resolved(task_group_id, first.resolved), labels_left
+
+    def member_rerun(self, task_group_id: str, task_id: str, deadline: str) -> None:
+        """Before a member is rerun: its deadline is decided by its row from now on."""
+        self.groups.member_rerun(task_group_id, task_id, deadline)
+
+    def _resolved(self, task_group_id: str, resolved: str) -> bool:
+        """No member is left unresolved (at `resolved`): note it on the group's row and announce
+        it, once; True if this call did."""
+        def mark(group: TaskGroupRecord) -> TaskGroupRecord:
+            if group.resolved >= resolved:
+                return group
+            return self._announced(replace(group, resolved=resolved), task_events.group_resolved(
+                task_group_id, group.scheduler_id, group.expires, resolved, resolved))
+        # From the version this process knows (a refused write reads the row): one that says
+        # resolved at or after this is right to change nothing, as the row says as much.
+        return self._change(lambda: self.groups.load(task_group_id), mark, first=self._trusted(task_group_id))
+
+    def _change(self, load: Callable[[], TaskGroupRecord | None],
+                change: Callable[[TaskGroupRecord], TaskGroupRecord], first: TaskGroupRecord | None = None) -> bool:
+        """Change the group's row and publish the events the change added; whether it changed.
+        `first`: the row as known already, tried before a read."""
+        return self.publisher.change(self.groups, load, change, self.groups.save, first)[1]
+
+    def _announced(self, group: TaskGroupRecord, event: task_events.Event) -> TaskGroupRecord:
+        return replace(group, outbox=group.outbox + (event,)) if self.publisher.bus else group
+
+    def get(self, task_group_id: str) -> dict:
+        group = self._existing(task_group_id)
+        out = {"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id, "expires": group.expires}
+        if group.sealed:
+            out["sealed"] = group.sealed
+        return out
+
+    def seal(self, task_group_id: str, now: str, authorize: Authorize = None) -> dict:
+        """No task can join a sealed group; sealing twice keeps the first time."""
+        def sealed(group: TaskGroupRecord) -> TaskGroupRecord:
+            if group.sealed:
+                return group
+            return self._announced(replace(group, sealed=now), task_events.group_sealed(
+                task_group_id, group.scheduler_id, group.expires, now, now))
+        self._change(lambda: self._existing(task_group_id, authorize), sealed)
+        out = self.get(task_group_id)
+        self.groups.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
+        return out
+
+    def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
+        """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""
+        if not self._existing(task_group_id, authorize).sealed:
+            raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
+        size, canceled, after = 0, [], ""
+        while page := self.groups.members(task_group_id, after, DEFAULT_PAGE):
+            size += len(page)
+            canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
+            after = page[-1]
+        return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
+                "taskIds": canceled}
+
+    def _existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
+        """The group, checked by `authorize(group)` (the caller's scope check) if given."""
+        group = self.groups.load(task_group_id)
+        if group is None:
+            raise NotFound(f"Task group {task_group_id} not found")
+        if authorize is not None:
+            authorize(group)
+        return group
+
+    def list(self, task_group_id: str, continuation: str | None, limit: int | None) -> dict:
+        out = self.get(task_group_id)
+        out.pop("sealed", None)
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        members = self.groups.members(task_group_id, decode_token(continuation), limit + 1)
+        out.update(self.page_of_tasks(members, limit))
+        return out
+
+    def recent(self, limit: int) -> dict:
+        """The groups written to last, for people looking for theirs (not a Taskcluster call)."""
+        return {"taskGroups": self.groups.recent(limit)}
+
+    def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
+        """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given
+        when there may be more), reading the tasks in parallel."""
+        page = task_ids[:limit]
+        records = _READERS.map(lambda task_id: self.tasks.load(task_id, with_definition=True), page)
+        out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
+                         for record in records if record is not None]}
+        if len(task_ids) > limit:
+            out["continuationToken"] = encode_token(page[-1])
+        return out
+
+
+def _by_group(definitions: dict[str, dict]) -> dict[str, list[str]]:
+    by_group: dict[str, list[str]] = {}
+    for task_id, definition in definitions.items():
+        by_group.setdefault(definition["taskGroupId"], []).append(task_id)
+    return by_group
+
+
+def _check_members(group_id: str, scheduler_id: str, sealed: str, definitions: dict[str, dict],
+                   task_ids: list[str]) -> None:
+    for task_id in task_ids:
+        if definitions[task_id]["schedulerId"] != scheduler_id:
+            raise Conflict(f"Task group {group_id} has schedulerId {scheduler_id!r}; task "
+                           f"{task_id} has schedulerId {definitions[task_id]['schedulerId']!r}")
+    if sealed:
+        raise Conflict(f"Task group {group_id} was sealed at {sealed}; no tasks can be added")

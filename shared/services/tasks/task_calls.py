@@ -1,0 +1,87 @@
+"""The calls that act on one whole task: create, read, schedule, rerun, cancel, dependents."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from shared.domain import lifecycle, task_definition
+from shared.domain.errors import NotFound
+from shared.domain.task_status import render_status
+from shared.domain.timestamps import utcnow
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.tasks.task_creation import TaskCreation
+from shared.services.task_groups.task_groups import DEFAULT_PAGE, TaskGroups, decode_token
+from shared.services.tasks.task_updater import TaskUpdater
+
+Authorize = Callable[[TaskRecord], None] | None   # the caller's scope check on the task as read
+
+
+class Tasks:
+    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, dependencies: Dependencies,
+                 creation: TaskCreation) -> None:
+        self.tasks = tasks
+        self.updater = updater
+        self.groups = groups
+        self.dependencies = dependencies
+        self.creation = creation
+
+    def create(self, task_id: str, body: dict, authorize: Callable[[dict], None] | None = None) -> dict:
+        """createTask: idempotent; the same definition again answers with the current status.
+        `authorize(definition)` checks the caller's scopes against the normalized definition."""
+        now = utcnow()
+        definition = task_definition.normalize(task_id, body, now)
+        if authorize is not None:
+            authorize(definition)
+        return self.creation.create({task_id: definition}, now)[task_id]
+
+    def definition(self, task_id: str) -> dict:
+        return self._load(task_id, with_definition=True).definition
+
+    def status(self, task_id: str) -> dict:
+        record = self._load(task_id)
+        return render_status(record.summary, record.status)
+
+    def _load(self, task_id: str, with_definition: bool = False) -> TaskRecord:
+        record = self.tasks.load(task_id, with_definition=with_definition)
+        if record is None:
+            raise NotFound(f"Task {task_id} not found")
+        return record
+
+    def schedule(self, task_id: str, authorize: Authorize = None) -> dict:
+        return self._change(task_id, lifecycle.schedule, "schedule", authorize)
+
+    def rerun(self, task_id: str, authorize: Authorize = None) -> dict:
+        """rerunTask. Its group's deadline row is told first (see `TaskGroupTable.member_rerun`),
+        once the caller may and the task would be rerun."""
+        record = self._load(task_id)
+        if authorize is not None:
+            authorize(record)
+        if lifecycle.rerun(record.status, utcnow()) is not record.status:
+            self.groups.member_rerun(record.summary["taskGroupId"], task_id, record.status.deadline)
+        return self._change(task_id, lifecycle.rerun, "rerun", authorize)
+
+    def cancel(self, task_id: str, authorize: Authorize = None) -> dict:
+        return self._change(task_id, lifecycle.cancel, "cancel", authorize)
+
+    def cancel_if_unresolved(self, task_id: str) -> bool:
+        """Cancel for cancelTaskGroup: True if this call canceled the task."""
+        now = utcnow()
+
+        def cancel(status):
+            if status.state.is_resolved or lifecycle.is_past_deadline(status, now):
+                return status
+            return lifecycle.cancel(status, now)
+        return self.updater.try_apply(task_id, cancel, "cancel (group)")
+
+    def dependents(self, task_id: str, continuation: str | None, limit: int | None) -> dict:
+        """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
+        record = self._load(task_id)
+        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
+        page = self.dependencies.dependents(record, decode_token(continuation), limit + 1)
+        return {"taskId": task_id, **self.groups.page_of_tasks(page, limit)}
+
+    def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:
+        now = utcnow()
+        record = self.updater.apply(task_id, lambda status: transition(status, now), action, authorize=authorize)
+        return render_status(record.summary, record.status)

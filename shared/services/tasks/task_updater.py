@@ -1,0 +1,216 @@
+"""The one way a task's status changes: read the row, apply a transition, write it back
+conditionally, and keep the index rows in step.
+
+Crash safety comes from the order of writes:
+- a new pending run's hint is written *before* the row that makes the run pending, so no
+  pending run is ever without a hint (a leftover hint is harmless: claimers check the row);
+- hint removals happen *after* the row write; if they are lost, claimers find the hint
+  stale and drop it; a claimed run's row goes after the write too (the claim expiry sweep
+  removes one left behind), except when the run resolved the task: then the resolution
+  handler removes it, once it is done;
+- a change that resolves the task is followed up after the row write (see
+  `resolution_handler`); one that resolves an unclaimed run sends a delayed repair intent
+  before it (see `resolution_events`), so no resolution is lost;
+- the events of the change are written with it, in the row's outbox, and published right
+  after it (see `event_publisher`), before anything that follows from the change.
+Losing the conditional write means someone else changed the task first: read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import replace
+from typing import Callable
+
+from shared.domain.dependencies import became_resolved
+from shared.domain.errors import NotFound, QueueError
+from shared.domain.runs import Run, RunState
+from shared.domain.task_definition import priority_rank
+from shared.domain.task_status import TaskStatus
+from shared.storage.tables.claim_table import ClaimRow, ClaimTable
+from shared.storage.errors import ChangedSinceRead
+from shared.storage.tables.pending_table import PendingHint, PendingTable
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+from shared.services.event_publisher import EventPublisher
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionEvents
+from shared.services.claims.work_signal import WorkSignal
+
+log = logging.getLogger("queue.tasks")
+MAX_ATTEMPTS = 20
+
+Transition = Callable[[TaskStatus], TaskStatus]
+
+
+class TaskUpdater:
+    def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal,
+                 events: ResolutionEvents, publisher: EventPublisher) -> None:
+        self.publisher = publisher
+        self.tasks = tasks
+        self.pending = pending
+        self.claims = claims
+        self.signal = signal
+        self.events = events
+        # What follows a write that resolved a task: announcing it, unless the wiring sets
+        # the resolution handler's follow-up (which needs this updater itself).
+        self.on_resolved: Callable[[Resolution], None] = events.announce
+
+    def apply(self, task_id: str, transition: Transition, action: str,
+              with_definition: bool = False, remove_hints: bool = True,
+              authorize: Callable[[TaskRecord], None] | None = None) -> TaskRecord:
+        """`authorize(record)`: the caller's scope check on the task as read, before any write.
+
+        The first attempt starts from the row as this process last wrote it, when it remembers
+        it (a round trip saved). That version may be stale, so it only ever leads to a write
+        conditional on its ETag: any other outcome (nothing to change, a refusal, a write
+        that lost) is decided again on the row read afresh."""
+        remembered = self.tasks.last_written(task_id, with_definition)
+        for _ in range(MAX_ATTEMPTS):
+            record, fresh = (remembered, False) if remembered else (self.tasks.load(task_id, with_definition), True)
+            remembered = None
+            if record is None:
+                raise NotFound(f"Task {task_id} not found")
+            try:
+                if authorize is not None:
+                    authorize(record)
+                status = transition(record.status)
+            except Exception:
+                if fresh:
+                    raise
+                continue
+            if status is record.status:
+                if not fresh:
+                    continue
+                if record.outbox:   # left by a writer that may have died: see event_publisher
+                    self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
+                return record
+            try:
+                saved, resolution = self.write(record, status, remove_hints)
+            except ChangedSinceRead:
+                continue
+            log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
+                     extra={"taskId": task_id, "action": action})
+            if resolution is not None:
+                self.on_resolved(resolution)
+            return saved
+        raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
+
+    def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool) -> list[str]:
+        """`try_apply` for tasks whose changes only ever make a run pending (a fan-out's
+        dependents scheduled): each starts from the row as remembered or read (on `pool`),
+        the hints of the runs made pending are written together, then the rows, each
+        conditionally, both a transaction per partition. Returns the tasks left to
+        `try_apply` one by one: a change refused (the row changed since), a transition that
+        raised or had nothing to do on a remembered row (decided again on the row read afresh)."""
+        remembered = {task_id: self.tasks.last_written(task_id) for task_id in task_ids}
+        unknown = [task_id for task_id, record in remembered.items() if record is None]
+        records = {**remembered, **dict(zip(unknown, pool.map(self.tasks.load, unknown)))}
+        planned, again = [], []
+        for task_id, record in records.items():
+            if record is None:
+                continue   # not created yet: its creator's re-check
+            try:
+                status = transition(record.status)
+            except Exception:   # refused: decided and told again on its own
+                again.append(task_id)
+                continue
+            if status.pending_run and status.pending_run != record.status.pending_run:
+                planned.append((record, status))
+            elif status is not record.status or task_id not in unknown:
+                again.append(task_id)
+        hints = self.add_hints([(record.summary, record.task_id, status.pending_run) for record, status in planned])
+        hint_of = {hint.task_id: hint for hint in hints}
+        before = {record.task_id: record for record, _ in planned}
+
+        def saved(records: list[TaskRecord]) -> None:   # out before they can be claimed and resolved
+            self.publisher.written_together(self.tasks, [(record, before[record.task_id].outbox)
+                                                         for record in records])
+            made = defaultdict(list)
+            for record in records:
+                log.info("task %s %s: %s -> %s", record.task_id, action, before[record.task_id].status.state.value,
+                         record.status.state.value, extra={"taskId": record.task_id, "action": action})
+                made[record.summary["taskQueueId"]].append(hint_of[record.task_id])
+            for queue_id, hints in made.items():
+                self.signal.notify(queue_id, len(hints), made=hints)
+        outcomes = self.tasks.save_statuses(planned, saved)
+        return again + [record.task_id for (record, _), outcome in zip(planned, outcomes)
+                        if isinstance(outcome, ChangedSinceRead)]
+
+    def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
+        """Like `apply`, for sweeps: True if this call changed the task (False if the task
+        is gone or the transition had nothing to do)."""
+        return self.apply_if_found(task_id, transition, action)[0]
+
+    def apply_if_found(self, task_id: str, transition: Transition, action: str,
+                       with_definition: bool = False) -> tuple[bool, TaskRecord | None]:
+        """Like `apply`: whether this call changed the task, and the task as it is now
+        (None if it does not exist)."""
+        changed = [False]  # decided by the attempt whose write went through
+
+        def tracked(status: TaskStatus) -> TaskStatus:
+            after = transition(status)
+            changed[0] = after is not status
+            return after
+        try:
+            record = self.apply(task_id, tracked, action, with_definition=with_definition)
+        except NotFound:
+            return False, None
+        return changed[0], record
+
+    def write(self, record: TaskRecord, status: TaskStatus,
+              remove_hints: bool = True) -> tuple[TaskRecord, Resolution | None]:
+        """Write `status` over `record` with its index rows; raises ChangedSinceRead. Returns
+        the task as saved, and the resolution to follow up if the write resolved the task.
+        `remove_hints=False`: the caller removes the hints of runs that left pending (claimWork
+        removes those of all its claims in one transaction)."""
+        queue_id = record.summary["taskQueueId"]
+        new_pending = status.pending_run
+        hints = []
+        if new_pending and new_pending != record.status.pending_run:
+            hints = self.add_hints([(record.summary, status.task_id, new_pending)])
+        resolved_run = became_resolved(record.status, status)
+        claimed = resolved_run is not None and _was_running(record.status, resolved_run)
+        if resolved_run is not None and not claimed:
+            self.events.intend(status.task_id, resolved_run)  # no claim row to stand for it
+        saved = self.tasks.save_status(record, status)
+        for before, after in _changed_runs(record.status, status):
+            if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
+                self.pending_removed(record.summary, status.task_id, before)
+            if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
+                    and after.run_id != resolved_run:
+                self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
+        published = self.publisher.written(self.tasks, saved, record.outbox)
+        if hints:
+            self.signal.notify(queue_id, 1, made=hints)
+        if resolved_run is None:
+            return saved, None
+        return saved, replace(Resolution.of(saved, resolved_run), published=published)
+
+    def add_hints(self, pending: list[tuple[dict, str, Run]]) -> list[PendingHint]:
+        """Hints for pending runs given as (summary or definition, taskId, run), batched; the
+        hints written, for the work signal once their runs are pending (see `pending_buffer`)."""
+        return self.pending.add_many([
+            (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
+            for summary, task_id, run in pending])
+
+    def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
+        self.pending.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
+                                run.scheduled, task_id, run.run_id)
+
+
+def claim_row(task_queue_id: str, task_id: str, run: Run) -> ClaimRow:
+    """The claim row of a claimed run (see `claim_table`)."""
+    return ClaimRow(task_queue_id, task_id, run.run_id, run.worker_group or "", run.worker_id or "",
+                    run.taken_until or "")
+
+
+def _was_running(status: TaskStatus, run_id: int) -> bool:
+    run = status.run(run_id)
+    return run is not None and run.state is RunState.RUNNING
+
+
+def _changed_runs(old: TaskStatus, new: TaskStatus):
+    for run in new.runs:
+        before = old.run(run.run_id)
+        if before != run:
+            yield before, run

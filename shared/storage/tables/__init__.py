@@ -1,0 +1,1 @@
+"""The table adapters: one module per table, each knowing its rows and keys and nothing of HTTP."""

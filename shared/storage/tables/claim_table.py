@@ -1,0 +1,117 @@
+"""Claimed runs: the runs workers hold, each claim's watch, and the resolutions of claimed
+runs still to be processed. They are rows of the Workers table, beside the rows of the
+workers that hold them (see `worker_table`), so that a claimWork writes its claims' rows and
+its worker's row in one transaction.
+
+PartitionKey = task queue id, RowKey = `<taskId>.<runId>.<workerGroup>.<workerId>`, with
+`takenUntil` (a worker's row sorts after them all: '~' follows every taskId character). A
+row is written *before* the claim it watches (one transaction for all the runs of a
+claimWork) and keeps a `takenUntil` no later than the run's, so no claim can outlive a crash
+unwatched. It is removed when its run leaves `running` without resolving the task (a
+retry), and otherwise by the resolution handler once the resolution is processed: until
+then it is the resolution's intent (see `resolution_events`). Rows whose `takenUntil` passed
+are what the claim expiry sweep reads; they are few, as the table only holds live claims
+and workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
+from shared.storage.client.account import StorageAccount
+from shared.storage.patterns.batches import delete_in_batches, upsert_in_batches
+from shared.storage.patterns.deferred_deletes import DeferredDeletes
+from shared.storage.patterns.keys import escape_key, unescape_key
+from shared.storage.patterns.queries import first_rows
+
+TABLE = "Workers"   # shared with the workers' rows (see `worker_table`)
+WORKERS = "~"       # where the workers' rows begin: after every claim row
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    task_queue_id: str
+    task_id: str
+    run_id: int
+    worker_group: str
+    worker_id: str
+    taken_until: str = ""
+
+    @property
+    def row_key(self) -> str:
+        return f"{self.task_id}.{self.run_id}.{self.worker_group}.{self.worker_id}"
+
+
+class ClaimTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table(TABLE)
+        self._later = DeferredDeletes(self._table, "claim rows")
+
+    def add(self, rows: list[ClaimRow], beside: tuple | None = None) -> dict | None:
+        """Write (or move the `takenUntil` of) claim rows, one transaction per queue. `beside`:
+        one more operation of the same partition (a worker row's conditional write, see
+        `WorkerTable.update_operation`) in the same transaction, which all fails if it does
+        (TableTransactionError); its answer ({"etag": ...}) is returned."""
+        entities = [{"PartitionKey": escape_key(row.task_queue_id), "RowKey": row.row_key,
+                     "takenUntil": row.taken_until, "workerGroup": row.worker_group, "workerId": row.worker_id}
+                    for row in rows]
+        if beside is None:
+            upsert_in_batches(self._table, entities)
+            return None
+        return self._table.submit_transaction([beside, *(("upsert", entity) for entity in entities)])[0]
+
+    def move(self, row: ClaimRow, taken_until: str) -> None:
+        """Set a row's `takenUntil`, unless the row is gone (never bringing one back)."""
+        try:
+            self._table.update_entity({"PartitionKey": escape_key(row.task_queue_id), "RowKey": row.row_key,
+                                       "takenUntil": taken_until}, mode=UpdateMode.MERGE)
+        except ResourceNotFoundError:
+            pass
+
+    def remove(self, rows: list[ClaimRow]) -> None:
+        """Delete claim rows (rows already gone are no error)."""
+        delete_in_batches(self._table, [(escape_key(row.task_queue_id), row.row_key) for row in rows])
+
+    def remove_soon(self, rows: list[ClaimRow]) -> None:
+        """Delete the rows of resolutions followed up, within a second, with others of their
+        queue: a row left by a crash before then is only a resolution announced once more
+        (see `deferred_deletes`)."""
+        self._later.add([(escape_key(row.task_queue_id), row.row_key) for row in rows])
+
+    def flush_removals(self) -> int:
+        """Delete at once the rows `remove_soon` was given; how many."""
+        return self._later.flush()
+
+    def due(self, now: str, limit: int) -> list[ClaimRow]:
+        """Up to `limit` rows whose `takenUntil` is at or before `now`, in every queue."""
+        return [_row(entity) for entity in first_rows(
+            self._table, "takenUntil le @now and RowKey lt @workers", {"now": now, "workers": WORKERS}, limit,
+            ["PartitionKey", "RowKey", "takenUntil"])]
+
+    def held_by(self, task_queue_id: str, worker_group: str, worker_id: str) -> list[tuple[str, int]]:
+        """(taskId, runId) of the runs a worker holds (one partition, filtered server-side)."""
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey lt @workers and workerGroup eq @group and workerId eq @worker",
+            parameters={"pk": escape_key(task_queue_id), "workers": WORKERS, "group": worker_group,
+                        "worker": worker_id},
+            select=["PartitionKey", "RowKey"])
+        return [(row.task_id, row.run_id) for row in map(_row, rows)]
+
+    def count(self, task_queue_id: str) -> int:
+        """Claimed runs of the queue. The rows `remove_soon` holds are deleted first, so this
+        process counts exactly; another's rows of handled resolutions may still be counted
+        for up to a second (Taskcluster's claimedTasks is approximate, and may be higher)."""
+        self.flush_removals()
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey lt @workers", parameters={"pk": escape_key(task_queue_id), "workers": WORKERS},
+            select=["RowKey"])
+        return len({key.rsplit(".", 2)[0] for key in (row["RowKey"] for row in rows)})
+
+
+def _row(entity) -> ClaimRow:
+    task_id, run_id, worker_group, worker_id = entity["RowKey"].split(".", 3)
+    return ClaimRow(unescape_key(entity["PartitionKey"]), task_id, int(run_id), worker_group, worker_id,
+                    entity.get("takenUntil", ""))

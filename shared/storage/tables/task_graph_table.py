@@ -1,0 +1,267 @@
+"""The TaskGraphs table: a partition per graph (PartitionKey = taskGraphId), and the graph's
+buckets (see `buckets`) for the rows that come one per task, so that no partition grows
+with the graph.
+
+In the graph's partition, RowKeys:
+- "graph": routing, state, the creation request's fingerprint, which labels block it, and
+  the fingerprint of the extension whose tasks are being created, if one is;
+- "part.<stage>.<number>": nodes of a new graph or an extension whose tasks are still to
+  be created (see `graph_parts`), deleted once they exist; an extension's part says which
+  extension it is of and whether its creation was begun;
+- "extension.<fingerprint>": an extension begun (`progress` EXTENDING: a repeat resumes it)
+  or applied (EXTENDED: a repeat is a no-op);
+- "names.graph.<number>", "names.<fingerprint>.<number>": the labels the creation or an
+  extension brought, up to NAMES_PER_ROW a row (an extension's check for labels already in
+  the graph).
+
+In the bucket of each label's task:
+- "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
+  characters: numbered columns, see long_text; labels, up to 128 characters, would not
+  fit), reruns and reruns left;
+- "task.<taskId>": the label of a task, to go from a resolution to its label.
+
+Which labels are open (their task has not completed) is counted in the buckets of the
+graph's group, beside its members (see `task_group_table`): a graph task's completion
+counts both down in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from itertools import groupby
+
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+
+from shared.storage.patterns import long_text
+from shared.storage.client import lost_responses
+from shared.storage.client.account import StorageAccount
+from shared.storage.tables.task_group_table import TaskGroupTable
+from shared.storage.patterns.batches import delete_if_unchanged, delete_partition, upsert_in_batches
+from shared.storage.patterns.buckets import IN_BUCKETS, bucket, bucket_range, forget_buckets
+from shared.storage.errors import AlreadyExists, ChangedSinceRead
+from shared.storage.patterns.queries import any_row, first_rows
+
+EXTENDING, EXTENDED = "extending", "extended"
+NAMES_PER_ROW = 2_000   # labels of up to 128 characters: 256,000 characters, a quarter of a row
+_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    graph_id: str
+    routing: str
+    state: str
+    fingerprint: str
+    blocked_by: tuple[str, ...] = ()
+    extension: str = ""       # the fingerprint of the extension being created, if one is
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """Nodes whose tasks are still to be created (see `graph_parts`)."""
+    key: str                  # "<stage>.<number>": every part of a stage after every earlier one
+    nodes: list[dict]
+    extension: str            # the fingerprint of the extension it is of; "" for a new graph's
+    begun: str                # when a creation of it began ("": not yet; it may have died midway)
+    etag: str | None = None
+
+    @property
+    def stage(self) -> int:
+        return part_stage(self.key)
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    graph_id: str
+    label: str
+    task_id: str
+    required_ids: tuple[str, ...]     # the taskIds of the labels it requires
+    reruns: int
+    reruns_left: int
+    rerun_of_run: int = -1     # the last run whose failure was answered with a rerun
+    etag: str | None = field(default=None, compare=False)
+
+
+class TaskGraphTable:
+    def __init__(self, account: StorageAccount, groups: TaskGroupTable) -> None:
+        self._table = account.table("TaskGraphs")
+        self._open_labels = groups.open_labels
+        self._width = groups.width   # a graph's buckets are as wide as its group's (the same id)
+
+    def insert_graph(self, graph: GraphRecord) -> GraphRecord:
+        try:
+            meta = lost_responses.insert(self._table, _graph_entity(graph))
+        except ResourceExistsError as exc:
+            raise AlreadyExists(graph.graph_id) from exc
+        return replace(graph, etag=meta.get("etag"))
+
+    def load_graph(self, graph_id: str) -> GraphRecord | None:
+        row = self._get(graph_id, "graph")
+        if row is None:
+            return None
+        return GraphRecord(graph_id, row["routing"], row["state"], row["fingerprint"],
+                           tuple(json.loads(row["blockedBy"])), row.get("extension", ""), row.metadata.get("etag"))
+
+    def save_graph(self, graph: GraphRecord) -> GraphRecord:
+        return replace(graph, etag=self._save(_graph_entity(graph), graph.etag, graph.graph_id))
+
+    def add_labels(self, labels: list[LabelRecord]) -> None:
+        """Label rows, and an open row for each (counted, see `countdown`), written at once."""
+        rows, opened = [], []
+        for graph_id, same in groupby(sorted(labels, key=lambda r: r.graph_id), key=lambda r: r.graph_id):
+            same, width = list(same), self._width(graph_id)
+            for record in same:
+                rows.append(_label_entity(record, width))
+                rows.append({"PartitionKey": bucket(graph_id, record.task_id, width),
+                             "RowKey": f"task.{record.task_id}", "label": record.label})
+            opened.append(_WRITERS.submit(self._open_labels.add, graph_id, [record.task_id for record in same], width))
+        upsert_in_batches(self._table, rows)
+        for future in opened:
+            future.result()
+
+    def load_label(self, graph_id: str, label: str, task_id: str | None = None) -> LabelRecord | None:
+        """The label's row: read in its task's bucket, or looked for in every bucket of the
+        graph when its taskId is not known (one query; a blocked graph's status)."""
+        if task_id is not None:
+            row = self._get(bucket(graph_id, task_id, self._width(graph_id)), f"label.{label}")
+        else:
+            found = first_rows(self._table, IN_BUCKETS + " and RowKey eq @row",
+                               {**bucket_range(graph_id), "row": f"label.{label}"}, 1)
+            row = found[0] if found else None
+        return _label(graph_id, row) if row is not None else None
+
+    def save_label(self, record: LabelRecord) -> LabelRecord:
+        entity = _label_entity(record, self._width(record.graph_id))
+        return replace(record, etag=self._save(entity, record.etag, record.label))
+
+    def labels(self, graph_id: str) -> list[LabelRecord]:
+        rows = self._table.query_entities(IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'",
+                                          parameters=bucket_range(graph_id))
+        return sorted((_label(graph_id, row) for row in rows), key=lambda record: record.label)
+
+    def add_label_names(self, graph_id: str, source: str, labels: list[str]) -> None:
+        """The labels the graph's creation (`source` "graph") or an extension (`source` its
+        request's fingerprint) brings, kept together: an extension's clash check reads a row
+        per NAMES_PER_ROW labels, not a row per label (Azurite scans the whole table for each
+        page of those)."""
+        rows = [{"PartitionKey": graph_id, "RowKey": f"names.{source}.{number:06d}",
+                 **long_text.to_columns("names", json.dumps(labels[start:start + NAMES_PER_ROW]))}
+                for number, start in enumerate(range(0, len(labels), NAMES_PER_ROW))]
+        list(_WRITERS.map(self._table.upsert_entity, rows))
+
+    def label_names(self, graph_id: str, but: str = "") -> set[str]:
+        """Every label of the graph, but those the extension with fingerprint `but` brought."""
+        rows = self._table.query_entities("PartitionKey eq @pk and RowKey gt 'names.' and RowKey lt 'names/'",
+                                          parameters={"pk": graph_id})
+        names: set[str] = set()
+        for row in rows:
+            if not (but and row["RowKey"].startswith(f"names.{but}.")):
+                names.update(json.loads(long_text.from_columns("names", row)))
+        return names
+
+    def label_of(self, graph_id: str, task_id: str) -> str | None:
+        row = self._get(bucket(graph_id, task_id, self._width(graph_id)), f"task.{task_id}")
+        return row["label"] if row is not None else None
+
+    def any_open(self, graph_id: str) -> bool:
+        return self._open_labels.left(graph_id, self._width(graph_id))
+
+    def _any(self, graph_id: str, kind: str) -> bool:
+        """Whether the graph has any row `<kind>.*` (one row read at most)."""
+        return any_row(self._table, "PartitionKey eq @pk and RowKey gt @start and RowKey lt @end",
+                       {"pk": graph_id, "start": f"{kind}.", "end": f"{kind}/"})
+
+    def add_parts(self, graph_id: str, parts: list[tuple[int, list[dict]]], extension: str = "") -> None:
+        """The parts of a graph or `extension` still to be created, each (its stage, its nodes
+        as JSON), one row each (a part may hold up to a megabyte: one to a request)."""
+        rows = [{"PartitionKey": graph_id, "RowKey": f"part.{stage:05d}.{number:06d}", "extension": extension,
+                 "begun": "", **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
+                for number, (stage, nodes) in enumerate(parts)]
+        list(_WRITERS.map(self._table.upsert_entity, rows))
+
+    def load_part(self, graph_id: str, key: str) -> Part | None:
+        row = self._get(graph_id, f"part.{key}")
+        if row is None:
+            return None
+        return Part(key, json.loads(long_text.from_columns("nodes", row)), row.get("extension", ""),
+                    row.get("begun") or "", row.metadata.get("etag"))
+
+    def begin_part(self, part: Part, graph_id: str, now: str) -> Part:
+        """Mark the part's creation begun (or taken over, or still going on) at `now`: the
+        part with its new ETag; ChangedSinceRead if it changed since `part` was read (another
+        handler began it, or finished it)."""
+        etag = self._save({"PartitionKey": graph_id, "RowKey": f"part.{part.key}", "begun": now}, part.etag, part.key)
+        return replace(part, begun=now, etag=etag)
+
+    def parts(self, graph_id: str) -> list[str]:
+        """The keys of the parts not created yet, earliest stage first."""
+        return [key for key, _ in self.part_marks(graph_id)]
+
+    def part_marks(self, graph_id: str) -> list[tuple[str, str]]:
+        """(key, when its creation was last marked begun, or "") of each part not created
+        yet, earliest stage first."""
+        rows = self._table.query_entities(
+            "PartitionKey eq @pk and RowKey gt 'part.' and RowKey lt 'part/'", parameters={"pk": graph_id},
+            select=["RowKey", "begun"])
+        return sorted((row["RowKey"][len("part."):], row.get("begun") or "") for row in rows)
+
+    def any_part(self, graph_id: str) -> bool:
+        return self._any(graph_id, "part")
+
+    def remove_part(self, part: Part, graph_id: str) -> None:
+        """Delete the created part, unless it changed since `part` was read (ChangedSinceRead:
+        another handler took it over, and will end it)."""
+        delete_if_unchanged(self._table, graph_id, f"part.{part.key}", part.etag, part.key)
+
+    def forget(self, graph_id: str) -> None:
+        """Delete the graph's rows (its open labels go with its group's buckets)."""
+        forget_buckets(self._table, graph_id)
+        delete_partition(self._table, graph_id)
+
+    def mark_extension(self, graph_id: str, fingerprint: str, progress: str) -> None:
+        self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}",
+                                   "progress": progress})
+
+    def extension(self, graph_id: str, fingerprint: str) -> str | None:
+        """How far the extension with this fingerprint got: EXTENDING, EXTENDED or None."""
+        row = self._get(graph_id, f"extension.{fingerprint}")
+        return row["progress"] if row is not None else None
+
+    def _get(self, graph_id: str, row_key: str):
+        try:
+            return self._table.get_entity(graph_id, row_key)
+        except ResourceNotFoundError:
+            return None
+
+    def _save(self, entity: dict, etag: str | None, name: str) -> str | None:
+        try:
+            meta = lost_responses.update(self._table, entity, etag)
+        except (ResourceModifiedError, ResourceNotFoundError) as exc:
+            raise ChangedSinceRead(name) from exc
+        return meta.get("etag")
+
+
+def _graph_entity(graph: GraphRecord) -> dict:
+    return {"PartitionKey": graph.graph_id, "RowKey": "graph", "routing": graph.routing, "state": graph.state,
+            "fingerprint": graph.fingerprint, "blockedBy": json.dumps(list(graph.blocked_by)),
+            "extension": graph.extension}
+
+
+def _label_entity(record: LabelRecord, width: int) -> dict:
+    return {"PartitionKey": bucket(record.graph_id, record.task_id, width), "RowKey": f"label.{record.label}",
+            "taskId": record.task_id,
+            **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
+            "reruns": record.reruns, "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
+
+
+def _label(graph_id: str, row) -> LabelRecord:
+    return LabelRecord(graph_id, row["RowKey"][len("label."):], row["taskId"],
+                       tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
+                       row["rerunOfRun"], row.metadata.get("etag"))
+
+
+def part_stage(key: str) -> int:
+    return int(key.split(".")[0])

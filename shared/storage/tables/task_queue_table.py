@@ -1,0 +1,60 @@
+"""The TaskQueues table: the task queues the Queue has seen, for listTaskQueues/getTaskQueue.
+
+One partition ("queues"), RowKey = escaped taskQueueId: the list is small and is read in
+key order for paging.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.data.tables import UpdateMode
+
+from shared.storage.client.account import StorageAccount
+from shared.storage.patterns.batches import delete_if_unchanged
+from shared.storage.patterns.keys import escape_key, unescape_key
+from shared.storage.patterns.queries import first_rows
+
+PARTITION = "queues"
+
+
+@dataclass(frozen=True)
+class TaskQueueRecord:
+    task_queue_id: str
+    last_date_active: str
+    expires: str
+    etag: str | None = field(default=None, compare=False)
+
+
+class TaskQueueTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table("TaskQueues")
+
+    def put(self, record: TaskQueueRecord) -> None:
+        self._table.upsert_entity({
+            "PartitionKey": PARTITION, "RowKey": escape_key(record.task_queue_id),
+            "lastDateActive": record.last_date_active, "expires": record.expires,
+        }, mode=UpdateMode.REPLACE)
+
+    def get(self, task_queue_id: str) -> TaskQueueRecord | None:
+        try:
+            entity = self._table.get_entity(PARTITION, escape_key(task_queue_id))
+        except ResourceNotFoundError:
+            return None
+        return self._record(entity)
+
+    def delete(self, record: TaskQueueRecord) -> None:
+        """Delete the row if it is still as read; else ChangedSinceRead (gone already is fine)."""
+        delete_if_unchanged(self._table, PARTITION, escape_key(record.task_queue_id), record.etag,
+                            record.task_queue_id)
+
+    def page(self, after: str, limit: int) -> list[TaskQueueRecord]:
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
+                          {"pk": PARTITION, "after": escape_key(after) if after else ""}, limit)
+        return [self._record(entity) for entity in rows]
+
+    @staticmethod
+    def _record(entity) -> TaskQueueRecord:
+        return TaskQueueRecord(unescape_key(entity["RowKey"]), entity["lastDateActive"], entity["expires"],
+                               entity.metadata.get("etag"))

@@ -1,0 +1,181 @@
+"""Expiration: a task past `expires` is deleted with every record kept about it."""
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from shared.domain.errors import NotFound
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import to_iso, utcnow
+from shared.services.tasks.run_results import results_blob
+from tests.conftest import make_task
+from tests.services.dependencies.test_dependency_tracker import run
+from tests.services.scheduler.test_task_graphs import graph
+
+
+def short_lived(seconds: int = 3) -> dict:
+    """Definition fields of a task that expires `seconds` from now (its deadline too)."""
+    end = to_iso(utcnow() + timedelta(seconds=seconds))
+    return {"deadline": end, "expires": end}
+
+
+def expire_at(services, now) -> int:
+    """The deadline sweep (which indexes the expiry of tasks past their deadline), then the
+    expiration sweep, at `now`; returns what the expiration sweep deleted."""
+    services.deadlines.sweep(now=now)
+    return services.expiration.sweep(now=now)
+
+
+def records_of(services, task_id: str, group_id: str) -> dict:
+    """Every record kept about a task, read through the storage adapters."""
+    edges = services.dependencies.dependencies
+    return {
+        "dependents": edges.dependents(task_id, "", 10),
+        "requirements": services.dependencies.requirements.remaining(task_id),
+        "members": services.task_groups.groups.members(group_id, "", 10),
+        "group": services.task_groups.groups.load(group_id),
+    }
+
+
+def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task_queue_id, monkeypatch):
+    from shared.domain import dependencies
+    monkeypatch.setattr(dependencies, "LISTED_DEPENDENTS", 0)   # rows list none: the table holds every edge
+    graph_id = new_slugid()
+    lifetime = short_lived()   # one for both: a dependency may not expire before its dependent's deadline
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime},
+                                                test={"requires": ["build"], "task": lifetime}))
+    ids = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+    run(services, task_queue_id)
+    run(services, task_queue_id)
+    assert services.task_graphs.status(graph_id)["status"]["state"] == "finished"
+    before = records_of(services, ids["build"], graph_id)
+    assert before["dependents"] and len(before["members"]) == 2 and before["group"]
+
+    assert expire_at(services, utcnow()) == 0                     # nothing is due yet
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2
+
+    for task_id in ids.values():
+        with pytest.raises(NotFound):
+            services.tasks.status(task_id)
+        assert records_of(services, task_id, graph_id) == {
+            "dependents": [], "requirements": [], "members": [], "group": None}
+    with pytest.raises(NotFound):
+        services.task_graphs.status(graph_id)
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 0   # repeatable: nothing left
+
+
+def test_an_unresolved_task_waits_for_its_deadline_before_it_is_deleted(services, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    later = utcnow() + timedelta(seconds=4)
+    assert services.expiration.sweep(now=later) == 0            # pending still: indexed by the deadline resolver
+    assert services.tasks.status(task_id)["state"] == "pending"
+    assert services.deadlines.sweep(now=later) == 1
+    assert services.expiration.sweep(now=later) == 1
+    with pytest.raises(NotFound):
+        services.tasks.status(task_id)
+
+
+def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
+    group_id = new_slugid()
+    soon, later = new_slugid(), new_slugid()
+    services.tasks.create(soon, make_task(task_queue_id, taskGroupId=group_id, **short_lived(2)))
+    services.tasks.create(later, make_task(task_queue_id, taskGroupId=group_id, **short_lived(60)))
+    run(services, task_queue_id)
+    assert expire_at(services, utcnow() + timedelta(seconds=4)) == 1
+    listed = services.task_groups.list(group_id, None, None)["tasks"]
+    assert [entry["status"]["taskId"] for entry in listed] == [later]
+    assert expire_at(services, utcnow() + timedelta(seconds=62)) == 1
+    with pytest.raises(NotFound):
+        services.task_groups.get(group_id)
+
+
+def test_a_task_whose_deadline_sweep_came_late_still_expires(services, task_queue_id):
+    """`expires` may equal the deadline, and the deadline sweep, which files the expiry, may
+    reach a task a day late (a host down), after other tasks expired: it still expires."""
+    now = utcnow()
+    first, late = new_slugid(), new_slugid()
+    services.tasks.create(first, make_task(task_queue_id, deadline=to_iso(now + timedelta(seconds=2)),
+                                           expires=to_iso(now + timedelta(days=1))))
+    services.tasks.create(late, make_task(task_queue_id, **short_lived(3)))
+    next_day = now + timedelta(days=1, hours=1)
+    assert services.deadlines.sweep(now=next_day, max_items=1) == 1     # only the first task's deadline
+    assert services.expiration.sweep(now=next_day) == 1                  # the first expires; the cursor moves on
+    assert services.expiration.sweep(now=next_day) == 0
+    assert services.deadlines.sweep(now=next_day) == 1                   # the late one, a day late
+    assert services.expiration.sweep(now=next_day + timedelta(seconds=1)) == 1
+    with pytest.raises(NotFound):
+        services.tasks.status(late)
+
+
+def test_a_task_with_more_dependencies_than_its_expiry_notes_is_read_and_deleted(services, task_queue_id):
+    from shared.services.sweeps.task_expiry import NOTED_DEPENDENCIES
+
+    lifetime = short_lived(2)
+    required = [new_slugid() for _ in range(NOTED_DEPENDENCIES + 1)]
+    for task_id in required:
+        services.tasks.create(task_id, make_task(task_queue_id, **lifetime))
+    many = new_slugid()
+    services.tasks.create(many, make_task(task_queue_id, dependencies=required, **lifetime))
+    assert expire_at(services, utcnow() + timedelta(seconds=4)) == len(required) + 1
+    edges = services.dependencies.dependencies
+    assert [edges.dependents(task_id, "", 10) for task_id in required[:3]] == [[], [], []]
+    assert services.dependencies.requirements.remaining(many) == []
+    with pytest.raises(NotFound):
+        services.tasks.status(many)
+
+
+def test_an_expired_tasks_results_documents_go_with_it(services, task_queue_id):
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, retries=1, **short_lived(3)))
+    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.resolutions.exception(task_id, 0, "worker-shutdown")       # retried: run 1
+    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.resolutions.completed(task_id, 1)
+    blobs = services.objects.blobs
+    task = services.tasks.updater.tasks.load(task_id)
+    for run_id in (0, 1):                        # as their first reads write them (this task expires in seconds)
+        services.artifacts.results.write(task, task.status.run(run_id))
+    assert [blobs.size(results_blob(task_id, run_id)) is not None for run_id in (0, 1)] == [True, True]
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
+    assert blobs_left(services, task_id) == []
+
+
+def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_queue_id):
+    """An item indexed before the documents were blobs of their own: theirs were objects with
+    expiry items of their own, so the task's expiry leaves blobs alone."""
+    task_id = new_slugid()
+    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    services.tasks.cancel(task_id)
+    task = services.tasks.updater.tasks.load(task_id)
+    services.artifacts.results.write(task, task.status.run(0))     # as a read writes it
+    due = utcnow() + timedelta(seconds=4)
+    services.deadlines.sweep(now=due)
+    [item] = [item for item in services.expiration.index.due(due, 10) if item.key == f"task.{task_id}"]
+    services.expiration.index.add([(item.due, item.key)], {item.key: json.dumps(
+        {key: value for key, value in json.loads(item.value).items() if key != "runs"})})
+    assert services.expiration.sweep(now=due) == 1
+    assert blobs_left(services, task_id) == [results_blob(task_id, 0)]
+
+
+def blobs_left(services, task_id: str) -> list[str]:
+    return services.objects.blobs.keys(f"t/{task_id}/")
+
+
+def test_an_expiring_task_deletes_only_the_dependency_rows_it_has(services, task_queue_id, monkeypatch):
+    """A task listed on its dependencies' rows has no TaskDependencies row to delete, and one
+    waiting on a single task no requirement rows: its expiry asks for neither."""
+    graph_id = new_slugid()
+    lifetime = short_lived()
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime},
+                                                test={"requires": ["build"], "task": lifetime}))
+    ids = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
+    run(services, task_queue_id)
+    run(services, task_queue_id)
+    asked = []
+    edges, requirements = services.expiration.dependencies, services.expiration.requirements
+    monkeypatch.setattr(edges, "forget", lambda task_id, dependencies: asked.append(("edges", task_id, dependencies)))
+    monkeypatch.setattr(requirements, "forget", lambda task_id: asked.append(("requirements", task_id)))
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2
+    assert sorted(asked) == sorted([("edges", ids["build"], []), ("edges", ids["test"], [])])
