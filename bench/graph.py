@@ -267,7 +267,7 @@ def _run_counted(harness: InProcess, n: int, steps: dict[str, Step]) -> int:
                 services.resolutions.completed(task_id, run_id)
                 complete.calls += 1
             # The graph's and group's counts, finished after each call answered, are its work.
-            expect(services.resolution_handler.settled(), "resolutions still unfinished after 30 s")
+            expect(services.dependency_resolver.settled(), "resolutions still unfinished after 30 s")
         with harness.step(events):
             events.calls += harness.deliver()[RESOLVED]
         resolved += len(claimed)
@@ -292,7 +292,7 @@ def _claim_pending(services, task_queue_id: str, step: Step) -> list[tuple[str, 
     """Claim until an answer is not full: everything pending now (one thread, no contention)."""
     claimed: list[tuple[str, int]] = []
     while True:
-        answer = services.claims.claim_work(task_queue_id, "bench", "counter", CLAIM_BATCH)["tasks"]
+        answer = services.work_claimer.claim_work(task_queue_id, "bench", "counter", CLAIM_BATCH)["tasks"]
         step.calls += 1
         claimed += [(task["status"]["taskId"], task["runId"]) for task in answer]
         if len(answer) < CLAIM_BATCH:

@@ -365,7 +365,7 @@ def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
     create, claim, complete, events = (steps[name] for name in (*API_STEPS, HOST_STEPS[0]))
     with harness.step(create):
         for _ in range(n):
-            services.tasks.create(new_slugid(), definition)
+            services.task_calls.create(new_slugid(), definition)
             create.calls += 1
     with harness.step(claim):
         claims = _claim_all(services, definition["taskQueueId"], n, claim_batch, claim)
@@ -374,7 +374,7 @@ def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
             services.resolutions.completed(answer["status"]["taskId"], answer["runId"])
             complete.calls += 1
         # The group's count and the claimed row, finished after each call answered, are its work.
-        expect(services.resolution_handler.settled(), "resolutions still unfinished after 30 s")
+        expect(services.dependency_resolver.settled(), "resolutions still unfinished after 30 s")
     with harness.step(events):
         delivered = harness.deliver()[RESOLVED]
     # The services may handle resolutions some other way than by events: then none are sent.
@@ -387,7 +387,7 @@ def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
 def _claim_all(services: Services, queue_id: str, n: int, claim_batch: int, step: Step) -> list[dict]:
     claimed: list[dict] = []
     while len(claimed) < n:
-        answer = services.claims.claim_work(queue_id, *WORKER, claim_batch)
+        answer = services.work_claimer.claim_work(queue_id, *WORKER, claim_batch)
         step.calls += 1
         expect(answer["tasks"], f"claimWork found nothing with {n - len(claimed)} tasks pending")
         claimed += answer["tasks"]
@@ -425,7 +425,7 @@ def _due(services: Services, sweep: Sweep, queue_id: str, claims: list[dict]) ->
     if sweep.watches == "takenUntil":
         return max(parse_iso(answer["takenUntil"]) for answer in claims)
     if sweep.watches in ("deadline", "task expires", "artifact expires"):
-        definition = services.tasks.definition(claims[-1]["status"]["taskId"])  # every task shares these
+        definition = services.task_calls.definition(claims[-1]["status"]["taskId"])  # every task shares these
         return parse_iso(definition["deadline" if sweep.watches == "deadline" else "expires"])
     if sweep.watches == "worker expires":
         return parse_iso(services.workers.get(queue_id, *WORKER, utcnow())["expires"])
@@ -438,7 +438,7 @@ def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list
     in time change nothing; expired tasks, workers and task queues are gone."""
     if sweep.watches in ("takenUntil", "deadline"):
         for task_id in task_ids:
-            status = services.tasks.status(task_id)
+            status = services.task_calls.status(task_id)
             expect(status["state"] == "completed" and len(status["runs"]) == 1,
                    f"after the {sweep.step} task {task_id} is {status['state']} with {len(status['runs'])} runs")
         return
@@ -447,7 +447,7 @@ def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list
         blobs = services.objects.blobs
         left = sum(blobs.size(blob_name(object_name(task_id, 0, RESULTS_NAME))) is not None for task_id in task_ids)
     elif sweep.watches == "task expires":
-        left = sum(_found(services.tasks.status, task_id) for task_id in task_ids)
+        left = sum(_found(services.task_calls.status, task_id) for task_id in task_ids)
     elif sweep.watches == "worker expires":
         left = _found(services.workers.get, queue_id, *WORKER, later)
     else:

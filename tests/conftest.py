@@ -69,8 +69,8 @@ def resolutions_finished():
     is asked about 10 ms after a bucket empties (`storage.countdown`), and a request made then
     would be counted in the next test's figures (`OPERATIONS` counts the whole process)."""
     yield
-    from shared.services.dependencies.dependency_resolver import ResolutionHandler
-    ResolutionHandler.settled(timeout=10)
+    from shared.services.dependencies.dependency_resolver import DependencyResolver
+    DependencyResolver.settled(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -281,12 +281,17 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
 def follow_ups_lost(services: Services):
     """Within the block, the process 'dies' right after each write that resolves a task:
     the resolution is neither handled in process nor announced."""
-    updater = services.tasks.updater
-    real, updater.on_resolved = updater.on_resolved, lambda resolution: None
+    updater = services.task_calls.updater
+    real, updater.after_resolution = updater.after_resolution, _NoFollowUp()
     try:
         yield
     finally:
-        updater.on_resolved = real
+        updater.after_resolution = real
+
+
+class _NoFollowUp:
+    def follow_up(self, resolution) -> None:
+        pass
 
 
 @pytest.fixture

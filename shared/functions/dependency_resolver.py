@@ -11,4 +11,4 @@ bp = func.Blueprint()
 
 @bp.queue_trigger(arg_name="message", queue_name="%QUEUE_RESOLVED_QUEUE%", connection="AzureWebJobsStorage")
 def dependency_resolver(message: func.QueueMessage) -> None:
-    get_services().resolution_handler.handle_message(json.loads(message.get_body()))
+    get_services().dependency_resolver.handle_message(json.loads(message.get_body()))

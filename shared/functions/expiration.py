@@ -15,6 +15,5 @@ bp = func.Blueprint()
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_EXPIRATION_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def expiration_sweep(timer: func.TimerRequest) -> None:
-    queue = get_services()
-    for sweep in (queue.expiration, queue.worker_expiry, queue.task_queue_expiry, queue.artifact_expiry):
+    for sweep in get_services().sweeps:
         sweep.sweep()

@@ -12,4 +12,4 @@ bp = func.Blueprint()
 @bp.queue_trigger(arg_name="message", queue_name="%QUEUE_GRAPH_QUEUE%", connection="AzureWebJobsStorage")
 def graph_part_creator(message: func.QueueMessage) -> None:
     part = json.loads(message.get_body())
-    get_services().task_graphs.parts.create_part(part["taskGraphId"], str(part["part"]))
+    get_services().graph_parts.create_part(part["taskGraphId"], str(part["part"]))

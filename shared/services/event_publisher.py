@@ -46,6 +46,11 @@ class EventPublisher:
         self._upkeep: threading.Thread | None = None
         self._retried = time.monotonic()
 
+    @property
+    def publishing(self) -> bool:
+        """Whether events are kept and published at all (not without a bus)."""
+        return self.bus is not None
+
     def written(self, table: Outboxes, record, carried: tuple[Event, ...] = ()) -> bool:
         """After a write of `record` (whose outbox held `carried` before it): publish the events
         the write stamped (the change's, and those it took over), and this process's own

@@ -1,4 +1,14 @@
-"""The Queue's services wired to one storage account: what a binding asks for (`get_services`)."""
+"""The services wired to one storage account: what a binding asks for (`get_services`).
+
+Everything is handed what it needs at construction, in the order below; nothing is set on an
+object after it is made. The one loop in the object graph is a resolution's follow-up: the
+dependency resolver schedules dependents through the dependency tracker, whose updater must
+not call back into the resolver. So there are two updaters over the same tables:
+- `scheduling`, for the dependency tracker, creation and graphs, which only ever make runs
+  pending; a resolution through it (there is none) would go to the resolved queue;
+- `updater`, for every call and sweep that can resolve a task, whose follow-up is the
+  dependency resolver in the same process.
+"""
 
 from __future__ import annotations
 
@@ -10,64 +20,68 @@ from shared.config import Settings
 from shared.events.bus import EventBus
 from shared.events.connect import event_bus, event_feeds
 from shared.events.feeds import EventFeeds
-from shared.storage.client.account import StorageAccount
-from shared.storage.tables.claim_table import ClaimTable
-from shared.storage.tables.pending_table import PendingTable
-from shared.storage.outbox.publication_marks import PublicationMarks
-from shared.storage.tables.task_group_table import TaskGroupTable
-from shared.storage.tables.task_graph_table import TaskGraphTable
-from shared.storage.tables.task_queue_table import TaskQueueTable
-from shared.storage.tables.task_table import TaskTable
-from shared.storage.patterns.time_index import TimeIndex
-from shared.storage.tables.worker_table import WorkerTable
-from shared.storage.tables.dependency_table import DependencyTable
-from shared.storage.tables.requirement_table import RequirementTable
-from shared.services.claims.work_claimer import Claims
-from shared.services.claims.credentials import CredentialIssuer
-from shared.services.event_publisher import EventPublisher
-from shared.services.dependencies.dependency_tracker import Dependencies
-from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
-from shared.services.sweeps.task_expiry import Expiration
-from shared.services.scheduler.graph_parts import GraphParts
-from shared.services.task_groups.group_feeds import GroupFeeds
-from shared.services.dependencies.repairs import Repairs
-from shared.services.dependencies.resolution_messages import ResolutionEvents
-from shared.services.dependencies.dependency_resolver import ResolutionHandler
-from shared.services.tasks.resolutions import Resolutions
-from shared.services.tasks.task_creation import TaskCreation
-from shared.services.scheduler.task_graphs import TaskGraphs
-from shared.services.task_groups.task_groups import TaskGroups
-from shared.services.claims.task_queues import TaskQueues
-from shared.services.tasks.task_updater import TaskUpdater
-from shared.services.tasks.task_calls import Tasks
-from shared.services.sweeps.claim_resolver import ClaimExpiry, Deadlines
-from shared.services.claims.work_signal import WorkSignal
-from shared.services.claims.workers import Workers
-from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
 from shared.services.artifacts.artifacts import Artifacts
 from shared.services.artifacts.objects import Objects
+from shared.services.claims.credentials import CredentialIssuer
+from shared.services.claims.task_queues import TaskQueues
+from shared.services.claims.work_claimer import WorkClaimer
+from shared.services.claims.work_signal import WorkSignal
+from shared.services.claims.workers import Workers
+from shared.services.dependencies.dependency_resolver import DependencyResolver
+from shared.services.dependencies.dependency_tracker import DependencyTracker
+from shared.services.dependencies.repairs import Repairs
+from shared.services.dependencies.resolution_messages import ResolutionMessages
+from shared.services.event_publisher import EventPublisher
+from shared.services.scheduler.graph_parts import GraphParts
+from shared.services.scheduler.task_graphs import TaskGraphs
+from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
+from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from shared.services.sweeps.claim_resolver import ClaimResolver
+from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineWatch
+from shared.services.sweeps.task_expiry import TaskExpiry
+from shared.services.task_groups.group_feeds import GroupFeeds
+from shared.services.task_groups.task_groups import TaskGroups
+from shared.services.tasks.resolutions import Resolutions
+from shared.services.tasks.task_calls import TaskCalls
+from shared.services.tasks.task_creation import TaskCreation
+from shared.services.tasks.task_updater import TaskUpdater
+from shared.storage.client.account import StorageAccount
+from shared.storage.outbox.publication_marks import PublicationMarks
+from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.artifact_table import ArtifactTable
+from shared.storage.tables.claim_table import ClaimTable
+from shared.storage.tables.dependency_table import DependencyTable
 from shared.storage.tables.object_table import ObjectTable
+from shared.storage.tables.pending_table import PendingTable
+from shared.storage.tables.requirement_table import RequirementTable
+from shared.storage.tables.task_graph_table import TaskGraphTable
+from shared.storage.tables.task_group_table import TaskGroupTable
+from shared.storage.tables.task_queue_table import TaskQueueTable
+from shared.storage.tables.task_table import TaskTable
+from shared.storage.tables.worker_table import WorkerTable
+
+DAY, FIVE_MINUTES = timedelta(days=1), timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
 class Services:
-    tasks: Tasks
-    claims: Claims
+    task_calls: TaskCalls
+    work_claimer: WorkClaimer
     resolutions: Resolutions
     task_groups: TaskGroups
     task_queues: TaskQueues
-    dependencies: Dependencies
-    resolution_handler: ResolutionHandler
+    dependency_tracker: DependencyTracker
+    dependency_resolver: DependencyResolver
     repairs: Repairs
     task_graphs: TaskGraphs
-    claim_expiry: ClaimExpiry
-    deadlines: Deadlines
-    expiration: Expiration
+    graph_parts: GraphParts
+    claim_resolver: ClaimResolver
+    deadline_resolver: DeadlineResolver
+    task_expiry: TaskExpiry
     worker_expiry: WorkerExpiry
     task_queue_expiry: TaskQueueExpiry
     workers: Workers
-    publisher: EventPublisher
+    event_publisher: EventPublisher
     objects: Objects
     artifacts: Artifacts
     artifact_expiry: ArtifactExpiry
@@ -75,7 +89,12 @@ class Services:
 
     @property
     def bus(self) -> EventBus | None:
-        return self.publisher.bus
+        return self.event_publisher.bus
+
+    @property
+    def sweeps(self) -> tuple:
+        """The expiry sweeps, in the order the expiration timer runs them."""
+        return self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -88,59 +107,68 @@ class Services:
         bus = bus or event_bus(settings)
         marks = PublicationMarks(account)
         publisher = EventPublisher(bus, marks)
-        task_table, pending, claimed = TaskTable(account, events=bus is not None, marks=marks), \
-            PendingTable(account), ClaimTable(account)
-        repair_queue = account.queue(settings.repair_queue)
-        events = ResolutionEvents(account.queue(settings.resolved_queue), repair_queue,
-                                  timedelta(seconds=settings.repair_delay))
-        signal = WorkSignal(lambda queue_id, limit: len(pending.peek(queue_id, limit)))
-        updater = TaskUpdater(task_table, pending, claimed, signal, events, publisher)
+        repair_delay = timedelta(seconds=settings.repair_delay)
+
+        # Tables and indexes
+        task_table = TaskTable(account, events=bus is not None, marks=marks)
+        pending_table, claim_table = PendingTable(account), ClaimTable(account)
         queue_table, worker_table = TaskQueueTable(account), WorkerTable(account)
-        queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=timedelta(days=1)), queue_table)
-        worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=timedelta(days=1)), worker_table)
-        queues = TaskQueues(queue_table, pending, claimed, queue_expiry)
-        issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
-        edges, requirements = DependencyTable(account), RequirementTable(account)
-        expiries = TimeIndex(account, "expires", bucket=timedelta(days=1))
-        dependencies = Dependencies(task_table, edges, requirements, updater, expiries)
-        expiry = ClaimExpiry(claimed, updater)
+        dependency_table, requirement_table = DependencyTable(account), RequirementTable(account)
         group_table = TaskGroupTable(account, marks)
         graph_table = TaskGraphTable(account, group_table)
-        groups = TaskGroups(group_table, task_table, publisher)
+        task_expiries = TimeIndex(account, "expires", bucket=DAY)
+        artifact_expiries = TimeIndex(account, ARTIFACT_EXPIRES, bucket=DAY)
         blobs = account.blobs(settings.artifacts_container)
-        expiration = Expiration(expiries, task_table, edges, requirements, group_table, graph_table, blobs)
-        deadlines = Deadlines(TimeIndex(account, "deadline", bucket=timedelta(minutes=5)), updater, expiration,
-                              group_table)
-        creation = TaskCreation(task_table, updater, groups, queues, dependencies, deadlines)
-        parts = GraphParts(graph_table, creation, dependencies, events, account.queue(settings.graph_queue),
-                           timedelta(seconds=settings.repair_delay))
-        graphs = TaskGraphs(graph_table, task_table, creation, updater, parts)
-        workers = Workers(worker_table, claimed, updater, worker_expiry)
-        handler = ResolutionHandler(task_table, dependencies, groups, graphs, claimed, events, publisher)
-        updater.on_resolved = handler.follow_up
-        artifact_expiries = TimeIndex(account, ARTIFACT_EXPIRES, bucket=timedelta(days=1))
+
+        # Messages, signals, and what is indexed for the sweeps
+        repair_queue = account.queue(settings.repair_queue)
+        messages = ResolutionMessages(account.queue(settings.resolved_queue), repair_queue, repair_delay)
+        signal = WorkSignal(lambda queue_id, limit: len(pending_table.peek(queue_id, limit)))
+        queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=DAY), queue_table)
+        worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=DAY), worker_table)
+        deadline_index = TimeIndex(account, "deadline", bucket=FIVE_MINUTES)
+        task_expiry = TaskExpiry(task_expiries, task_table, dependency_table, requirement_table, group_table,
+                                 graph_table, blobs)
+
+        # What makes runs pending: creation, the dependency tracker, the scheduler
+        scheduling = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
+                                 follow_up=messages)
+        queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry)
+        tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
+        groups = TaskGroups(group_table, task_table, publisher)
+        creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
+                                messages, publisher, signal)
+        parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
+        graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts)
+
+        # What follows a resolution, and the updater of every call and sweep that resolves
+        resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher)
+        updater = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
+                              follow_up=resolver)
+        issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
+        workers = Workers(worker_table, claim_table, updater, worker_expiry)
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, settings.public_url or LOCAL_ROOT_URL)
         return cls(
-            tasks=Tasks(task_table, updater, groups, dependencies, creation),
-            claims=Claims(task_table, pending, claimed, updater, queues, issuer, workers,
-                          settings.claim_timeout, settings.claim_work_wait),
+            task_calls=TaskCalls(task_table, updater, groups, tracker, creation),
+            work_claimer=WorkClaimer(task_table, pending_table, claim_table, updater, signal, queues, issuer, workers,
+                                     settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
             task_groups=groups,
             task_queues=queues,
-            dependencies=dependencies,
-            resolution_handler=handler,
-            repairs=Repairs(repair_queue, account.queue(settings.repair_queue + "-poison"), handler, dependencies,
-                            parts),
+            dependency_tracker=tracker,
+            dependency_resolver=resolver,
+            repairs=Repairs(repair_queue, account.queue(settings.repair_queue + "-poison"), resolver, tracker, parts),
             task_graphs=graphs,
-            claim_expiry=expiry,
-            deadlines=deadlines,
-            expiration=expiration,
+            graph_parts=parts,
+            claim_resolver=ClaimResolver(claim_table, updater, messages),
+            deadline_resolver=DeadlineResolver(deadline_index, updater, task_expiry, group_table),
+            task_expiry=task_expiry,
             worker_expiry=worker_expiry,
             task_queue_expiry=queue_expiry,
             workers=workers,
-            publisher=publisher,
+            event_publisher=publisher,
             objects=objects,
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),

@@ -46,22 +46,22 @@ def bus() -> DyingBus:
 @pytest.fixture
 def services(bus):
     built = memory_services(bus=bus)
-    built.publisher.marks.grace = timedelta(0)   # a left-over event is stale at once here
+    built.event_publisher.marks.grace = timedelta(0)   # a left-over event is stale at once here
     return built
 
 
 def unpublished(services, task_id: str) -> list[str]:
     """The events the task's row holds that are not known to be out."""
-    return [event.exchange for event in services.publisher.marks.unknown(services.tasks.tasks.load_outbox(task_id)[0])]
+    return [event.exchange for event in services.event_publisher.marks.unknown(services.task_calls.task_table.load_outbox(task_id)[0])]
 
 
 def claim(services, queue_id: str) -> dict:
-    return services.claims.claim_work(queue_id, "wg", "w1", 1)["tasks"][0]
+    return services.work_claimer.claim_work(queue_id, "wg", "w1", 1)["tasks"][0]
 
 
 def test_a_lifecycle_is_announced_in_order_and_leaves_nothing_unpublished(services, bus, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
+    services.task_calls.create(task_id, make_task(task_queue_id))
     claim(services, task_queue_id)
     services.resolutions.completed(task_id, 0)
     assert bus.of(task_id) == ["task-defined", "task-pending", "task-running", "task-completed"]
@@ -71,16 +71,16 @@ def test_a_lifecycle_is_announced_in_order_and_leaves_nothing_unpublished(servic
 def test_the_dependency_is_announced_resolved_before_its_dependent_pending_and_the_group_once(
         services, bus, task_queue_id):
     group, parent, child = new_slugid(), new_slugid(), new_slugid()
-    services.tasks.create(parent, make_task(task_queue_id, taskGroupId=group))
-    services.tasks.create(child, make_task(task_queue_id, taskGroupId=group, dependencies=[parent]))
+    services.task_calls.create(parent, make_task(task_queue_id, taskGroupId=group))
+    services.task_calls.create(child, make_task(task_queue_id, taskGroupId=group, dependencies=[parent]))
     claim(services, task_queue_id)
     services.resolutions.completed(parent, 0)
     # The group learns of a resolution after the call answers (and, when the resolution
     # empties a bucket, asks about the others a moment later: see the test below).
-    assert services.resolution_handler.settled()
+    assert services.dependency_resolver.settled()
     claim(services, task_queue_id)
     services.resolutions.completed(child, 0)
-    assert services.resolution_handler.settled()
+    assert services.dependency_resolver.settled()
     order = [(event.exchange, event.body.get("status", {}).get("taskId")) for event in bus.published]
     assert order.index(("task-completed", parent)) < order.index(("task-pending", child))
     assert [event.exchange for event in bus.published if event.exchange.startswith("task-group")] == \
@@ -98,16 +98,16 @@ def test_a_group_refilled_right_after_its_last_member_resolved_is_not_announced_
     group, first, second = new_slugid(), new_slugid(), new_slugid()
     while second[0] == first[0]:   # in another bucket: the first's bucket empties
         second = new_slugid()
-    services.tasks.create(first, make_task(task_queue_id, taskGroupId=group))
+    services.task_calls.create(first, make_task(task_queue_id, taskGroupId=group))
     claim(services, task_queue_id)
     services.resolutions.completed(first, 0)
     time.sleep(0.1)   # the group's bucket was emptied; the other buckets are asked about later
-    services.tasks.create(second, make_task(task_queue_id, taskGroupId=group))
-    assert services.resolution_handler.settled()
+    services.task_calls.create(second, make_task(task_queue_id, taskGroupId=group))
+    assert services.dependency_resolver.settled()
     assert [event for event in bus.published if event.exchange == "task-group-resolved"] == []
     claim(services, task_queue_id)
     services.resolutions.completed(second, 0)
-    assert services.resolution_handler.settled()
+    assert services.dependency_resolver.settled()
     assert [event.body["taskGroupId"] for event in bus.published if event.exchange == "task-group-resolved"] == \
         [group]
 
@@ -115,12 +115,12 @@ def test_a_group_refilled_right_after_its_last_member_resolved_is_not_announced_
 def test_a_bus_that_is_down_delays_events_and_loses_none(services, bus, task_queue_id):
     bus.down = True
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))        # the API keeps working
+    services.task_calls.create(task_id, make_task(task_queue_id))        # the API keeps working
     claim(services, task_queue_id)
     assert bus.published == []
     assert unpublished(services, task_id) == ["task-defined", "task-pending", "task-running"]
     bus.down = False
-    assert services.publisher.retry_refused() == 1
+    assert services.event_publisher.retry_refused() == 1
     assert bus.of(task_id) == ["task-defined", "task-pending", "task-running"]
     assert unpublished(services, task_id) == []
 
@@ -129,15 +129,15 @@ def test_a_retried_create_publishes_what_its_dead_first_attempt_left(services, b
     task_id, definition = new_slugid(), make_task(task_queue_id)
     bus.armed = True
     with pytest.raises(Died):
-        services.tasks.create(task_id, definition)
+        services.task_calls.create(task_id, definition)
     assert bus.published == [] and unpublished(services, task_id) == ["task-defined", "task-pending"]
-    services.tasks.create(task_id, definition)
+    services.task_calls.create(task_id, definition)
     assert bus.of(task_id) == ["task-defined", "task-pending"]
 
 
 def test_the_next_change_publishes_what_a_dead_writer_left_first(services, bus, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
+    services.task_calls.create(task_id, make_task(task_queue_id))
     bus.armed = True
     with pytest.raises(Died):
         claim(services, task_queue_id)
@@ -148,24 +148,24 @@ def test_the_next_change_publishes_what_a_dead_writer_left_first(services, bus, 
 
 def test_a_claimed_resolution_keeps_its_claim_row_until_its_events_are_out(services, bus, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
+    services.task_calls.create(task_id, make_task(task_queue_id))
     taken_until = parse_iso(claim(services, task_queue_id)["takenUntil"])
     bus.armed = True
     with pytest.raises(Died):   # after the write: neither the events nor the follow-up happened
         services.resolutions.completed(task_id, 0)
     assert unpublished(services, task_id) == ["task-completed"]
-    services.claim_expiry.sweep(taken_until + timedelta(seconds=1))   # announces it again
+    services.claim_resolver.sweep(taken_until + timedelta(seconds=1))   # announces it again
     assert deliver_events(services) == 1
     assert bus.of(task_id)[-1] == "task-completed"
-    assert unpublished(services, task_id) == [] and services.claims.claim_rows.count(task_queue_id) == 0
+    assert unpublished(services, task_id) == [] and services.work_claimer.claim_table.count(task_queue_id) == 0
 
 
 def test_an_unclaimed_resolution_is_published_by_its_repair(services, bus, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
+    services.task_calls.create(task_id, make_task(task_queue_id))
     bus.armed = True
     with pytest.raises(Died):
-        services.tasks.cancel(task_id)
+        services.task_calls.cancel(task_id)
     assert unpublished(services, task_id) == ["task-exception"]
     time.sleep(1.1)   # the repair intent comes due (repair_delay is 1 s here)
     services.repairs.sweep()
@@ -175,14 +175,14 @@ def test_an_unclaimed_resolution_is_published_by_its_repair(services, bus, task_
 def test_a_young_left_over_event_is_left_to_its_writer(bus, task_queue_id):
     services = memory_services(bus=bus)   # the default grace: a writer may still be publishing
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
+    services.task_calls.create(task_id, make_task(task_queue_id))
     bus.armed = True
     with pytest.raises(Died):
         claim(services, task_queue_id)
-    services.tasks.status(task_id)
-    assert not services.publisher.settle(services.tasks.tasks, task_id)
+    services.task_calls.status(task_id)
+    assert not services.event_publisher.settle(services.task_calls.task_table, task_id)
     assert unpublished(services, task_id) == ["task-running"]
-    assert utcnow() - parse_iso(services.tasks.tasks.load_outbox(task_id)[0][0].at) < services.publisher.marks.grace
+    assert utcnow() - parse_iso(services.task_calls.task_table.load_outbox(task_id)[0][0].at) < services.event_publisher.marks.grace
 
 
 def two_processes(bus):
@@ -190,7 +190,7 @@ def two_processes(bus):
     account = MemoryAccount(unique_prefix())
     processes = memory_services(bus=bus, account=account), memory_services(bus=bus, account=account)
     for process in processes:
-        process.publisher.marks.grace = timedelta(0)
+        process.event_publisher.marks.grace = timedelta(0)
     return processes
 
 
@@ -202,15 +202,15 @@ def published_about(bus, task_id: str) -> list[str]:
 def test_another_process_drops_what_the_writer_published_without_publishing_it_again(bus, task_queue_id):
     first, second = two_processes(bus)
     task_id = new_slugid()
-    first.tasks.create(task_id, make_task(task_queue_id))
-    first.publisher.marks.flush()   # as its upkeep thread does every half second
+    first.task_calls.create(task_id, make_task(task_queue_id))
+    first.event_publisher.marks.flush()   # as its upkeep thread does every half second
     claim(second, task_queue_id)
     second.resolutions.completed(task_id, 0)
     assert published_about(bus, task_id) == ["task-defined", "task-pending", "task-running", "task-completed"]
-    held = second.tasks.tasks.load_outbox(task_id)[0]
+    held = second.task_calls.task_table.load_outbox(task_id)[0]
     assert [event.exchange for event in held] == ["task-completed"]   # the published ones left with the writes
-    second.publisher.marks.flush()
-    assert first.publisher.marks.unknown(held) == []
+    second.event_publisher.marks.flush()
+    assert first.event_publisher.marks.unknown(held) == []
 
 
 def test_another_process_publishes_what_a_writer_that_died_left(bus, task_queue_id):
@@ -218,7 +218,7 @@ def test_another_process_publishes_what_a_writer_that_died_left(bus, task_queue_
     task_id = new_slugid()
     bus.armed = True
     with pytest.raises(Died):
-        first.tasks.create(task_id, make_task(task_queue_id))
+        first.task_calls.create(task_id, make_task(task_queue_id))
     claim(second, task_queue_id)
     assert published_about(bus, task_id) == ["task-defined", "task-pending", "task-running"]
     assert unpublished(second, task_id) == []
@@ -227,8 +227,8 @@ def test_another_process_publishes_what_a_writer_that_died_left(bus, task_queue_
 def test_a_write_whose_outcome_was_unknown_is_looked_at_and_its_events_published(services, bus, task_queue_id,
                                                                                 monkeypatch):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
-    table = services.tasks.tasks._table
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    table = services.task_calls.task_table._table
     write = table.update_entity
 
     def landed_but_failed(*args, **kwargs):
@@ -239,8 +239,8 @@ def test_a_write_whose_outcome_was_unknown_is_looked_at_and_its_events_published
         claim(services, task_queue_id)
     monkeypatch.undo()
     assert bus.of(task_id) == ["task-defined", "task-pending"]
-    assert services.publisher.retry_refused() == 0   # too recent to tell: its writer may still publish it
+    assert services.event_publisher.retry_refused() == 0   # too recent to tell: its writer may still publish it
     monkeypatch.setattr(publication_marks, "UNSURE_AFTER", 0)
-    assert services.publisher.retry_refused() == 1
+    assert services.event_publisher.retry_refused() == 1
     assert bus.of(task_id) == ["task-defined", "task-pending", "task-running"]
-    assert services.publisher.marks.unsure() == {} and unpublished(services, task_id) == []
+    assert services.event_publisher.marks.unsure() == {} and unpublished(services, task_id) == []

@@ -65,12 +65,12 @@ class Found:
 
 
 class Artifacts:
-    def __init__(self, table: ArtifactTable, tasks: TaskTable, objects: Objects, blobs, expiries: TimeIndex,
+    def __init__(self, artifact_table: ArtifactTable, task_table: TaskTable, objects: Objects, blobs, expiries: TimeIndex,
                  issuer: CredentialIssuer, publisher: EventPublisher, root_url: str) -> None:
         self.results = RunResults(self.of_run, blobs, root_url)
         self.publisher = publisher
-        self.table = table
-        self.tasks = tasks
+        self.artifact_table = artifact_table
+        self.task_table = task_table
         self.objects = objects
         self.blobs = blobs
         self.expiries = expiries
@@ -106,7 +106,7 @@ class Artifacts:
 
     def _task(self, task_id: str, authorize, missing: Exception) -> TaskRecord:
         """The task, checked by the caller's `authorize` before anything is written."""
-        task = self.tasks.load(task_id)
+        task = self.task_table.load(task_id)
         if task is None:
             raise missing
         if authorize:
@@ -117,7 +117,7 @@ class Artifacts:
         """Store `wanted`, or what Taskcluster's rules make of it over the artifact there."""
         artifact_expiry.watch_artifact(self.expiries, wanted.task_id, wanted.run_id, wanted.name, wanted.expires)
         try:
-            return self._published(self.table.save(wanted, events=self._announced(task, wanted))).artifact
+            return self._published(self.artifact_table.save(wanted, events=self._announced(task, wanted))).artifact
         except AlreadyExists:
             pass
         kept = self._change(wanted.task_id, wanted.run_id, wanted.name,
@@ -132,25 +132,25 @@ class Artifacts:
             if artifact == record.artifact:
                 return record
             return replace(record, artifact=artifact, outbox=record.outbox + self._announced(task, artifact))
-        return self.publisher.change(self.table, self._loader(task_id, run_id, name), changed, self._save)[0]
+        return self.publisher.change(self.artifact_table, self._loader(task_id, run_id, name), changed, self._save)[0]
 
     def _announced(self, task: TaskRecord, artifact: Artifact) -> tuple:
         """The artifact-created event of `artifact` as written now, if it is announced."""
-        if not self.publisher.bus or not artifact.present or artifact.storage_type is StorageType.S3:
+        if not self.publisher.publishing or not artifact.present or artifact.storage_type is StorageType.S3:
             return ()
         return (task_events.artifact_created(task.summary, task.notice, task.status, artifact.run_id,
                                              artifact.to_json(), to_iso(utcnow())),)
 
     def _published(self, record: ArtifactRecord) -> ArtifactRecord:
         """A new artifact row: its event out."""
-        self.publisher.written(self.table, record)
+        self.publisher.written(self.artifact_table, record)
         return record
 
     def _loader(self, task_id: str, run_id: int, name: str):
-        return lambda: self.table.load(task_id, run_id, name)
+        return lambda: self.artifact_table.load(task_id, run_id, name)
 
     def _save(self, record: ArtifactRecord) -> ArtifactRecord:
-        return self.table.save(record.artifact, record.etag, record.outbox)
+        return self.artifact_table.save(record.artifact, record.etag, record.outbox)
 
     def _object_upload(self, artifact: Artifact, project_id: str, worker: str, now: datetime) -> dict:
         name = object_name(artifact.task_id, artifact.run_id, artifact.name)
@@ -184,7 +184,7 @@ class Artifacts:
     # -- reads -----------------------------------------------------------------------------
     def _latest(self, task_id: str) -> TaskRecord:
         """The task, for its latest run (NotFound if it has none)."""
-        task = self.tasks.load(task_id)
+        task = self.task_table.load(task_id)
         if task is None:
             raise NotFound(f"Task {task_id} not found")
         if not task.status.runs:
@@ -202,8 +202,8 @@ class Artifacts:
         """An artifact's row, or the run's results document once the run is over for good,
         written now if no reader wrote it before (the task read for it unless given)."""
         if name != RESULTS_NAME:
-            return self.table.load(task_id, run_id, name)
-        task = task or self.tasks.load(task_id)
+            return self.artifact_table.load(task_id, run_id, name)
+        task = task or self.task_table.load(task_id)
         if task is None or not run_settled(task.status, run_id):
             return None
         expires = parse_iso(task.summary["expires"])
@@ -281,7 +281,7 @@ class Artifacts:
             return artifact    # not uploaded yet: its URL answers 404 until it is
         committed = replace(artifact, details={**artifact.details, "committed": True}, size=size)
         try:
-            self.table.save(committed, record.etag)
+            self.artifact_table.save(committed, record.etag)
         except ChangedSinceRead:
             pass               # another reader committed it
         return committed
@@ -304,7 +304,7 @@ class Artifacts:
             raise NotFound(f"Task {task_id} has no run {run_id}")
         run_id = latest if run_id is None else run_id
         limit, after = min(limit or DEFAULT_PAGE, DEFAULT_PAGE), decode_token(continuation)
-        page = self.table.page(task_id, run_id, after, limit + 1)
+        page = self.artifact_table.page(task_id, run_id, after, limit + 1)
         found = dict(page)
         results = row_key(run_id, RESULTS_NAME)
         if results > after and (len(page) <= limit or results <= page[-1][0]):   # it sorts within this page
@@ -321,7 +321,7 @@ class Artifacts:
         """Every present artifact of a run, `s3` ones made blobs if they were uploaded."""
         found, after = [], ""
         while True:
-            page = self.table.page(task_id, run_id, after, DEFAULT_PAGE)
+            page = self.artifact_table.page(task_id, run_id, after, DEFAULT_PAGE)
             for _, record in page:
                 artifact = record.artifact
                 if artifact.present and artifact.storage_type is StorageType.S3:
@@ -334,12 +334,12 @@ class Artifacts:
     # -- expiry ----------------------------------------------------------------------------------
     def expire(self, task_id: str, run_id: int, name: str, now: datetime) -> bool:
         """Delete an artifact past its expiry (an `s3` one's blob first); True if it was."""
-        record = self.table.load(task_id, run_id, name)
+        record = self.artifact_table.load(task_id, run_id, name)
         if record is None or not record.artifact.is_expired(now):
             return False
         if record.artifact.storage_type is StorageType.S3:
             self.blobs.delete(_blob(record.artifact))
-        self.table.delete(task_id, run_id, name)
+        self.artifact_table.delete(task_id, run_id, name)
         return True
 
 

@@ -42,8 +42,8 @@ DOWNLOAD_METHODS = ("getUrl", "simple")       # by preference
 
 
 class Objects:
-    def __init__(self, table: ObjectTable, blobs, expiries: TimeIndex) -> None:
-        self.table = table
+    def __init__(self, object_table: ObjectTable, blobs, expiries: TimeIndex) -> None:
+        self.object_table = object_table
         self.blobs = blobs
         self.expiries = expiries
 
@@ -91,13 +91,13 @@ class Objects:
         """The object's row with `wanted`'s upload: inserted (indexed at its expiry first),
         or the existing one if it is that same upload and `accepts` it, with `wanted`'s
         hashes and method added."""
-        existing = self.table.load(wanted.name)
+        existing = self.object_table.load(wanted.name)
         if existing is None:
             artifact_expiry.watch_object(self.expiries, wanted.name, wanted.expires)
             try:
-                return self.table.save(wanted)
+                return self.object_table.save(wanted)
             except AlreadyExists:
-                existing = self.table.load(wanted.name)
+                existing = self.object_table.load(wanted.name)
 
         def add(record: ObjectRecord) -> ObjectRecord:
             if (not accepts(record) or record.expires != wanted.expires
@@ -110,7 +110,7 @@ class Objects:
             method = {"content_type": wanted.content_type, "content_length": wanted.content_length} \
                 if wanted.content_type else {}
             return replace(record, hashes=hashes, **method)
-        return change_until_saved(lambda: self.table.load(wanted.name), add, self.table.save, existing)
+        return change_until_saved(lambda: self.object_table.load(wanted.name), add, self.object_table.save, existing)
 
     def finish_upload(self, name: str, body: dict) -> dict:
         """finishUpload: the upload is complete; the object is immutable from now on."""
@@ -133,13 +133,13 @@ class Objects:
                 raise Conflict(f"Object {name} cannot be finished: {size} bytes were uploaded of the "
                                f"{record.content_length} announced")
             return replace(record, finished=True, hashes=merged, content_length=size)
-        if change_until_saved(lambda: self.table.load(name), finish, self.table.save) is None:
+        if change_until_saved(lambda: self.object_table.load(name), finish, self.object_table.save) is None:
             raise NotFound(f"Object {name} not found")
         return {}
 
     # -- download -------------------------------------------------------------------------
     def finished(self, name: str) -> ObjectRecord | None:
-        record = self.table.load(name)
+        record = self.object_table.load(name)
         return record if record is not None and record.finished else None
 
     def _finished(self, name: str) -> ObjectRecord:
@@ -179,11 +179,11 @@ class Objects:
     # -- expiry -------------------------------------------------------------------------------
     def expire(self, name: str, now: datetime) -> bool:
         """Delete an object past its expiry, blob first; True if one was deleted."""
-        record = self.table.load(name)
+        record = self.object_table.load(name)
         if record is None or parse_iso(record.expires) > now:
             return False
         self.blobs.delete(blob_name(name))
-        self.table.delete(name)   # last: while it exists, its index item is handled again
+        self.object_table.delete(name)   # last: while it exists, its index item is handled again
         return True
 
 

@@ -41,8 +41,8 @@ class _Held:
 
 
 class PendingBuffer:
-    def __init__(self, pending: PendingTable, signal: WorkSignal, read: int = READ, fresh: float = FRESH) -> None:
-        self.pending = pending
+    def __init__(self, pending_table: PendingTable, signal: WorkSignal, read: int = READ, fresh: float = FRESH) -> None:
+        self.pending_table = pending_table
         self.signal = signal
         self.read = read
         self.fresh = fresh
@@ -62,7 +62,7 @@ class PendingBuffer:
             if not may_read and (stale or not held.hints):
                 return []
             if stale or not held.hints:
-                hints = self.pending.peek(task_queue_id, self.read)
+                hints = self.pending_table.peek(task_queue_id, self.read)
                 held = self._held[task_queue_id] = _Held(hints, time.monotonic(), generation, len(hints) < self.read)
             return _pop(held.hints, count, at_random)
 

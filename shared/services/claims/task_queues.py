@@ -19,12 +19,12 @@ REFRESH_SECONDS = 300
 
 
 class TaskQueues:
-    def __init__(self, table: TaskQueueTable, pending: PendingTable, claims: ClaimTable,
+    def __init__(self, queue_table: TaskQueueTable, pending_table: PendingTable, claim_table: ClaimTable,
                  expiry: TaskQueueExpiry) -> None:
-        self.table = table
+        self.queue_table = queue_table
         self.expiry = expiry
-        self.pending = pending
-        self.claims = claims
+        self.pending_table = pending_table
+        self.claim_table = claim_table
         self._refreshed: dict[str, tuple[float, str]] = {}
         self._lock = threading.Lock()
 
@@ -34,26 +34,26 @@ class TaskQueues:
             last = self._refreshed.get(task_queue_id)
         if last and time.monotonic() - last[0] < REFRESH_SECONDS and last[1] >= expires:
             return
-        stored, now = self.table.get(task_queue_id), utcnow()
+        stored, now = self.queue_table.get(task_queue_id), utcnow()
         if stored is None or lapsed(stored.expires, now):
             # Indexed before the row is written, so no queue row is left without its expiry
             # item (a lapsed row may be deleted by the sweep before our write lands).
             self.expiry.watch(task_queue_id, expires)
         elif parse_iso(stored.expires) > parse_iso(expires):
             expires = stored.expires
-        self.table.put(TaskQueueRecord(task_queue_id, to_iso(now), expires))
+        self.queue_table.put(TaskQueueRecord(task_queue_id, to_iso(now), expires))
         with self._lock:
             self._refreshed[task_queue_id] = (time.monotonic(), expires)
 
     def get(self, task_queue_id: str, now: datetime) -> dict:
-        record = self.table.get(task_queue_id)
+        record = self.queue_table.get(task_queue_id)
         if record is None or lapsed(record.expires, now):
             raise NotFound(f"Task queue {task_queue_id} not found")
         return _render(record)
 
     def list(self, continuation: str | None, limit: int | None, now: datetime) -> dict:
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        records = self.table.page(decode_token(continuation), limit + 1)
+        records = self.queue_table.page(decode_token(continuation), limit + 1)
         out = {"taskQueues": [_render(record) for record in records[:limit] if not lapsed(record.expires, now)]}
         if len(records) > limit:
             out["continuationToken"] = encode_token(records[limit - 1].task_queue_id)
@@ -61,13 +61,13 @@ class TaskQueues:
 
     def counts(self, task_queue_id: str) -> dict:
         out = self.pending_count(task_queue_id)
-        out["claimedTasks"] = self.claims.count(task_queue_id)
+        out["claimedTasks"] = self.claim_table.count(task_queue_id)
         return out
 
     def pending_count(self, task_queue_id: str) -> dict:
         provisioner_id, worker_type = task_queue_id.split("/", 1)
         return {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": task_queue_id,
-                "pendingTasks": self.pending.count(task_queue_id)}
+                "pendingTasks": self.pending_table.count(task_queue_id)}
 
 
 def _render(record: TaskQueueRecord) -> dict:

@@ -30,6 +30,7 @@ from shared.services.claims.pending_buffer import PendingBuffer
 from shared.services.claims.task_queues import TaskQueues
 from shared.services.tasks.task_updater import TaskUpdater, claim_row
 from shared.services.claims.workers import Workers
+from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.claims")
 # A hint whose run does not exist (yet) is left alone this long: its task may still be
@@ -67,21 +68,22 @@ class _Skip(Exception):
         self.lost = lost   # another worker claimed the run: a sign of contention
 
 
-class Claims:
-    def __init__(self, tasks: TaskTable, pending: PendingTable, claim_rows: ClaimTable, updater: TaskUpdater,
-                 queues: TaskQueues, issuer: CredentialIssuer, workers: Workers, claim_timeout: int,
-                 wait_seconds: int) -> None:
-        self.claim_rows = claim_rows
+class WorkClaimer:
+    def __init__(self, task_table: TaskTable, pending_table: PendingTable, claim_table: ClaimTable, updater: TaskUpdater,
+                 signal: WorkSignal, queues: TaskQueues, issuer: CredentialIssuer, workers: Workers,
+                 claim_timeout: int, wait_seconds: int) -> None:
+        self.claim_table = claim_table
         self.workers = workers
-        self.tasks = tasks
-        self.pending = pending
+        self.task_table = task_table
+        self.pending_table = pending_table
         self.updater = updater
+        self.signal = signal
         self.queues = queues
         self.issuer = issuer
         self.claim_timeout = timedelta(seconds=claim_timeout)
         self.wait_seconds = wait_seconds
         self._lost_race: dict[str, float] = {}   # task queue -> when a claim here last lost a race
-        self.buffer = PendingBuffer(pending, updater.signal)
+        self.buffer = PendingBuffer(pending_table, signal)
 
     def claim_work(self, task_queue_id: str, worker_group: str, worker_id: str, count: int) -> dict:
         """Claim up to `count` runs, long-polling while the queue is empty; a quarantined
@@ -95,7 +97,7 @@ class Claims:
             remaining = give_up - time.monotonic()
             if claimed or remaining <= 0 or worker.quarantined:
                 break
-            self.updater.signal.wait(task_queue_id, remaining)
+            self.signal.wait(task_queue_id, remaining)
         runs = [(claim["status"]["taskId"], claim["runId"]) for claim in claimed]
         # Once runs are claimed they must reach the worker: bookkeeping that fails after
         # that is logged, not raised (an error answer would leave the runs claimed by
@@ -139,7 +141,7 @@ class Claims:
         settled = {(hint.task_id, hint.run_id) for hint in done}
         done = done + [twin for twin in twins if (twin.task_id, twin.run_id) in settled]
         if done:
-            self.pending.remove_soon(done)
+            self.pending_table.remove_soon(done)
         self.buffer.give_back(task_queue_id, [twin for twin in twins if (twin.task_id, twin.run_id) not in settled])
 
     def _claim_hints(self, hints: list[PendingHint], worker: _Worker, claimed: list[dict],
@@ -149,7 +151,7 @@ class Claims:
         claimer won any)."""
         # A run this process knows left pending never comes back to it: its hint is stale,
         # and a claim row written for it would be written over the run's own.
-        over = [hint for hint in hints if _left_pending(self.tasks.last_written(hint.task_id), hint.run_id)]
+        over = [hint for hint in hints if _left_pending(self.task_table.last_written(hint.task_id), hint.run_id)]
         done += over
         hints = [hint for hint in hints if hint not in over]
         if not hints:
@@ -177,7 +179,7 @@ class Claims:
                 continue
             if isinstance(outcome, _Skip) and outcome.held_until:
                 # The row is the claim's own: keep it, with the claim's `takenUntil`.
-                _best_effort(lambda: self.claim_rows.move(row, outcome.held_until), None, "restore a claim row")
+                _best_effort(lambda: self.claim_table.move(row, outcome.held_until), None, "restore a claim row")
             else:
                 unused.append(row)
             if isinstance(outcome, _Skip):
@@ -187,7 +189,7 @@ class Claims:
             else:
                 errors.append(outcome)
         if unused:
-            _best_effort(lambda: self.claim_rows.remove(unused), None, "remove the watches of runs not claimed")
+            _best_effort(lambda: self.claim_table.remove(unused), None, "remove the watches of runs not claimed")
         if errors and not claimed:
             raise errors[0]
         for error in errors:
@@ -232,7 +234,7 @@ class Claims:
         run = record.status.run(run_id)
         # Moved after the write: until then the row's earlier `takenUntil` only makes the
         # sweep look early (and find the claim still good).
-        self.claim_rows.add([claim_row(record.summary["taskQueueId"], task_id, run)])
+        self.claim_table.add([claim_row(record.summary["taskQueueId"], task_id, run)])
         return self._claim_response(record, run_id, run.worker_group, run.worker_id, now, taken_until, False)
 
     def _claim_response(self, record: TaskRecord, run_id: int, worker_group: str, worker_id: str,

@@ -41,9 +41,9 @@ ACTIVE_REFRESH = timedelta(seconds=60)     # an idle worker's lastDateActive is 
 
 
 class Workers:
-    def __init__(self, table: WorkerTable, claims: ClaimTable, updater: TaskUpdater, expiry: WorkerExpiry) -> None:
-        self.table = table
-        self.claims = claims
+    def __init__(self, worker_table: WorkerTable, claim_table: ClaimTable, updater: TaskUpdater, expiry: WorkerExpiry) -> None:
+        self.worker_table = worker_table
+        self.claim_table = claim_table
         self.updater = updater
         self.expiry = expiry
 
@@ -55,19 +55,19 @@ class Workers:
         (the quarantine may have been lifted since) or `fresh` is asked: a quarantine made
         since by another process is found when the claims are recorded, which is conditional
         on that version (see `worked`), as for a quarantine that races with the claims."""
-        known = None if fresh else self.table.last_known(task_queue_id, worker_group, worker_id)
+        known = None if fresh else self.worker_table.last_known(task_queue_id, worker_group, worker_id)
         if known is not None and not self.quarantined(known, now):
             return known
-        record = self.table.load(task_queue_id, worker_group, worker_id)
+        record = self.worker_table.load(task_queue_id, worker_group, worker_id)
         if record is not None:
             return record
         first = WorkerRecord(task_queue_id, worker_group, worker_id, to_iso(now), to_iso(now),
                              to_iso(now + WORKER_LIFETIME))
         self.expiry.watch(first)  # first: a worker row is never left without its expiry item
         try:
-            return self.table.insert(first)
+            return self.worker_table.insert(first)
         except AlreadyExists:  # the same worker's concurrent claimWork
-            return self.table.load(task_queue_id, worker_group, worker_id)
+            return self.worker_table.load(task_queue_id, worker_group, worker_id)
 
     @staticmethod
     def quarantined(record: WorkerRecord, now: datetime) -> bool:
@@ -81,11 +81,11 @@ class Workers:
 
         def write(noted: WorkerRecord) -> WorkerRecord:
             try:
-                answer = self.claims.add(rows, beside=self.table.update_operation(noted))
+                answer = self.claim_table.add(rows, beside=self.worker_table.update_operation(noted))
             except TableTransactionError as exc:  # quarantined, or expired and deleted by the sweep meanwhile
-                self.table.forget(noted)
+                self.worker_table.forget(noted)
                 raise ChangedSinceRead(f"{noted.worker_group}/{noted.worker_id}") from exc
-            return self.table.wrote(noted, answer)
+            return self.worker_table.wrote(noted, answer)
         note = _unless_quarantined(now, lambda worker: _active(worker, runs, now))
         try:   # `touch`: the claim rows are written even if the worker's row says nothing new
             return change_until_saved(self._reread(record, now), note, write, first=record, touch=True)
@@ -105,7 +105,7 @@ class Workers:
             kept = tuple(task for task in worker.recent_tasks if (task["taskId"], task["runId"]) not in missed)
             return replace(_active(worker, [], now), recent_tasks=kept)
         try:
-            change_until_saved(self._reread(record, now), _unless_quarantined(now, note), self.table.save,
+            change_until_saved(self._reread(record, now), _unless_quarantined(now, note), self.worker_table.save,
                                first=record)
         except _Quarantined:
             return False
@@ -124,11 +124,11 @@ class Workers:
             lambda: self._existing(task_queue_id, worker_group, worker_id, now),
             lambda record: replace(record, quarantine_until=until, expires=_later(record.expires, until),
                                    quarantine_details=(*record.quarantine_details, detail)),
-            self.table.save)
+            self.worker_table.save)
         log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
         if self.quarantined(record, now):
-            self.release(task_queue_id, worker_group, worker_id, self.claims.held_by(
+            self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
                 task_queue_id, worker_group, worker_id), now)
         return render(record)
 
@@ -156,7 +156,7 @@ class Workers:
     def list(self, task_queue_id: str, continuation: str | None, limit: int | None, quarantined: str | None,
              now: datetime) -> dict:
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        records = self.table.page(task_queue_id, decode_token(continuation), limit + 1)
+        records = self.worker_table.page(task_queue_id, decode_token(continuation), limit + 1)
         shown = [record for record in records[:limit] if not lapsed(record.expires, now)
                  and (quarantined is None or self.quarantined(record, now) == (quarantined == "true"))]
         out = {"workers": [_summary(record) for record in shown]}
@@ -165,7 +165,7 @@ class Workers:
         return out
 
     def _existing(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
-        record = self.table.load(task_queue_id, worker_group, worker_id)
+        record = self.worker_table.load(task_queue_id, worker_group, worker_id)
         if record is None or lapsed(record.expires, now):
             raise NotFound(f"Worker {worker_group}/{worker_id} has not claimed from {task_queue_id}")
         return record

@@ -36,9 +36,9 @@ from typing import Callable
 from shared.domain.timestamps import to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.tables.task_table import TaskTable
-from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.event_publisher import EventPublisher
-from shared.services.dependencies.resolution_messages import Resolution, ResolutionEvents
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.sweeps.claim_resolver import RECHECK
@@ -95,16 +95,16 @@ def _failed(resolution: Resolution, what: str, then: str = "announcing it instea
                   extra={"taskId": resolution.task_id})
 
 
-class ResolutionHandler:
-    def __init__(self, tasks: TaskTable, dependencies: Dependencies, groups: TaskGroups,
-                 graphs: TaskGraphs, claims: ClaimTable, events: ResolutionEvents, publisher: EventPublisher) -> None:
+class DependencyResolver:
+    def __init__(self, task_table: TaskTable, dependency_tracker: DependencyTracker, task_groups: TaskGroups,
+                 task_graphs: TaskGraphs, claim_table: ClaimTable, messages: ResolutionMessages, publisher: EventPublisher) -> None:
         self.publisher = publisher
-        self.events = events
-        self.tasks = tasks
-        self.dependencies = dependencies
-        self.groups = groups
-        self.graphs = graphs
-        self.claims = claims
+        self.messages = messages
+        self.task_table = task_table
+        self.dependency_tracker = dependency_tracker
+        self.task_groups = task_groups
+        self.task_graphs = task_graphs
+        self.claim_table = claim_table
 
     def handle_message(self, body: dict) -> None:
         """A 'task resolved' event as the queue carries it."""
@@ -114,11 +114,11 @@ class ResolutionHandler:
         """Process the resolution of `task_id` by run `run_id`, read from the task row; False
         if that run did not resolve the task (an intent whose write never happened, or a
         retried run)."""
-        record = self.tasks.load(task_id)
+        record = self.task_table.load(task_id)
         resolution = Resolution.of(record, run_id) if record else None
         if resolution is None:
             return False
-        published = self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
+        published = self.publisher.settle(self.task_table, task_id, record.outbox, record.etag)
         self.handle_resolution(replace(resolution, published=published))
         return True
 
@@ -140,7 +140,7 @@ class ResolutionHandler:
 
     def _dependents(self, resolution: Resolution) -> str:
         try:
-            return DONE if self.dependencies.task_resolved(resolution, long_fan_out=False) else LONG
+            return DONE if self.dependency_tracker.task_resolved(resolution, long_fan_out=False) else LONG
         except Exception:
             _failed(resolution, "processing its dependents failed")
             return FAILED
@@ -163,7 +163,7 @@ class ResolutionHandler:
     def _fan_out(self, resolution: Resolution) -> None:
         """A long fan-out's dependents, page by page, then the claimed run's row."""
         try:
-            if self.dependencies.task_resolved(resolution):
+            if self.dependency_tracker.task_resolved(resolution):
                 self._processed(resolution)
                 return
         except Exception:
@@ -172,7 +172,7 @@ class ResolutionHandler:
 
     def _announce(self, resolution: Resolution) -> None:
         try:
-            self.events.announce(resolution)
+            self.messages.announce(resolution)
         except Exception:  # the write stands: its claim row or repair intent brings it back
             _failed(resolution, "announcing its resolution failed", "it is repaired later")
 
@@ -182,7 +182,7 @@ class ResolutionHandler:
         of each other: they are processed at once, the claim row removed after both."""
         group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
         try:
-            handled = self.dependencies.task_resolved(resolution, long_fan_out)
+            handled = self.dependency_tracker.task_resolved(resolution, long_fan_out)
         finally:
             group_and_graph.result()   # its errors too; done twice, it changes nothing
         if handled:
@@ -194,10 +194,10 @@ class ResolutionHandler:
         task_id, run_id = resolution.task_id, resolution.run_id
         if resolution.worker_group:
             row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
-            if resolution.published or self.publisher.settle(self.tasks, task_id):
-                self.claims.remove_soon([row])
+            if resolution.published or self.publisher.settle(self.task_table, task_id):
+                self.claim_table.remove_soon([row])
             else:   # its events are not out: the claim expiry sweep brings the resolution back
-                self.claims.move(row, to_iso(utcnow() + RECHECK))
+                self.claim_table.move(row, to_iso(utcnow() + RECHECK))
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
 
     @staticmethod
@@ -208,12 +208,12 @@ class ResolutionHandler:
 
     def _group_and_graph(self, resolution: Resolution) -> None:
         group_id, task_id = resolution.task_group_id, resolution.task_id
-        if self.graphs.closes_label(resolution):   # its label and its membership counted down at once
-            group_resolved, labels_open = self.groups.member_completed_label(group_id, task_id, resolution.first)
-            self.graphs.label_completed(group_id, task_id, resolution.run_id, labels_open)
+        if self.task_graphs.closes_label(resolution):   # its label and its membership counted down at once
+            group_resolved, labels_open = self.task_groups.member_completed_label(group_id, task_id, resolution.first)
+            self.task_graphs.label_completed(group_id, task_id, resolution.run_id, labels_open)
         else:
-            self.graphs.task_failed(resolution)
-            group_resolved = self.groups.member_resolved(group_id, task_id, resolution.first)
+            self.task_graphs.task_failed(resolution)
+            group_resolved = self.task_groups.member_resolved(group_id, task_id, resolution.first)
         if group_resolved:
             log.info("task group %s resolved", group_id, extra={"taskGroupId": group_id})
 

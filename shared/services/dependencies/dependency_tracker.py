@@ -62,13 +62,13 @@ _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
 
 
-class Dependencies:
-    def __init__(self, tasks: TaskTable, dependencies: DependencyTable, requirements: RequirementTable,
+class DependencyTracker:
+    def __init__(self, task_table: TaskTable, dependency_table: DependencyTable, requirement_table: RequirementTable,
                  updater: TaskUpdater, expiries: TimeIndex) -> None:
         self.expiries = expiries   # the expiration sweep's index, where a long fan-out notes its progress
-        self.tasks = tasks
-        self.dependencies = dependencies
-        self.requirements = requirements
+        self.task_table = task_table
+        self.dependency_table = dependency_table
+        self.requirement_table = requirement_table
         self.updater = updater
         self._reads = SharedReads()
 
@@ -76,7 +76,7 @@ class Dependencies:
         """A dependency's row, from a read that began after this call did, as a read of its
         own would: the creators of a fan-out's children (a decision task's 16 callers) ask
         for its root at once, twice each (the check, the re-check), and share the reads."""
-        return self._reads.read(task_id, lambda: self.tasks.load(task_id))
+        return self._reads.read(task_id, lambda: self.task_table.load(task_id))
 
     def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
         """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
@@ -132,10 +132,10 @@ class Dependencies:
         listed = list(_READERS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), on_row in zip(outside, listed) if not on_row]
-        self.dependencies.add(edges)
+        self.dependency_table.add(edges)
         for required, dependent, _ in edges:
             registration.tabled.setdefault(dependent.task_id, []).append(required)
-        self.requirements.add(requirement_rows)
+        self.requirement_table.add(requirement_rows)
         return registration
 
     def _list_on(self, record: TaskRecord, dependent: Dependent) -> bool:
@@ -148,7 +148,7 @@ class Dependencies:
             if len(row.dependents) < LISTED_DEPENDENTS:
                 return replace(row, dependents=row.dependents + (dependent,))
             return replace(row, more_dependents=True)
-        saved = change_until_saved(lambda: self.tasks.load(record.task_id), add, self.tasks.save_dependents,
+        saved = change_until_saved(lambda: self.task_table.load(record.task_id), add, self.task_table.save_dependents,
                                    first=record)
         return saved is not None and any(d.task_id == dependent.task_id for d in saved.dependents)
 
@@ -156,7 +156,7 @@ class Dependencies:
         """listDependentTasks: up to `limit` dependents of a task, in taskId order after `after`:
         those its row lists and those of the table (a dependency resolved when its dependent
         was created is in the table alone)."""
-        table = self.dependencies.dependents(record.task_id, after, limit)
+        table = self.dependency_table.dependents(record.task_id, after, limit)
         found = {dependent.task_id for dependent in (*record.dependents, *table) if dependent.task_id > after}
         return sorted(found)[:limit]
 
@@ -168,7 +168,7 @@ class Dependencies:
         if Dependent.of(task_id, definition).waits_on == 1:
             return _satisfied_now(requires, self._load(definition["dependencies"][0])) and self.schedule(task_id)
         while True:
-            waiting = self.requirements.remaining(task_id, page)
+            waiting = self.requirement_table.remaining(task_id, page)
             if not waiting:
                 return self.schedule(task_id)
             records = _READERS.map(self._load, waiting)
@@ -177,12 +177,12 @@ class Dependencies:
             if not done:
                 return False
             for required_id in done:
-                self.requirements.satisfy(task_id, required_id)
+                self.requirement_table.satisfy(task_id, required_id)
 
     def schedule_if_ready(self, task_id: str) -> bool:
         """Re-check an unscheduled task; True if that scheduled it (not a concurrent handler
         of its last dependency's resolution)."""
-        record = self.tasks.load(task_id, with_definition=True)
+        record = self.task_table.load(task_id, with_definition=True)
         if record is None or record.status.runs:
             return False
         return self.recheck(task_id, record.definition)
@@ -194,7 +194,7 @@ class Dependencies:
         after it (or skips it, once done). `long_fan_out=False`: do nothing and answer False
         if the fan-out is that long."""
         task_id, state = resolution.task_id, resolution.state
-        page = self.dependencies.dependents(task_id, "", PAGE) if resolution.more_dependents else []
+        page = self.dependency_table.dependents(task_id, "", PAGE) if resolution.more_dependents else []
         long = len(page) == PAGE
         if long and not long_fan_out:
             return False
@@ -205,13 +205,13 @@ class Dependencies:
             if after == ALL_DONE:
                 return True
             if after:
-                page = self.dependencies.dependents(task_id, after, PAGE)
+                page = self.dependency_table.dependents(task_id, after, PAGE)
         while page:
             self._satisfy_all(page, task_id, state)
             if len(page) < PAGE:
                 break
             self.expiries.put(resolution.expires, progress, page[-1].task_id)
-            page = self.dependencies.dependents(task_id, page[-1].task_id, PAGE)
+            page = self.dependency_table.dependents(task_id, page[-1].task_id, PAGE)
         if long:
             self.expiries.put(resolution.expires, progress, ALL_DONE)
         return True
@@ -234,7 +234,7 @@ class Dependencies:
         if not satisfies(dependent.requires, state):
             return
         # Its only dependency (it has no requirement row), or its last requirement satisfied.
-        if dependent.waits_on == 1 or not self.requirements.satisfy(dependent.task_id, required_id):
+        if dependent.waits_on == 1 or not self.requirement_table.satisfy(dependent.task_id, required_id):
             self.schedule(dependent.task_id)
 
     def schedule(self, task_id: str, why: str = "dependencies done") -> bool:

@@ -13,9 +13,9 @@ import logging
 from datetime import timedelta
 
 from shared.storage.client.message_queue import MessageQueue, ReceivedMessage
-from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.scheduler.graph_parts import GraphParts
-from shared.services.dependencies.dependency_resolver import ResolutionHandler
+from shared.services.dependencies.dependency_resolver import DependencyResolver
 
 log = logging.getLogger("queue.repairs")
 BATCH = 32
@@ -29,13 +29,13 @@ MAX_ATTEMPTS = 5   # as the host's maxDequeueCount for queue triggers
 
 
 class Repairs:
-    def __init__(self, intents: MessageQueue, poison: MessageQueue, handler: ResolutionHandler,
-                 dependencies: Dependencies, graph_parts: GraphParts) -> None:
+    def __init__(self, intents: MessageQueue, poison: MessageQueue, dependency_resolver: DependencyResolver,
+                 dependency_tracker: DependencyTracker, graph_parts: GraphParts) -> None:
         self.graph_parts = graph_parts
         self.intents = intents
         self.poison = poison
-        self.handler = handler
-        self.dependencies = dependencies
+        self.dependency_resolver = dependency_resolver
+        self.dependency_tracker = dependency_tracker
 
     def sweep(self, max_batches: int = 10, hold: timedelta = HOLD) -> int:
         """Check every due intent (up to `max_batches` batches); returns how many were repaired.
@@ -72,11 +72,11 @@ class Repairs:
             return int(self.graph_parts.check(intent["taskGraphId"], int(intent["partsLeft"]),
                                               int(intent.get("stalls", 0))))
         task_id = intent["taskId"]
-        if intent["kind"] == "task-resolved" and self.handler.handle(task_id, int(intent["runId"])):
+        if intent["kind"] == "task-resolved" and self.dependency_resolver.handle(task_id, int(intent["runId"])):
             log.warning("repaired: resolution of task %s run %s had not been processed", task_id,
                         intent["runId"], extra={"taskId": task_id, "repair": "task-resolved"})
             return 1
-        if intent["kind"] == "check-ready" and self.dependencies.schedule_if_ready(task_id):
+        if intent["kind"] == "check-ready" and self.dependency_tracker.schedule_if_ready(task_id):
             log.warning("repaired: task %s had all dependencies satisfied but was unscheduled", task_id,
                         extra={"taskId": task_id, "repair": "check-ready"})
             return 1

@@ -88,7 +88,7 @@ _MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "reso
                  "runs": "runs"}
 
 
-class ResolutionEvents:
+class ResolutionMessages:
     def __init__(self, resolved: MessageQueue, repairs: MessageQueue, repair_delay: timedelta = REPAIR_DELAY) -> None:
         self.resolved = resolved
         self.repairs = repairs
@@ -99,6 +99,11 @@ class ResolutionEvents:
 
     def announce(self, resolution: Resolution) -> None:
         self.resolved.send(resolution.to_message())
+
+    def follow_up(self, resolution: Resolution) -> None:
+        """The follow-up of an updater that only schedules runs (the dependency tracker's and
+        the creators'): a resolution, should one come, goes to the queue-triggered resolver."""
+        self.announce(resolution)
 
     def intend_graph_check(self, graph_id: str, parts_left: int, stalls: int = 0) -> None:
         """A new graph with `parts_left` parts to create: look again later, in case the

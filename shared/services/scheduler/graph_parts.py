@@ -44,8 +44,8 @@ from shared.storage.errors import ChangedSinceRead
 from shared.storage.client.message_queue import MessageQueue
 from shared.storage.tables.task_graph_table import EXTENDED, GraphRecord, LabelRecord, Part, TaskGraphTable, part_stage
 from shared.storage.patterns.conditional_writes import change_until_saved
-from shared.services.dependencies.dependency_tracker import Dependencies
-from shared.services.dependencies.resolution_messages import ResolutionEvents
+from shared.services.dependencies.dependency_tracker import DependencyTracker
+from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.tasks.task_creation import TaskCreation
 
 log = logging.getLogger("queue.task-graphs")
@@ -58,13 +58,13 @@ _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-start")
 
 
 class GraphParts:
-    def __init__(self, graphs: TaskGraphTable, creation: TaskCreation, dependencies: Dependencies,
-                 events: ResolutionEvents, messages: MessageQueue, safety_delay: timedelta) -> None:
-        self.dependencies = dependencies
-        self.events = events
-        self.graphs = graphs
-        self.creation = creation
+    def __init__(self, graph_table: TaskGraphTable, creation: TaskCreation, dependency_tracker: DependencyTracker,
+                 messages: ResolutionMessages, part_queue: MessageQueue, safety_delay: timedelta) -> None:
+        self.dependency_tracker = dependency_tracker
         self.messages = messages
+        self.graph_table = graph_table
+        self.creation = creation
+        self.part_queue = part_queue
         self.safety_delay = safety_delay
         self.lease = max(safety_delay * LEASE_DELAYS, LEASE_FLOOR)
 
@@ -83,15 +83,15 @@ class GraphParts:
         else:
             wave = _waves(nodes)
             parts = _staged(_split([entries[task_id] for task_id in sorted(entries, key=lambda t: (wave[t], t))]))
-        self.graphs.add_parts(graph_id, parts, extension)
+        self.graph_table.add_parts(graph_id, parts, extension)
 
     def dispatch(self, graph_id: str, inline: bool) -> None:
         """Have the parts still stored created: by the queue trigger, or (`inline`, a small
         graph) here and now, with a delayed message each in case this process dies."""
-        keys = self.graphs.parts(graph_id)
+        keys = self.graph_table.parts(graph_id)
         first = _first_stage(keys)
         self._send(graph_id, first, self.safety_delay if inline else timedelta(0))
-        self.events.intend_graph_check(graph_id, len(keys))
+        self.messages.intend_graph_check(graph_id, len(keys))
         for key in first if inline else []:
             self.create_part(graph_id, key)
         if not keys:
@@ -107,7 +107,7 @@ class GraphParts:
         looked at again later each time it stalls again (`stalls` looks in a row did). While
         handlers are at work, the parts waiting are behind them in the queue. True if it
         sent any."""
-        marks = self.graphs.part_marks(graph_id)
+        marks = self.graph_table.part_marks(graph_id)
         if not marks:
             self._end_creation(graph_id)  # the last part's handler may have died before
             return False
@@ -121,20 +121,20 @@ class GraphParts:
             log.warning("task graph %s: %d parts made no progress; sent again", graph_id, len(lost),
                         extra={"taskGraphId": graph_id})
             self._send(graph_id, lost, timedelta(0))
-        self.events.intend_graph_check(graph_id, len(marks), stalls + 1 if stalled else 0)
+        self.messages.intend_graph_check(graph_id, len(marks), stalls + 1 if stalled else 0)
         return bool(lost)
 
     def _send(self, graph_id: str, keys: list[str], delay: timedelta) -> None:
         for key in keys:
-            self.messages.send({"taskGraphId": graph_id, "part": key}, delay)
+            self.part_queue.send({"taskGraphId": graph_id, "part": key}, delay)
 
     def create_part(self, graph_id: str, key: str) -> None:
         """Create the tasks of one part (the queue trigger's work), unless another handler is
         at it; then send the next stage if that was its stage's last part, or end the
         creation if it was the last part."""
-        part = self.graphs.load_part(graph_id, key)
+        part = self.graph_table.load_part(graph_id, key)
         if part is None:
-            if not self.graphs.any_part(graph_id):
+            if not self.graph_table.any_part(graph_id):
                 self._end_creation(graph_id)   # the last part's handler may have died before
             return
         taken_over = bool(part.begun)
@@ -144,19 +144,19 @@ class GraphParts:
         plan = self._plan(part, taken_over)
         # Labels before tasks: a task's resolution looks up its label. A task that exists
         # has its label already; writing it again would reopen a completed one.
-        self.graphs.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
+        self.graph_table.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
                                             node["reruns"], node["reruns"])
                                 for node in part.nodes if node["taskId"] not in plan.existing])
         self.creation.carry_out(plan, utcnow())
         try:
-            self.graphs.remove_part(part, graph_id)
+            self.graph_table.remove_part(part, graph_id)
         except ChangedSinceRead:
             log.warning("task graph %s: part %s was taken over while it was created", graph_id, key,
                         extra={"taskGraphId": graph_id})
             return
         log.info("task graph %s: part %s created (%d tasks)", graph_id, key, len(part.nodes),
                  extra={"taskGraphId": graph_id})
-        keys = self.graphs.parts(graph_id)
+        keys = self.graph_table.parts(graph_id)
         if not keys:
             self._end_creation(graph_id)
         elif part_stage(keys[0]) > part.stage:
@@ -181,7 +181,7 @@ class GraphParts:
                      extra={"taskGraphId": graph_id})
             return None
         try:
-            return self.graphs.begin_part(part, graph_id, to_iso(now))
+            return self.graph_table.begin_part(part, graph_id, to_iso(now))
         except ChangedSinceRead:
             return None
 
@@ -199,23 +199,23 @@ class GraphParts:
         """No part is left (every caller has just found so): a new graph starts (its roots
         scheduled), an extension is marked done; the graph leaves `creating` for `running`, or
         `finished` if every task it holds has completed already."""
-        graph = self.graphs.load_graph(graph_id)
+        graph = self.graph_table.load_graph(graph_id)
         if graph is None or (graph.state != CREATING and not graph.extension):
             return
         if graph.extension:
-            self.graphs.mark_extension(graph_id, graph.extension, EXTENDED)
+            self.graph_table.mark_extension(graph_id, graph.extension, EXTENDED)
             roots = []
         else:
-            roots = [label.task_id for label in self.graphs.labels(graph_id) if not label.required_ids]
-            list(_POOL.map(lambda task_id: self.dependencies.schedule(task_id, "graph started"), roots))
+            roots = [label.task_id for label in self.graph_table.labels(graph_id) if not label.required_ids]
+            list(_POOL.map(lambda task_id: self.dependency_tracker.schedule(task_id, "graph started"), roots))
 
         def created(g: GraphRecord) -> GraphRecord:
             if g.state != CREATING and not g.extension:
                 return g
             # The roots may have completed already, every label with them: then it is finished.
-            state = (RUNNING if self.graphs.any_open(graph_id) else FINISHED) if g.state == CREATING else g.state
+            state = (RUNNING if self.graph_table.any_open(graph_id) else FINISHED) if g.state == CREATING else g.state
             return replace(g, state=state, extension="")
-        change_until_saved(lambda: self.graphs.load_graph(graph_id), created, self.graphs.save_graph)
+        change_until_saved(lambda: self.graph_table.load_graph(graph_id), created, self.graph_table.save_graph)
         log.info("task graph %s: every task created (%s)", graph_id,
                  f"extension {graph.extension}" if graph.extension else f"{len(roots)} root tasks scheduled",
                  extra={"taskGraphId": graph_id})

@@ -26,6 +26,7 @@ from shared.validation import validate
 from shared.storage.patterns.conditional_writes import change_until_saved
 from shared.services.scheduler.graph_parts import INLINE_TASKS, GraphParts
 from shared.services.dependencies.resolution_messages import Resolution
+from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.tasks.task_updater import TaskUpdater
 
@@ -39,11 +40,12 @@ WIDE_GRAPH_TASKS = 5_000
 
 
 class TaskGraphs:
-    def __init__(self, graphs: TaskGraphTable, tasks: TaskTable, creation: TaskCreation,
-                 updater: TaskUpdater, parts: GraphParts) -> None:
+    def __init__(self, graph_table: TaskGraphTable, task_table: TaskTable, creation: TaskCreation,
+                 task_groups: TaskGroups, updater: TaskUpdater, parts: GraphParts) -> None:
         self.parts = parts
-        self.graphs = graphs
-        self.tasks = tasks
+        self.task_groups = task_groups
+        self.graph_table = graph_table
+        self.task_table = task_table
         self.creation = creation
         self.updater = updater
 
@@ -55,7 +57,7 @@ class TaskGraphs:
         the tasks: all of them, or none when the graph exists (the request that stored it was
         checked)."""
         fingerprint = task_graph.fingerprint(request)
-        graph = self.graphs.load_graph(graph_id)
+        graph = self.graph_table.load_graph(graph_id)
         if graph is not None and graph.fingerprint != fingerprint:
             raise Conflict(f"Task graph {graph_id} already exists with a different definition")
         if graph is not None:
@@ -71,9 +73,9 @@ class TaskGraphs:
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
             self.creation.prepare(definitions, unused_ids=True)
             if len(nodes) >= WIDE_GRAPH_TASKS:
-                self.creation.groups.make_wide(definitions[nodes[0].task_id])
+                self.task_groups.make_wide(definitions[nodes[0].task_id])
             self.parts.store(graph_id, nodes, definitions)
-            self.graphs.add_label_names(graph_id, "graph", list(request["tasks"]))
+            self.graph_table.add_label_names(graph_id, "graph", list(request["tasks"]))
             self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
         self.parts.dispatch(graph_id, inline=len(nodes) <= INLINE_TASKS)
         log.info("task graph %s accepted with %d tasks", graph_id, len(nodes), extra={"taskGraphId": graph_id})
@@ -88,7 +90,7 @@ class TaskGraphs:
         may create the new tasks."""
         graph = self._existing(graph_id)
         fingerprint = task_graph.fingerprint(request)
-        progress = self.graphs.extension(graph_id, fingerprint)
+        progress = self.graph_table.extension(graph_id, fingerprint)
         if progress == EXTENDED:
             authorize({})   # nothing left to create
             return self.status(graph_id)
@@ -96,7 +98,7 @@ class TaskGraphs:
             raise Conflict(f"Task graph {graph_id} is {graph.state}; it cannot be extended")
         # Its own labels, written by an earlier attempt, are no clash.
         known = {label: task_graph.task_id_for(graph_id, label)
-                 for label in self.graphs.label_names(graph_id, but=fingerprint)}
+                 for label in self.graph_table.label_names(graph_id, but=fingerprint)}
         nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
         definitions = _definitions(nodes, utcnow())
         authorize(definitions)
@@ -105,8 +107,8 @@ class TaskGraphs:
             # not read one by one to find so (a clash is still caught when rows are inserted).
             self.creation.prepare(definitions, unused_ids=True)   # a refusal leaves no trace
             self.parts.store(graph_id, nodes, definitions, extension=fingerprint)
-            self.graphs.add_label_names(graph_id, fingerprint, list(request["tasks"]))
-            self.graphs.mark_extension(graph_id, fingerprint, EXTENDING)
+            self.graph_table.add_label_names(graph_id, fingerprint, list(request["tasks"]))
+            self.graph_table.mark_extension(graph_id, fingerprint, EXTENDING)
         # `creating` before any new task exists: a graph whose tasks all complete meanwhile
         # must not finish while tasks are still to come (the creation's end decides).
         self._set_state(graph_id, lambda g: replace(g, state=CREATING, extension=fingerprint)
@@ -117,9 +119,9 @@ class TaskGraphs:
 
     def _insert(self, graph: GraphRecord) -> GraphRecord:
         try:
-            return self.graphs.insert_graph(graph)
+            return self.graph_table.insert_graph(graph)
         except AlreadyExists:  # a concurrent creation: the same request, or a conflict
-            existing = self.graphs.load_graph(graph.graph_id)
+            existing = self.graph_table.load_graph(graph.graph_id)
             if existing.fingerprint != graph.fingerprint:
                 raise Conflict(f"Task graph {graph.graph_id} already exists with a different definition") from None
             return existing
@@ -127,17 +129,17 @@ class TaskGraphs:
     def status(self, graph_id: str) -> dict:
         graph = self._existing(graph_id)
         if graph.state == BLOCKED:  # read only the blockers' tasks
-            labels = [self.graphs.load_label(graph_id, label) for label in graph.blocked_by]
+            labels = [self.graph_table.load_label(graph_id, label) for label in graph.blocked_by]
             records = dict(zip(graph.blocked_by, _READERS.map(
-                lambda label: self.tasks.load(label.task_id) if label else None, labels)))
+                lambda label: self.task_table.load(label.task_id) if label else None, labels)))
             graph = _as_now(graph, records)
         return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": graph.state}}
 
     def inspect(self, graph_id: str) -> dict:
         graph = self._existing(graph_id)
-        labels = self.graphs.labels(graph_id)
+        labels = self.graph_table.labels(graph_id)
         records = dict(zip((label.label for label in labels),
-                           _READERS.map(lambda label: self.tasks.load(label.task_id), labels)))
+                           _READERS.map(lambda label: self.task_table.load(label.task_id), labels)))
         graph = _as_now(graph, records)
         label_of = {label.task_id: label.label for label in labels}
         requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}
@@ -168,7 +170,7 @@ class TaskGraphs:
         if resolution.scheduler_id != SCHEDULER_ID or resolution.state is RunState.COMPLETED:
             return
         graph_id, task_id = resolution.task_group_id, resolution.task_id
-        label = self.graphs.label_of(graph_id, task_id)
+        label = self.graph_table.label_of(graph_id, task_id)
         if label is None:
             return
         if not self._rerun(graph_id, label, task_id, resolution.run_id):
@@ -191,7 +193,7 @@ class TaskGraphs:
             # Nothing to change: a label is in blockedBy only after a run of it failed for
             # good, so its completion is a later run. Most completions skip the graph row.
             return
-        label = self.graphs.label_of(graph_id, task_id)
+        label = self.graph_table.label_of(graph_id, task_id)
         if label is None:
             return
 
@@ -201,7 +203,7 @@ class TaskGraphs:
             if state in (RUNNING, BLOCKED) and not blocked_by:
                 # `finished` was read before this write: another completion may have closed
                 # the last open label since, and found the graph still blocked by this one.
-                state = FINISHED if finished or not self.graphs.any_open(graph_id) else RUNNING
+                state = FINISHED if finished or not self.graph_table.any_open(graph_id) else RUNNING
             return replace(graph, state=state, blocked_by=blocked_by)
         # Written even unchanged when no label is open: a completion that read this one's
         # label open before may be writing `running` now, on the row as it read it.
@@ -215,7 +217,7 @@ class TaskGraphs:
             if record.rerun_of_run >= run_id or record.reruns_left <= 0:
                 return record  # answered already, or no rerun left
             return replace(record, reruns_left=record.reruns_left - 1, rerun_of_run=run_id)
-        answered = change_until_saved(lambda: self.graphs.load_label(graph_id, label, task_id), count, self.graphs.save_label)
+        answered = change_until_saved(lambda: self.graph_table.load_label(graph_id, label, task_id), count, self.graph_table.save_label)
         if answered.rerun_of_run < run_id:
             return False
         now = utcnow()
@@ -232,12 +234,12 @@ class TaskGraphs:
         return True
 
     def _set_state(self, graph_id: str, change, touch: bool = False) -> None:
-        if change_until_saved(lambda: self.graphs.load_graph(graph_id), change, self.graphs.save_graph,
+        if change_until_saved(lambda: self.graph_table.load_graph(graph_id), change, self.graph_table.save_graph,
                               touch=touch) is None:
             raise NotFound(f"Task graph {graph_id} not found")
 
     def _existing(self, graph_id: str) -> GraphRecord:
-        graph = self.graphs.load_graph(graph_id)
+        graph = self.graph_table.load_graph(graph_id)
         if graph is None:
             raise NotFound(f"Task graph {graph_id} not found")
         return graph

@@ -22,7 +22,7 @@ from shared.storage.patterns.keys import escape_key, unescape_key
 from shared.storage.tables.task_queue_table import TaskQueueTable
 from shared.storage.patterns.time_index import DueItem, TimeIndex
 from shared.storage.tables.worker_table import WorkerRecord, WorkerTable
-from shared.services.sweeps.claim_resolver import KEEP, TimeResolver
+from shared.services.sweeps.sweep import KEEP, Sweep
 
 log = logging.getLogger("queue.expiration")
 
@@ -31,7 +31,7 @@ def lapsed(expires: str, now: datetime) -> bool:
     return parse_iso(expires) <= now
 
 
-class _QuietRows(TimeResolver):
+class _QuietRows(Sweep):
     action = "expired"
 
     def _handle(self, item: DueItem, now: datetime) -> int | None:

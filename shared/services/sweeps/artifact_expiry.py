@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from shared.storage.patterns.keys import bounded_key
 from shared.storage.patterns.time_index import DueItem, TimeIndex
-from shared.services.sweeps.claim_resolver import TimeResolver
+from shared.services.sweeps.sweep import Sweep
 
 if TYPE_CHECKING:   # the services this sweep calls index their rows through this module
     from shared.services.artifacts.artifacts import Artifacts
@@ -36,7 +36,7 @@ def watch_artifact(index: TimeIndex, task_id: str, run_id: int, name: str, expir
               json.dumps({"taskId": task_id, "runId": run_id, "name": name}))
 
 
-class ArtifactExpiry(TimeResolver):
+class ArtifactExpiry(Sweep):
     action = "expired"
 
     def __init__(self, index: TimeIndex, artifacts: Artifacts, objects: Objects) -> None:

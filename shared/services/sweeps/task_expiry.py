@@ -9,7 +9,7 @@ Artifacts and objects have expiry items of their own (see `artifact_expiry`).
 
 A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
 is past its deadline and so resolved for good (`expires` is never before the deadline),
-from the task's row or from its group's deadline row (see `time_resolvers.Deadlines`):
+from the task's row or from its group's deadline row (see `deadline_resolver`):
 the sweep reads only what is due. Each deletion is repeatable and the task row goes last,
 so a sweep killed midway is finished by the next one.
 """
@@ -30,7 +30,7 @@ from shared.storage.tables.task_group_table import DeadlineRow, TaskGroupTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.storage.patterns.time_index import DueItem, TimeIndex
 from shared.services.tasks.run_results import results_blob
-from shared.services.sweeps.claim_resolver import KEEP, TimeResolver
+from shared.services.sweeps.sweep import KEEP, Sweep
 
 log = logging.getLogger("queue.expiration")
 TASK, GROUP = "task.", "group."
@@ -51,18 +51,18 @@ class _Expiring:
                            "requirements": self.requirements, "deadline": self.deadline})
 
 
-class Expiration(TimeResolver):
+class TaskExpiry(Sweep):
     action = "expired"
 
-    def __init__(self, index: TimeIndex, tasks: TaskTable, dependencies: DependencyTable,
-                 requirements: RequirementTable, groups: TaskGroupTable,
-                 graphs: TaskGraphTable, blobs) -> None:
+    def __init__(self, index: TimeIndex, task_table: TaskTable, dependency_table: DependencyTable,
+                 requirement_table: RequirementTable, group_table: TaskGroupTable,
+                 graph_table: TaskGraphTable, blobs) -> None:
         super().__init__(index)
-        self.tasks = tasks
-        self.dependencies = dependencies
-        self.requirements = requirements
-        self.groups = groups
-        self.graphs = graphs
+        self.task_table = task_table
+        self.dependency_table = dependency_table
+        self.requirement_table = requirement_table
+        self.group_table = group_table
+        self.graph_table = graph_table
         self.blobs = blobs
 
     def watch(self, records: list[TaskRecord], not_before: str,
@@ -116,7 +116,7 @@ class Expiration(TimeResolver):
             noted = json.loads(item.value)
             return _Expiring(task_id, noted["group"], noted["dependencies"], noted.get("runs", 0),
                              noted.get("requirements", True), noted.get("deadline", "")), False
-        record = self.tasks.load(task_id, with_definition=True)
+        record = self.task_table.load(task_id, with_definition=True)
         if record is None:
             return None, False
         if not record.status.state.is_resolved:
@@ -126,23 +126,23 @@ class Expiration(TimeResolver):
     def _expire_tasks(self, tasks: list[_Expiring], gone_groups: set[str]) -> None:
         self.blobs.delete_many([results_blob(task.task_id, run_id) for task in tasks for run_id in range(task.runs)])
         for task in tasks:
-            self.dependencies.forget(task.task_id, task.dependencies)
+            self.dependency_table.forget(task.task_id, task.dependencies)
             if task.requirements:
-                self.requirements.forget(task.task_id)
-        self.groups.forget_members([(task.group_id, task.task_id, task.deadline) for task in tasks
+                self.requirement_table.forget(task.task_id)
+        self.group_table.forget_members([(task.group_id, task.task_id, task.deadline) for task in tasks
                                     if task.group_id not in gone_groups])
-        self.tasks.delete_many([task.task_id for task in tasks])  # last: while it exists, its item is handled again
+        self.task_table.delete_many([task.task_id for task in tasks])  # last: while it exists, its item is handled again
         for task in tasks:
             log.info("task %s expired and was deleted", task.task_id,
                      extra={"taskId": task.task_id, "action": self.action})
 
     def _expire_group(self, group_id: str, now: datetime) -> bool:
         """Delete a group (and its graph) whose expiry passed; True if it was deleted."""
-        group = self.groups.load(group_id)
+        group = self.group_table.load(group_id)
         if group is None or parse_iso(group.expires) > now:
             return False  # gone already, or extended by a later task (indexed at its own expiry)
-        self.graphs.forget(group_id)
-        self.groups.forget(group_id)  # last: the group row goes with its partition
+        self.graph_table.forget(group_id)
+        self.group_table.forget(group_id)  # last: the group row goes with its partition
         log.info("task group %s expired and was deleted", group_id,
                  extra={"taskGroupId": group_id, "action": self.action})
         return True

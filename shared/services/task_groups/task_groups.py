@@ -45,9 +45,9 @@ def decode_token(token: str | None) -> str:
 
 
 class TaskGroups:
-    def __init__(self, groups: TaskGroupTable, tasks: TaskTable, publisher: EventPublisher) -> None:
-        self.groups = groups
-        self.tasks = tasks
+    def __init__(self, group_table: TaskGroupTable, task_table: TaskTable, publisher: EventPublisher) -> None:
+        self.group_table = group_table
+        self.task_table = task_table
         self.publisher = publisher
 
     def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
@@ -66,13 +66,13 @@ class TaskGroups:
     def _known(self, group_id: str) -> TaskGroupRecord | None:
         """The group as this process knows it, read only if it does not, or if its expiry
         is near (after it, the group may be deleted and made again, by another first task)."""
-        return self._trusted(group_id) or self.groups.load(group_id)
+        return self._trusted(group_id) or self.group_table.load(group_id)
 
     def _trusted(self, group_id: str) -> TaskGroupRecord | None:
         """The group as this process last wrote or read it, unless its expiry is near. Its
         `resolved` and `sealed` only move forward while it lives: a version that has them
         set is as far as the row got, or behind it."""
-        known = self.groups.last_known(group_id)
+        known = self.group_table.last_known(group_id)
         if known is not None and parse_iso(known.expires) > utcnow() + TRUST_BEFORE_EXPIRY:
             return known
         return None
@@ -97,17 +97,17 @@ class TaskGroups:
                     break
                 group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
             try:
-                members_before |= self.groups.add_members(
+                members_before |= self.group_table.add_members(
                     group_id, {task_id: definitions[task_id] for task_id in task_ids}, refuse_sealed=not accepted)
             except Closed:
-                sealed = self.groups.load(group_id)
+                sealed = self.group_table.load(group_id)
                 raise Conflict(f"Task group {group_id} was sealed at {sealed.sealed if sealed else 'a moment ago'}; "
                                "no tasks can be added") from None
         return members_before
 
     def withdraw(self, task_id: str, definition: dict) -> None:
         """Take back a new task's membership: its taskId turned out to be another group's task."""
-        self.groups.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
+        self.group_table.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
 
     def make_wide(self, definition: dict) -> None:
         """Make the group of a large graph's tasks (this is one of them) before any of its
@@ -118,33 +118,33 @@ class TaskGroups:
         fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
                                 bucket_width=bucket_width)
         try:
-            return self.groups.insert(fresh)
+            return self.group_table.insert(fresh)
         except AlreadyExists:
-            return self.groups.load(fresh.task_group_id)
+            return self.group_table.load(fresh.task_group_id)
 
     def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> TaskGroupRecord | None:
         """The group, its expiry made at least `expires`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
             return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
-        return change_until_saved(lambda: self.groups.load(group.task_group_id), later, self.groups.save, first=group)
+        return change_until_saved(lambda: self.group_table.load(group.task_group_id), later, self.group_table.save, first=group)
 
     def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
         """Note that a member resolved (`first`: as it was then, for its deadline row); True
         when that made the whole group resolved (the group's resolved time only moves
         forward, so noting it twice is once)."""
-        return not self.groups.member_resolved(task_group_id, task_id, first) \
+        return not self.group_table.member_resolved(task_group_id, task_id, first) \
             and self._resolved(task_group_id, first.resolved)
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """`member_resolved` for a graph's task that completed, whose label closes in the same
         transaction; whether that made the whole group resolved, and whether a label of the
         graph is open still."""
-        members_left, labels_left = self.groups.member_completed_label(task_group_id, task_id, first)
+        members_left, labels_left = self.group_table.member_completed_label(task_group_id, task_id, first)
         return not members_left and self._resolved(task_group_id, first.resolved), labels_left
 
     def member_rerun(self, task_group_id: str, task_id: str, deadline: str) -> None:
         """Before a member is rerun: its deadline is decided by its row from now on."""
-        self.groups.member_rerun(task_group_id, task_id, deadline)
+        self.group_table.member_rerun(task_group_id, task_id, deadline)
 
     def _resolved(self, task_group_id: str, resolved: str) -> bool:
         """No member is left unresolved (at `resolved`): note it on the group's row and announce
@@ -156,16 +156,16 @@ class TaskGroups:
                 task_group_id, group.scheduler_id, group.expires, resolved, resolved))
         # From the version this process knows (a refused write reads the row): one that says
         # resolved at or after this is right to change nothing, as the row says as much.
-        return self._change(lambda: self.groups.load(task_group_id), mark, first=self._trusted(task_group_id))
+        return self._change(lambda: self.group_table.load(task_group_id), mark, first=self._trusted(task_group_id))
 
     def _change(self, load: Callable[[], TaskGroupRecord | None],
                 change: Callable[[TaskGroupRecord], TaskGroupRecord], first: TaskGroupRecord | None = None) -> bool:
         """Change the group's row and publish the events the change added; whether it changed.
         `first`: the row as known already, tried before a read."""
-        return self.publisher.change(self.groups, load, change, self.groups.save, first)[1]
+        return self.publisher.change(self.group_table, load, change, self.group_table.save, first)[1]
 
     def _announced(self, group: TaskGroupRecord, event: task_events.Event) -> TaskGroupRecord:
-        return replace(group, outbox=group.outbox + (event,)) if self.publisher.bus else group
+        return replace(group, outbox=group.outbox + (event,)) if self.publisher.publishing else group
 
     def get(self, task_group_id: str) -> dict:
         group = self._existing(task_group_id)
@@ -183,7 +183,7 @@ class TaskGroups:
                 task_group_id, group.scheduler_id, group.expires, now, now))
         self._change(lambda: self._existing(task_group_id, authorize), sealed)
         out = self.get(task_group_id)
-        self.groups.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
+        self.group_table.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
         return out
 
     def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
@@ -191,7 +191,7 @@ class TaskGroups:
         if not self._existing(task_group_id, authorize).sealed:
             raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
         size, canceled, after = 0, [], ""
-        while page := self.groups.members(task_group_id, after, DEFAULT_PAGE):
+        while page := self.group_table.members(task_group_id, after, DEFAULT_PAGE):
             size += len(page)
             canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
             after = page[-1]
@@ -200,7 +200,7 @@ class TaskGroups:
 
     def _existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
         """The group, checked by `authorize(group)` (the caller's scope check) if given."""
-        group = self.groups.load(task_group_id)
+        group = self.group_table.load(task_group_id)
         if group is None:
             raise NotFound(f"Task group {task_group_id} not found")
         if authorize is not None:
@@ -211,19 +211,19 @@ class TaskGroups:
         out = self.get(task_group_id)
         out.pop("sealed", None)
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        members = self.groups.members(task_group_id, decode_token(continuation), limit + 1)
+        members = self.group_table.members(task_group_id, decode_token(continuation), limit + 1)
         out.update(self.page_of_tasks(members, limit))
         return out
 
     def recent(self, limit: int) -> dict:
         """The groups written to last, for people looking for theirs (not a Taskcluster call)."""
-        return {"taskGroups": self.groups.recent(limit)}
+        return {"taskGroups": self.group_table.recent(limit)}
 
     def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
         """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given
         when there may be more), reading the tasks in parallel."""
         page = task_ids[:limit]
-        records = _READERS.map(lambda task_id: self.tasks.load(task_id, with_definition=True), page)
+        records = _READERS.map(lambda task_id: self.task_table.load(task_id, with_definition=True), page)
         out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
                          for record in records if record is not None]}
         if len(task_ids) > limit:

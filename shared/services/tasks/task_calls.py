@@ -9,7 +9,7 @@ from shared.domain.errors import NotFound
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import utcnow
 from shared.storage.tables.task_table import TaskRecord, TaskTable
-from shared.services.dependencies.dependency_tracker import Dependencies
+from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.task_groups.task_groups import DEFAULT_PAGE, TaskGroups, decode_token
 from shared.services.tasks.task_updater import TaskUpdater
@@ -17,13 +17,13 @@ from shared.services.tasks.task_updater import TaskUpdater
 Authorize = Callable[[TaskRecord], None] | None   # the caller's scope check on the task as read
 
 
-class Tasks:
-    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, dependencies: Dependencies,
+class TaskCalls:
+    def __init__(self, task_table: TaskTable, updater: TaskUpdater, task_groups: TaskGroups, dependency_tracker: DependencyTracker,
                  creation: TaskCreation) -> None:
-        self.tasks = tasks
+        self.task_table = task_table
         self.updater = updater
-        self.groups = groups
-        self.dependencies = dependencies
+        self.task_groups = task_groups
+        self.dependency_tracker = dependency_tracker
         self.creation = creation
 
     def create(self, task_id: str, body: dict, authorize: Callable[[dict], None] | None = None) -> dict:
@@ -43,7 +43,7 @@ class Tasks:
         return render_status(record.summary, record.status)
 
     def _load(self, task_id: str, with_definition: bool = False) -> TaskRecord:
-        record = self.tasks.load(task_id, with_definition=with_definition)
+        record = self.task_table.load(task_id, with_definition=with_definition)
         if record is None:
             raise NotFound(f"Task {task_id} not found")
         return record
@@ -58,7 +58,7 @@ class Tasks:
         if authorize is not None:
             authorize(record)
         if lifecycle.rerun(record.status, utcnow()) is not record.status:
-            self.groups.member_rerun(record.summary["taskGroupId"], task_id, record.status.deadline)
+            self.task_groups.member_rerun(record.summary["taskGroupId"], task_id, record.status.deadline)
         return self._change(task_id, lifecycle.rerun, "rerun", authorize)
 
     def cancel(self, task_id: str, authorize: Authorize = None) -> dict:
@@ -78,8 +78,8 @@ class Tasks:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
         record = self._load(task_id)
         limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        page = self.dependencies.dependents(record, decode_token(continuation), limit + 1)
-        return {"taskId": task_id, **self.groups.page_of_tasks(page, limit)}
+        page = self.dependency_tracker.dependents(record, decode_token(continuation), limit + 1)
+        return {"taskId": task_id, **self.task_groups.page_of_tasks(page, limit)}
 
     def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:
         now = utcnow()

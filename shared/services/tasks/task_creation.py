@@ -4,7 +4,7 @@ Every check that can refuse a request (sizes, conflicting definitions, dependenc
 groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
 Then the order of writes, so that a crash at any point loses nothing:
 1. group membership with the deadline rows (after the group's second of deadlines is
-   indexed, see `time_resolvers.Deadlines`), dependency and requirement rows, and pending
+   indexed, see `deadline_resolver`), dependency and requirement rows, and pending
    hints (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
@@ -33,11 +33,14 @@ from shared.storage.errors import AlreadyExists
 from shared.storage.tables.task_table import (MAX_DEFINITION_CHARS, MAX_NOTICE_CHARS, NewTask, TaskRecord, TaskTable,
                                   encode_definition, encode_notice)
 from shared.runtime.concurrent_steps import at_once
-from shared.services.dependencies.dependency_tracker import Dependencies, Registration
+from shared.services.dependencies.dependency_tracker import DependencyTracker, Registration
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.claims.task_queues import TaskQueues
 from shared.services.tasks.task_updater import TaskUpdater
-from shared.services.sweeps.claim_resolver import Deadlines
+from shared.services.sweeps.deadline_resolver import DeadlineWatch
+from shared.services.dependencies.resolution_messages import ResolutionMessages
+from shared.services.event_publisher import EventPublisher
+from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
 _WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
@@ -61,14 +64,18 @@ class Plan:
 
 
 class TaskCreation:
-    def __init__(self, tasks: TaskTable, updater: TaskUpdater, groups: TaskGroups, queues: TaskQueues,
-                 dependencies: Dependencies, deadlines: Deadlines) -> None:
-        self.deadlines = deadlines
-        self.tasks = tasks
+    def __init__(self, task_table: TaskTable, updater: TaskUpdater, task_groups: TaskGroups, task_queues: TaskQueues,
+                 dependency_tracker: DependencyTracker, deadline_watch: DeadlineWatch, messages: ResolutionMessages,
+                 publisher: EventPublisher, signal: WorkSignal) -> None:
+        self.deadline_watch = deadline_watch
+        self.task_table = task_table
         self.updater = updater
-        self.groups = groups
-        self.queues = queues
-        self.dependencies = dependencies
+        self.messages = messages
+        self.publisher = publisher
+        self.signal = signal
+        self.task_groups = task_groups
+        self.task_queues = task_queues
+        self.dependency_tracker = dependency_tracker
 
     def create(self, definitions: dict[str, dict], now: datetime) -> dict[str, dict]:
         """Create normalized `definitions` (taskId -> definition); statuses by taskId."""
@@ -99,11 +106,11 @@ class TaskCreation:
         unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
         # The three reads are independent: made at once, they cost one round trip of waiting.
         # Those with nothing to read are not made (each step handed to a thread costs time).
-        reads = {"groups": lambda: self.groups.check(definitions, accepted=accepted)}
+        reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted)}
         if not (unused_ids or unread):
             reads["existing"] = lambda: self._existing(definitions)
         if not held and any(definition["dependencies"] for definition in definitions.values()):
-            reads["outside"] = lambda: self.dependencies.check(definitions)
+            reads["outside"] = lambda: self.dependency_tracker.check(definitions)
         found = dict(zip(reads, at_once(_STEPS, list(reads.values()), settle=True)))
         existing, outside, groups = found.get("existing", {}), found.get("outside", {}), found["groups"]
         if isinstance(existing, Exception):
@@ -112,8 +119,8 @@ class TaskCreation:
             existing, unread = self._existing(definitions), False
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         if existing:  # tasks that exist are answered as they are: check only the others
-            outside = {} if held else self.dependencies.check(new)
-            groups = self.groups.check(new, accepted=accepted)
+            outside = {} if held else self.dependency_tracker.check(new)
+            groups = self.task_groups.check(new, accepted=accepted)
         for checked in (outside, groups):
             if isinstance(checked, Exception):
                 raise checked
@@ -132,7 +139,7 @@ class TaskCreation:
         outboxes still hold go out (their creator may have died before publishing)."""
         for record in existing.values():
             if record.outbox:
-                self.updater.publisher.everything(self.tasks, record)
+                self.publisher.everything(self.task_table, record)
         return {task_id: render_status(record.summary, record.status) for task_id, record in existing.items()}
 
     def _existing(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
@@ -140,7 +147,7 @@ class TaskCreation:
         return self._same_definitions(self._load(definitions), definitions)
 
     def _load(self, task_ids) -> dict[str, TaskRecord]:
-        found = dict(zip(task_ids, _WRITERS.map(lambda task_id: self.tasks.load(task_id, True), task_ids)))
+        found = dict(zip(task_ids, _WRITERS.map(lambda task_id: self.task_table.load(task_id, True), task_ids)))
         return {task_id: record for task_id, record in found.items() if record is not None}
 
     @staticmethod
@@ -157,7 +164,7 @@ class TaskCreation:
         hints = {}      # taskId -> the hint written for its pending run
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
-            registration = self.dependencies.register_many(new, plan.outside, self.updater.events, plan.held,
+            registration = self.dependency_tracker.register_many(new, plan.outside, self.messages, plan.held,
                                                            plan.listing.listed_by)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
@@ -167,8 +174,8 @@ class TaskCreation:
                 [(new[task_id], task_id, status.latest) for task_id, status in statuses.items() if status.runs]))
             return registration
         def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
-            self.deadlines.watch(new)
-            return self.groups.join_many(new, plan.groups, accepted=plan.accepted)
+            self.deadline_watch.watch(new)
+            return self.task_groups.join_many(new, plan.groups, accepted=plan.accepted)
         def withdraw_hints(task_ids, found: dict[str, TaskRecord]) -> None:
             """Hints this call wrote for tasks it does not create. One whose key the task's
             own pending run has (both creations stamped in the same millisecond) is that run's
@@ -211,15 +218,15 @@ class TaskCreation:
             records.update(self._insert_wave([
                 _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
         for task_id, intent in registration.recheck.items():
-            self.dependencies.recheck(task_id, new[task_id])
-            records[task_id] = self.tasks.load(task_id)
-            self.updater.events.withdraw(intent)   # done: a dependency resolving from now on finds the task
+            self.dependency_tracker.recheck(task_id, new[task_id])
+            records[task_id] = self.task_table.load(task_id)
+            self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
-            self.queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
+            self.task_queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
             made = [hints[task_id] for task_id, record in records.items()
                     if new[task_id]["taskQueueId"] == queue_id and task_id in hints and record.status.pending_run
                     and record.status.pending_run.scheduled == statuses[task_id].latest.scheduled]
-            self.updater.signal.notify(queue_id, sum(
+            self.signal.notify(queue_id, sum(
                 1 for task_id, record in records.items()
                 if record.status.pending_run and new[task_id]["taskQueueId"] == queue_id), made=made)
         for task_id, definition in new.items():
@@ -234,18 +241,18 @@ class TaskCreation:
         answer if its definition is the same (a concurrent create of the same task won the race).
         One of another group took the taskId: the membership just written is taken back."""
         records = {}
-        for task, outcome in zip(tasks, self.tasks.insert_many(tasks)):
+        for task, outcome in zip(tasks, self.task_table.insert_many(tasks)):
             if isinstance(outcome, AlreadyExists):
                 task_id = task.status.task_id
-                record = self.tasks.load(task_id, with_definition=True)
+                record = self.task_table.load(task_id, with_definition=True)
                 if not task_definition.same_definition(record.definition, task.definition):
                     if record.summary["taskGroupId"] != task.definition["taskGroupId"]:
-                        self.groups.withdraw(task_id, task.definition)
+                        self.task_groups.withdraw(task_id, task.definition)
                     raise Conflict(f"Task {task_id} already exists with a different definition") from None
-                self.updater.publisher.settle(self.tasks, record.task_id, record.outbox, record.etag)
+                self.publisher.settle(self.task_table, record.task_id, record.outbox, record.etag)
             else:
                 record = outcome
-                self.updater.publisher.written(self.tasks, record)
+                self.publisher.written(self.task_table, record)
             records[record.task_id] = record
         return records
 

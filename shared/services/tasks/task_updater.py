@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Protocol
 
 from shared.domain.dependencies import became_resolved
 from shared.domain.errors import NotFound, QueueError
@@ -33,7 +33,7 @@ from shared.storage.errors import ChangedSinceRead
 from shared.storage.tables.pending_table import PendingHint, PendingTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.event_publisher import EventPublisher
-from shared.services.dependencies.resolution_messages import Resolution, ResolutionEvents
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages
 from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
@@ -42,18 +42,23 @@ MAX_ATTEMPTS = 20
 Transition = Callable[[TaskStatus], TaskStatus]
 
 
+class FollowUp(Protocol):
+    """What follows a write that resolved a task: the dependency resolver's `follow_up` in
+    the process that resolved it, or the resolution's message to the queue-triggered one."""
+
+    def follow_up(self, resolution: Resolution) -> None: ...
+
+
 class TaskUpdater:
-    def __init__(self, tasks: TaskTable, pending: PendingTable, claims: ClaimTable, signal: WorkSignal,
-                 events: ResolutionEvents, publisher: EventPublisher) -> None:
+    def __init__(self, task_table: TaskTable, pending_table: PendingTable, claim_table: ClaimTable, signal: WorkSignal,
+                 messages: ResolutionMessages, publisher: EventPublisher, follow_up: FollowUp) -> None:
         self.publisher = publisher
-        self.tasks = tasks
-        self.pending = pending
-        self.claims = claims
+        self.task_table = task_table
+        self.pending_table = pending_table
+        self.claim_table = claim_table
         self.signal = signal
-        self.events = events
-        # What follows a write that resolved a task: announcing it, unless the wiring sets
-        # the resolution handler's follow-up (which needs this updater itself).
-        self.on_resolved: Callable[[Resolution], None] = events.announce
+        self.messages = messages
+        self.after_resolution = follow_up
 
     def apply(self, task_id: str, transition: Transition, action: str,
               with_definition: bool = False, remove_hints: bool = True,
@@ -64,9 +69,9 @@ class TaskUpdater:
         it (a round trip saved). That version may be stale, so it only ever leads to a write
         conditional on its ETag: any other outcome (nothing to change, a refusal, a write
         that lost) is decided again on the row read afresh."""
-        remembered = self.tasks.last_written(task_id, with_definition)
+        remembered = self.task_table.last_written(task_id, with_definition)
         for _ in range(MAX_ATTEMPTS):
-            record, fresh = (remembered, False) if remembered else (self.tasks.load(task_id, with_definition), True)
+            record, fresh = (remembered, False) if remembered else (self.task_table.load(task_id, with_definition), True)
             remembered = None
             if record is None:
                 raise NotFound(f"Task {task_id} not found")
@@ -82,7 +87,7 @@ class TaskUpdater:
                 if not fresh:
                     continue
                 if record.outbox:   # left by a writer that may have died: see event_publisher
-                    self.publisher.settle(self.tasks, task_id, record.outbox, record.etag)
+                    self.publisher.settle(self.task_table, task_id, record.outbox, record.etag)
                 return record
             try:
                 saved, resolution = self.write(record, status, remove_hints)
@@ -91,7 +96,7 @@ class TaskUpdater:
             log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
                      extra={"taskId": task_id, "action": action})
             if resolution is not None:
-                self.on_resolved(resolution)
+                self.after_resolution.follow_up(resolution)
             return saved
         raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
 
@@ -102,9 +107,9 @@ class TaskUpdater:
         conditionally, both a transaction per partition. Returns the tasks left to
         `try_apply` one by one: a change refused (the row changed since), a transition that
         raised or had nothing to do on a remembered row (decided again on the row read afresh)."""
-        remembered = {task_id: self.tasks.last_written(task_id) for task_id in task_ids}
+        remembered = {task_id: self.task_table.last_written(task_id) for task_id in task_ids}
         unknown = [task_id for task_id, record in remembered.items() if record is None]
-        records = {**remembered, **dict(zip(unknown, pool.map(self.tasks.load, unknown)))}
+        records = {**remembered, **dict(zip(unknown, pool.map(self.task_table.load, unknown)))}
         planned, again = [], []
         for task_id, record in records.items():
             if record is None:
@@ -123,7 +128,7 @@ class TaskUpdater:
         before = {record.task_id: record for record, _ in planned}
 
         def saved(records: list[TaskRecord]) -> None:   # out before they can be claimed and resolved
-            self.publisher.written_together(self.tasks, [(record, before[record.task_id].outbox)
+            self.publisher.written_together(self.task_table, [(record, before[record.task_id].outbox)
                                                          for record in records])
             made = defaultdict(list)
             for record in records:
@@ -132,7 +137,7 @@ class TaskUpdater:
                 made[record.summary["taskQueueId"]].append(hint_of[record.task_id])
             for queue_id, hints in made.items():
                 self.signal.notify(queue_id, len(hints), made=hints)
-        outcomes = self.tasks.save_statuses(planned, saved)
+        outcomes = self.task_table.save_statuses(planned, saved)
         return again + [record.task_id for (record, _), outcome in zip(planned, outcomes)
                         if isinstance(outcome, ChangedSinceRead)]
 
@@ -171,15 +176,15 @@ class TaskUpdater:
         resolved_run = became_resolved(record.status, status)
         claimed = resolved_run is not None and _was_running(record.status, resolved_run)
         if resolved_run is not None and not claimed:
-            self.events.intend(status.task_id, resolved_run)  # no claim row to stand for it
-        saved = self.tasks.save_status(record, status)
+            self.messages.intend(status.task_id, resolved_run)  # no claim row to stand for it
+        saved = self.task_table.save_status(record, status)
         for before, after in _changed_runs(record.status, status):
             if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
                 self.pending_removed(record.summary, status.task_id, before)
             if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
                     and after.run_id != resolved_run:
-                self.claims.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
-        published = self.publisher.written(self.tasks, saved, record.outbox)
+                self.claim_table.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
+        published = self.publisher.written(self.task_table, saved, record.outbox)
         if hints:
             self.signal.notify(queue_id, 1, made=hints)
         if resolved_run is None:
@@ -189,12 +194,12 @@ class TaskUpdater:
     def add_hints(self, pending: list[tuple[dict, str, Run]]) -> list[PendingHint]:
         """Hints for pending runs given as (summary or definition, taskId, run), batched; the
         hints written, for the work signal once their runs are pending (see `pending_buffer`)."""
-        return self.pending.add_many([
+        return self.pending_table.add_many([
             (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
             for summary, task_id, run in pending])
 
     def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
-        self.pending.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
+        self.pending_table.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
                                 run.scheduled, task_id, run.run_id)
 
 

@@ -14,7 +14,7 @@ whatever version of its row the writer had read.
 Each member also has a row "deadline.<deadline>.<taskId>" in its bucket, written with its
 member row: its `expires` and whether it has dependencies, then `resolved` and `runs` merged
 in by the transaction of its first resolution, and `rerun` once it is rerun. It is what the
-deadline sweep reads (see `time_resolvers.Deadlines`): a range of keys per group and second
+deadline sweep reads (see `deadline_resolver`): a range of keys per group and second
 of deadlines, which tells which tasks resolved in time and what their expiry needs, so a
 task that resolved costs its deadline no read of its row.
 

@@ -21,8 +21,8 @@ DATA = b"log line\n" * 50
 def running(services, task_queue_id):
     """A task whose run 0 a worker holds; its id."""
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
-    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    services.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
     return task_id
 
 
@@ -60,7 +60,7 @@ def test_an_object_artifact_is_served_once_finished(services, running):
     assert content["name"] == answer["name"] and "credentials" in content
     info = services.artifacts.info(running, 0, "public/logs/live.log")
     assert "contentLength" not in info and info["contentType"] == "text/plain"   # the worker reported none
-    assert services.artifacts.table.load(running, 0, "public/logs/live.log").artifact.size == len(DATA)
+    assert services.artifacts.artifact_table.load(running, 0, "public/logs/live.log").artifact.size == len(DATA)
 
 
 def test_finishing_needs_the_upload_finished_and_its_upload_id(services, running):
@@ -103,7 +103,7 @@ def test_an_s3_artifact_is_a_staged_block_made_the_blob_when_read(services, runn
     services.objects.blobs.stage_block_at(answer["putUrl"], b"from an old worker")
     location = services.artifacts.location(running, 0, "public/old.txt")
     assert services.objects.blobs.read_at(location["url"]) == b"from an old worker"
-    assert services.artifacts.table.load(running, 0, "public/old.txt").artifact.size == 18
+    assert services.artifacts.artifact_table.load(running, 0, "public/old.txt").artifact.size == 18
 
 
 def test_reference_link_and_error(services, running):
@@ -187,7 +187,7 @@ def test_an_expired_artifact_is_410_then_deleted_with_its_blob(services, running
         services.artifacts.location(running, 0, "public/a.txt", now=later)
     assert services.artifact_expiry.sweep(now=later) == 3   # two artifacts and the object artifact's object
     for name in ("public/a.txt", "public/s3.txt"):
-        assert services.artifacts.table.load(running, 0, name) is None
+        assert services.artifacts.artifact_table.load(running, 0, name) is None
     assert services.objects.blobs.read(blob_name(answer["name"])) is None and services.objects.blobs.read(
         s3_blob) is None
 
@@ -197,18 +197,18 @@ def test_an_extended_expiry_is_indexed_again(services, running):
     services.artifacts.create(running, 0, "ref", body)
     services.artifacts.create(running, 0, "ref", {**body, "expires": expires(3)})
     services.artifact_expiry.sweep(now=utcnow() + timedelta(hours=2))
-    assert services.artifacts.table.load(running, 0, "ref") is not None
+    assert services.artifacts.artifact_table.load(running, 0, "ref") is not None
     services.artifact_expiry.sweep(now=utcnow() + timedelta(hours=4))
-    assert services.artifacts.table.load(running, 0, "ref") is None
+    assert services.artifacts.artifact_table.load(running, 0, "ref") is None
 
 
 def test_a_run_resolved_exception_takes_its_log_for_a_while(services, running):
     services.resolutions.exception(running, 0, "malformed-payload")
     services.artifacts.create(running, 0, "public/logs/live.log", {"storageType": "s3", "contentType": "text/plain",
                                                                    "expires": expires()})
-    record = services.tasks.tasks.load(running)
+    record = services.task_calls.task_table.load(running)
     late = replace(record.status.run(0), resolved=to_iso(utcnow() - timedelta(minutes=30)))
-    services.tasks.tasks.save_status(record, record.status.with_runs(late))
+    services.task_calls.task_table.save_status(record, record.status.with_runs(late))
     with pytest.raises(Conflict):
         services.artifacts.create(running, 0, "public/other.log", {"storageType": "s3", "contentType": "text/plain",
                                                                    "expires": expires()})
@@ -230,7 +230,7 @@ def test_an_s3_artifact_larger_than_one_block_is_refused(services, running):
     with pytest.raises(InvalidInput, match="contentLength"):
         services.artifacts.create(running, 0, "big.iso", {"storageType": "s3", "contentType": "application/x-iso",
                                                           "contentLength": 5000 * 1024 * 1024, "expires": expires()})
-    assert services.artifacts.table.load(running, 0, "big.iso") is None
+    assert services.artifacts.artifact_table.load(running, 0, "big.iso") is None
 
 
 def created_events(services, task_id: str) -> list[tuple[str, str]]:
@@ -243,7 +243,7 @@ def test_artifact_created_is_announced_once_the_artifact_is_present(services, ru
     upload_object(services, running, "public/build.tar", finish=False)
     assert created_events(services, running) == []                       # not served yet: not announced
     services.artifacts.finish(running, 0, "public/build.tar",
-                              services.artifacts.table.load(running, 0, "public/build.tar").artifact.details["uploadId"])
+                              services.artifacts.artifact_table.load(running, 0, "public/build.tar").artifact.details["uploadId"])
     reference = {"storageType": "reference", "url": "https://example.com/a", "contentType": "text/html",
                  "expires": expires()}
     services.artifacts.create(running, 0, "public/page", reference)
@@ -256,5 +256,5 @@ def test_artifact_created_is_announced_once_the_artifact_is_present(services, ru
     event = next(event for event in services.bus.published if event.exchange == "artifact-created")
     assert (event.body["runId"], event.body["workerGroup"], event.body["workerId"]) == (0, "wg", "w1")
     assert event.routing_key.split(".")[1:5] == [running, "0", "wg", "w1"]
-    held = services.artifacts.table.load_outbox(services.artifacts.table.load(running, 0, "public/page").key)[0]
-    assert services.publisher.marks.unknown(held) == []   # all known to be out
+    held = services.artifacts.artifact_table.load_outbox(services.artifacts.artifact_table.load(running, 0, "public/page").key)[0]
+    assert services.event_publisher.marks.unknown(held) == []   # all known to be out

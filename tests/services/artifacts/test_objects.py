@@ -72,7 +72,7 @@ def test_inline_data_whose_hashes_disagree_is_refused_and_nothing_stored(objects
     with pytest.raises(InvalidInput, match="objectData"):
         objects.create_upload(NAME, {**upload, "proposedUploadMethods": {
             "dataInline": {"contentType": "text/plain", "objectData": "not base64!"}}})
-    assert objects.table.load(NAME) is None and objects.blobs.read(blob_name(NAME)) is None
+    assert objects.object_table.load(NAME) is None and objects.blobs.read(blob_name(NAME)) is None
 
 
 def test_the_first_call_fixes_the_upload(objects, upload):
@@ -120,7 +120,7 @@ def test_a_put_larger_than_one_put_takes_is_refused(objects, upload):
     with pytest.raises(InvalidInput, match="contentLength"):
         objects.create_upload(NAME, {**upload, "proposedUploadMethods": {
             "putUrl": {"contentType": "text/plain", "contentLength": 6000 * 1024 * 1024}}})
-    assert objects.table.load(NAME) is None
+    assert objects.object_table.load(NAME) is None
 
 
 def test_no_common_download_method_is_406(objects, upload):
@@ -136,4 +136,4 @@ def test_an_expired_object_is_deleted_with_its_blob(services, objects, upload):
     services.artifact_expiry.sweep(now=utcnow() + timedelta(hours=23))
     assert objects.finished(NAME) is not None
     assert services.artifact_expiry.sweep(now=utcnow() + timedelta(days=1, minutes=1)) == 1
-    assert objects.table.load(NAME) is None and objects.blobs.read(blob_name(NAME)) is None
+    assert objects.object_table.load(NAME) is None and objects.blobs.read(blob_name(NAME)) is None

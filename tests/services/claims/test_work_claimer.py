@@ -23,7 +23,7 @@ def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
                               claim_work_wait=0)
     task_ids = [new_slugid() for _ in range(TASKS)]
     for task_id in task_ids:
-        services.tasks.create(task_id, make_task(task_queue_id))
+        services.task_calls.create(task_id, make_task(task_queue_id))
 
     claims: list[tuple[str, int]] = []
     errors: list[Exception] = []
@@ -33,7 +33,7 @@ def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
         empty = 0
         try:
             while empty < 3:
-                answer = services.claims.claim_work(task_queue_id, "lossy", f"w{number}", 1 + number % 3)
+                answer = services.work_claimer.claim_work(task_queue_id, "lossy", f"w{number}", 1 + number % 3)
                 empty = 0 if answer["tasks"] else empty + 1
                 for claim in answer["tasks"]:
                     with lock:
@@ -52,7 +52,7 @@ def test_claims_survive_answers_lost_on_the_way_back(azurite, task_queue_id):
     assert proxy.dropped > 10                                   # answers really were lost
     assert [run for run, count in Counter(claims).items() if count > 1] == []
     assert sorted(task_id for task_id, _ in claims) == sorted(task_ids)
-    states = {services.tasks.status(task_id)["state"] for task_id in task_ids}
+    states = {services.task_calls.status(task_id)["state"] for task_id in task_ids}
     assert states == {"completed"}
     proxy.close()
 
@@ -62,8 +62,8 @@ def test_r8_runs_claimed_before_an_error_are_in_the_answer(services, task_queue_
     claim, rather than an error that leaves those runs claimed by nobody."""
     task_ids = [new_slugid() for _ in range(3)]
     for task_id in task_ids:
-        services.tasks.create(task_id, make_task(task_queue_id))
-    updater, real, calls = services.claims.updater, services.claims.updater.apply, []
+        services.task_calls.create(task_id, make_task(task_queue_id))
+    updater, real, calls = services.work_claimer.updater, services.work_claimer.updater.apply, []
     lock = threading.Lock()
 
     def apply(*args, **kwargs):
@@ -74,22 +74,22 @@ def test_r8_runs_claimed_before_an_error_are_in_the_answer(services, task_queue_
             raise ConnectionError("storage went away")
         return real(*args, **kwargs)
     monkeypatch.setattr(updater, "apply", apply)
-    answer = services.claims.claim_work(task_queue_id, "wg", "w", 3)
+    answer = services.work_claimer.claim_work(task_queue_id, "wg", "w", 3)
     failed = calls[1]
     claimed = [claim["status"]["taskId"] for claim in answer["tasks"]]
     assert sorted(claimed) == sorted(task_id for task_id in task_ids if task_id != failed)
-    assert [services.tasks.status(task_id)["state"] for task_id in claimed] == ["running"] * 2
-    assert services.tasks.status(failed)["state"] == "pending"
+    assert [services.task_calls.status(task_id)["state"] for task_id in claimed] == ["running"] * 2
+    assert services.task_calls.status(failed)["state"] == "pending"
 
 
 def test_r8_an_error_before_any_claim_is_still_an_error(services, task_queue_id, monkeypatch):
-    services.tasks.create(new_slugid(), make_task(task_queue_id))
+    services.task_calls.create(new_slugid(), make_task(task_queue_id))
 
     def apply(*args, **kwargs):
         raise ConnectionError("storage went away")
-    monkeypatch.setattr(services.claims.updater, "apply", apply)
+    monkeypatch.setattr(services.work_claimer.updater, "apply", apply)
     with pytest.raises(ConnectionError):
-        services.claims.claim_work(task_queue_id, "wg", "w", 3)
+        services.work_claimer.claim_work(task_queue_id, "wg", "w", 3)
 
 
 def test_a_claimwork_repeated_by_the_same_worker_keeps_the_claim_watched(services, task_queue_id):
@@ -97,27 +97,27 @@ def test_a_claimwork_repeated_by_the_same_worker_keeps_the_claim_watched(service
     same hint twice; the second call writes over the claim row of the first and then finds
     the run claimed already, by this worker: the row must stay, at the claim's takenUntil."""
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
-    [hint] = services.claims.pending.peek(task_queue_id, 10)
-    [claimed] = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"]
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    [hint] = services.work_claimer.pending_table.peek(task_queue_id, 10)
+    [claimed] = services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"]
     again: list = []
     worker = _Worker(services.workers.arrive(task_queue_id, "wg", "w", utcnow()))
-    services.claims._claim_hints([hint], worker, again, [])      # the repeated call, late
+    services.work_claimer._claim_hints([hint], worker, again, [])      # the repeated call, late
     assert again == []
-    [row] = services.claims.claim_rows.due("9999-12-31T00:00:00.000Z", 100)
+    [row] = services.work_claimer.claim_table.due("9999-12-31T00:00:00.000Z", 100)
     assert (row.task_id, row.worker_id, row.taken_until) == (task_id, "w", claimed["takenUntil"])
 
 
 def test_a_claim_right_after_a_create_in_the_same_process_reads_no_hints(services, task_queue_id, monkeypatch):
     """The hint a createTask wrote joins those its process holds once the task row says the
     run is pending: a worker claiming after each create costs no query of PendingTasks."""
-    pending = services.claims.buffer.pending
+    pending = services.work_claimer.buffer.pending_table
     reads, peek = [], pending.peek
     monkeypatch.setattr(pending, "peek", lambda *args: reads.append(args) or peek(*args))
     claimed = []
     for _ in range(5):
         task_id = new_slugid()
-        services.tasks.create(task_id, make_task(task_queue_id))
+        services.task_calls.create(task_id, make_task(task_queue_id))
         claimed += [claim["status"]["taskId"] == task_id
-                    for claim in services.claims.claim_work(task_queue_id, "wg", "w", 4)["tasks"]]
+                    for claim in services.work_claimer.claim_work(task_queue_id, "wg", "w", 4)["tasks"]]
     assert claimed == [True] * 5 and len(reads) == 1   # the first claim read the queue; none since

@@ -16,16 +16,16 @@ def test_a_claim_that_raced_the_quarantine_claims_nothing(task_queue_id):
     services.workers.arrive(task_queue_id, "wg", "racer", utcnow())      # a worker known from earlier claims
     answers = []
     polling = threading.Thread(target=lambda: answers.append(
-        services.claims.claim_work(task_queue_id, "wg", "racer", 1)))
+        services.work_claimer.claim_work(task_queue_id, "wg", "racer", 1)))
     polling.start()
     time.sleep(0.5)                                                      # it read the worker: not quarantined
     services.workers.quarantine(task_queue_id, "wg", "racer", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))             # the long poll wakes and tries it
+    services.task_calls.create(task_id, make_task(task_queue_id))             # the long poll wakes and tries it
     polling.join(timeout=20)
 
     assert answers == [{"tasks": []}]
-    assert [run["state"] for run in services.tasks.status(task_id)["runs"]] == ["pending"]   # never claimed
+    assert [run["state"] for run in services.task_calls.status(task_id)["runs"]] == ["pending"]   # never claimed
     assert services.task_queues.counts(task_queue_id)["claimedTasks"] == 0
     assert services.workers.get(task_queue_id, "wg", "racer", utcnow())["recentTasks"] == []
 
@@ -34,23 +34,23 @@ def test_a_quarantine_by_another_process_keeps_work_from_the_worker(task_queue_i
     """A process starts a worker's claimWork from the row as it last wrote it: a quarantine
     written since by another process refuses the transaction of the claims' rows."""
     here, there = two_processes()
-    here.claims.claim_work(task_queue_id, "wg", "w1", 1)              # this process knows the worker now
+    here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)              # this process knows the worker now
     there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     task_id = new_slugid()
-    here.tasks.create(task_id, make_task(task_queue_id))
+    here.task_calls.create(task_id, make_task(task_queue_id))
 
-    assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
-    assert here.claims.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
-    assert [run["state"] for run in here.tasks.status(task_id)["runs"]] == ["pending"]
-    assert there.claims.claim_work(task_queue_id, "wg", "w2", 1)["tasks"][0]["status"]["taskId"] == task_id
+    assert here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
+    assert here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1) == {"tasks": []}
+    assert [run["state"] for run in here.task_calls.status(task_id)["runs"]] == ["pending"]
+    assert there.work_claimer.claim_work(task_queue_id, "wg", "w2", 1)["tasks"][0]["status"]["taskId"] == task_id
 
 
 def test_runs_a_claimwork_noted_and_did_not_get_are_taken_off_the_workers_row(task_queue_id, monkeypatch):
     services = memory_services()
     won, lost = new_slugid(), new_slugid()
     for task_id in (won, lost):
-        services.tasks.create(task_id, make_task(task_queue_id))
-    claim_hint = services.claims._claim_hint
+        services.task_calls.create(task_id, make_task(task_queue_id))
+    claim_hint = services.work_claimer._claim_hint
 
     def loses_one(hint, *args):
         if hint.task_id == lost:   # another worker's claim got there first
@@ -58,21 +58,21 @@ def test_runs_a_claimwork_noted_and_did_not_get_are_taken_off_the_workers_row(ta
             services.updater.apply(lost, lambda status: lifecycle.claim(status, 0, "wg", "other", now,
                                                                          now + timedelta(minutes=5)), "claim")
         return claim_hint(hint, *args)
-    monkeypatch.setattr(services.claims, "_claim_hint", loses_one)
-    claimed = services.claims.claim_work(task_queue_id, "wg", "w1", 2)["tasks"]
+    monkeypatch.setattr(services.work_claimer, "_claim_hint", loses_one)
+    claimed = services.work_claimer.claim_work(task_queue_id, "wg", "w1", 2)["tasks"]
     assert [claim["status"]["taskId"] for claim in claimed] == [won]
     assert services.workers.get(task_queue_id, "wg", "w1", utcnow())["recentTasks"] == [{"taskId": won, "runId": 0}]
 
 
 def test_a_quarantine_lifted_by_another_process_is_seen(task_queue_id):
     here, there = two_processes()
-    here.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
     here.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow() + timedelta(hours=1)), "", utcnow())
     there.workers.quarantine(task_queue_id, "wg", "w1", to_iso(utcnow()), "lifted", utcnow())
     task_id = new_slugid()
-    here.tasks.create(task_id, make_task(task_queue_id))
+    here.task_calls.create(task_id, make_task(task_queue_id))
 
-    claimed = here.claims.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]
+    claimed = here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]
     assert [claim["status"]["taskId"] for claim in claimed] == [task_id]
 
 
@@ -80,11 +80,11 @@ def test_a_workers_claims_are_recorded_after_its_row_expired_and_went(task_queue
     """The version remembered is of a row the worker expiry deleted since: the claims are
     recorded on a new row."""
     here, there = two_processes()
-    here.claims.claim_work(task_queue_id, "wg", "w1", 1)
-    there.workers.table.delete(there.workers.table.load(task_queue_id, "wg", "w1"))
+    here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
+    there.workers.worker_table.delete(there.workers.worker_table.load(task_queue_id, "wg", "w1"))
     task_id = new_slugid()
-    here.tasks.create(task_id, make_task(task_queue_id))
+    here.task_calls.create(task_id, make_task(task_queue_id))
 
-    assert [claim["status"]["taskId"] for claim in here.claims.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]] \
+    assert [claim["status"]["taskId"] for claim in here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]] \
         == [task_id]
     assert here.workers.get(task_queue_id, "wg", "w1", utcnow())["recentTasks"] == [{"taskId": task_id, "runId": 0}]

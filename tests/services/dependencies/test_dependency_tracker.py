@@ -16,12 +16,12 @@ from tests.conftest import follow_ups_lost, make_task
 def deliver_events(services: Services) -> int:
     """Hand every queued 'task resolved' event to the handler, like the queue trigger does,
     once the resolutions this process finishes after answering are finished."""
-    assert services.resolution_handler.settled()
-    events = services.tasks.updater.events.resolved
+    assert services.dependency_resolver.settled()
+    events = services.task_calls.updater.messages.resolved
     delivered = 0
     while messages := events.receive(32, timedelta(seconds=30)):
         for message in messages:
-            services.resolution_handler.handle_message(message.body)
+            services.dependency_resolver.handle_message(message.body)
             events.delete(message)
             delivered += 1
     return delivered
@@ -29,7 +29,7 @@ def deliver_events(services: Services) -> int:
 
 def run(services: Services, task_queue_id: str, outcome: str = "completed") -> list[str]:
     """Claim everything pending on the queue and resolve it; returns the task ids."""
-    claims = services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
+    claims = services.work_claimer.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
     for claim in claims:
         task_id = claim["status"]["taskId"]
         getattr(services.resolutions, outcome)(task_id, claim["runId"])
@@ -38,12 +38,12 @@ def run(services: Services, task_queue_id: str, outcome: str = "completed") -> l
 
 
 def state(services: Services, task_id: str) -> str:
-    return services.tasks.status(task_id)["state"]
+    return services.task_calls.status(task_id)["state"]
 
 
 def create(services: Services, task_queue_id: str, **overrides) -> str:
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, **overrides))
+    services.task_calls.create(task_id, make_task(task_queue_id, **overrides))
     return task_id
 
 
@@ -60,18 +60,18 @@ def test_a_chain_runs_in_order(services, task_queue_id):
 
 def table_rows(services: Services, required: str) -> list[str]:
     """The dependents of `required` that the TaskDependencies table holds."""
-    return [dependent.task_id for dependent in services.dependencies.dependencies.dependents(required, "", 1000)]
+    return [dependent.task_id for dependent in services.dependency_tracker.dependency_table.dependents(required, "", 1000)]
 
 
 def test_a_tasks_row_lists_its_dependents_and_its_resolution_asks_no_table(services, task_queue_id, monkeypatch):
     """A dependent created after its dependency is listed on the dependency's row (a
     conditional write before the dependent exists); the resolution finds it there."""
     looked_up = []
-    table = services.resolution_handler.dependencies.dependencies
+    table = services.dependency_resolver.dependency_tracker.dependency_table
     real = table.dependents
     monkeypatch.setattr(table, "dependents", lambda task_id, *rest: looked_up.append(task_id) or real(task_id, *rest))
     alone, first = create(services, task_queue_id), create(services, task_queue_id)
-    rows = services.tasks.tasks
+    rows = services.task_calls.task_table
     assert [(rows.load(task_id).dependents, rows.load(task_id).more_dependents) for task_id in (alone, first)] \
         == [((), False), ((), False)]
     second = create(services, task_queue_id, dependencies=[first])   # waits on a task created before it
@@ -89,10 +89,10 @@ def test_dependents_beyond_what_a_row_lists_are_in_the_table_and_all_run(service
 
     root = create(services, task_queue_id)
     children = [create(services, task_queue_id, dependencies=[root]) for _ in range(LISTED_DEPENDENTS + 4)]
-    record = services.tasks.tasks.load(root)
+    record = services.task_calls.task_table.load(root)
     assert [dependent.task_id for dependent in record.dependents] == children[:LISTED_DEPENDENTS]
     assert record.more_dependents and table_rows(services, root) == sorted(children[LISTED_DEPENDENTS:])
-    listed = services.tasks.dependents(root, None, None)["tasks"]
+    listed = services.task_calls.dependents(root, None, None)["tasks"]
     assert [entry["status"]["taskId"] for entry in listed] == sorted(children)
     assert run(services, task_queue_id) == [root]
     assert sorted(run(services, task_queue_id)) == sorted(children)
@@ -107,7 +107,7 @@ def test_dependents_created_at_once_are_each_listed_or_in_the_table(services, ta
     root = create(services, task_queue_id)
     with ThreadPoolExecutor(8) as pool:
         children = list(pool.map(lambda _: create(services, task_queue_id, dependencies=[root]), range(40)))
-    record = services.tasks.tasks.load(root)
+    record = services.task_calls.task_table.load(root)
     listed = {dependent.task_id for dependent in record.dependents}
     assert len(listed) == LISTED_DEPENDENTS and record.more_dependents
     assert listed | set(table_rows(services, root)) == set(children)
@@ -124,7 +124,7 @@ def test_a_dependency_resolving_before_its_dependent_is_listed_still_schedules_i
     resolution found no dependent, the listing's conditional write is refused and done
     again, and the creator's re-check after inserting the dependent schedules it."""
     first = create(services, task_queue_id)
-    tasks, real = services.tasks.tasks, services.tasks.tasks.save_dependents
+    tasks, real = services.task_calls.task_table, services.task_calls.task_table.save_dependents
     raced = []
 
     def save(record):
@@ -159,7 +159,7 @@ def test_all_completed_waits_through_a_failure_until_a_rerun_completes(services,
     dependent = create(services, task_queue_id, dependencies=[flaky])
     run(services, task_queue_id, "failed")
     assert state(services, dependent) == "unscheduled"
-    services.tasks.rerun(flaky)
+    services.task_calls.rerun(flaky)
     run(services, task_queue_id)
     assert state(services, dependent) == "pending"
 
@@ -175,36 +175,36 @@ def test_unknown_and_expiring_dependencies_are_refused_and_nothing_is_stored(ser
     missing = new_slugid()
     task_id = new_slugid()
     with pytest.raises(InvalidInput, match=missing):
-        services.tasks.create(task_id, make_task(task_queue_id, dependencies=[missing]))
+        services.task_calls.create(task_id, make_task(task_queue_id, dependencies=[missing]))
     soon = utcnow() + timedelta(hours=1)
     short_lived = create(services, task_queue_id, deadline=to_iso(soon), expires=to_iso(soon))
     with pytest.raises(InvalidInput, match=short_lived):
-        services.tasks.create(task_id, make_task(task_queue_id, dependencies=[short_lived],
+        services.task_calls.create(task_id, make_task(task_queue_id, dependencies=[short_lived],
                                                  deadline=to_iso(soon + timedelta(minutes=30))))
     with pytest.raises(Exception):
-        services.tasks.status(task_id)
+        services.task_calls.status(task_id)
 
 
 def test_a_duplicated_event_changes_nothing(services, task_queue_id):
     first = create(services, task_queue_id)
     second = create(services, task_queue_id, dependencies=[first])
     run(services, task_queue_id)
-    before = services.tasks.status(second)
-    assert services.resolution_handler.handle(first, 0) is True    # handled again, from the task row
-    services.tasks.updater.events.announce(Resolution.of(services.tasks.tasks.load(first), 0))
+    before = services.task_calls.status(second)
+    assert services.dependency_resolver.handle(first, 0) is True    # handled again, from the task row
+    services.task_calls.updater.messages.announce(Resolution.of(services.task_calls.task_table.load(first), 0))
     assert deliver_events(services) == 1
-    assert services.tasks.status(second) == before
+    assert services.task_calls.status(second) == before
 
 
 def test_a_claimed_run_whose_resolution_was_lost_is_repaired_by_the_claim_expiry_sweep(services, task_queue_id):
     first = create(services, task_queue_id)
     second = create(services, task_queue_id, dependencies=[first])
-    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    claim = services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
     with follow_ups_lost(services):
         services.resolutions.completed(first, claim["runId"])
     assert state(services, second) == "unscheduled"
     # Once the claim row is due, the sweep finds the run resolved and announces it again.
-    assert services.claim_expiry.sweep(now=utcnow() + timedelta(hours=1)) == 0
+    assert services.claim_resolver.sweep(now=utcnow() + timedelta(hours=1)) == 0
     assert deliver_events(services) == 1
     assert state(services, second) == "pending"
 
@@ -213,7 +213,7 @@ def test_an_unclaimed_resolution_that_was_lost_is_repaired_by_the_repair_sweep(s
     first = create(services, task_queue_id)
     second = create(services, task_queue_id, dependencies=[first], requires="all-resolved")
     with follow_ups_lost(services):
-        services.tasks.cancel(first)
+        services.task_calls.cancel(first)
     assert state(services, second) == "unscheduled"
     import time
     time.sleep(1.5)  # the repair intent comes due (repair_delay=1 in this fixture)
@@ -226,7 +226,7 @@ def test_dependents_are_listed_in_pages(services, task_queue_id):
     dependents = {create(services, task_queue_id, dependencies=[required]) for _ in range(5)}
     seen, token = [], None
     while True:
-        page = services.tasks.dependents(required, token, 2)
+        page = services.task_calls.dependents(required, token, 2)
         seen += [entry["status"]["taskId"] for entry in page["tasks"]]
         token = page.get("continuationToken")
         if not token:
@@ -255,16 +255,16 @@ def test_r2_a_second_creators_requirement_written_after_the_resolution_does_not_
     bodies = {first: make_task(task_queue_id), second: make_task(task_queue_id),
               task_id: make_task(task_queue_id, dependencies=[first, second])}
     batch = {key: task_definition.normalize(key, body, now) for key, body in bodies.items()}
-    creation = services.tasks.creation
+    creation = services.task_calls.creation
     late = creation.prepare(batch)     # the second creator checked before ...
     creation.create(batch, now)        # ... the first one created the tasks
     runs = {claim["status"]["taskId"]: claim["runId"]
-            for claim in services.claims.claim_work(task_queue_id, "wg", "w", 2)["tasks"]}
+            for claim in services.work_claimer.claim_work(task_queue_id, "wg", "w", 2)["tasks"]}
     services.resolutions.completed(first, runs[first])
     deliver_events(services)
-    assert services.dependencies.requirements.remaining(task_id, 5) == [second]
+    assert services.dependency_tracker.requirement_table.remaining(task_id, 5) == [second]
     creation.carry_out(late, now)      # would write the requirement on `first` again: it is written once
-    assert services.dependencies.requirements.remaining(task_id, 5) == [second]
+    assert services.dependency_tracker.requirement_table.remaining(task_id, 5) == [second]
     services.resolutions.completed(second, runs[second])
     deliver_events(services)
     assert state(services, task_id) == "pending"
@@ -276,7 +276,7 @@ def test_r2_a_requirement_written_again_after_it_was_satisfied_does_not_block_th
     task written, and never re-checks): the row it wrote again must not block the task."""
     first, second = create(services, task_queue_id), create(services, task_queue_id)
     child = create(services, task_queue_id, dependencies=[first, second])
-    requirements = services.dependencies.requirements
+    requirements = services.dependency_tracker.requirement_table
     real = requirements.satisfy
 
     def satisfy_then_rewritten(task_id, required_id, only=False):
@@ -298,10 +298,10 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
     monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)   # every dependent in the table, read in pages
     root = create(services, task_queue_id)
     children = [create(services, task_queue_id, dependencies=[root]) for _ in range(35)]
-    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    claim = services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
     with follow_ups_lost(services):   # the fan-out is left to the handler of the redelivered event
         services.resolutions.completed(root, claim["runId"])
-    edges, real, starts = services.dependencies.dependencies, services.dependencies.dependencies.dependents, []
+    edges, real, starts = services.dependency_tracker.dependency_table, services.dependency_tracker.dependency_table.dependents, []
 
     def dependents(required_id, after, limit):
         starts.append(after)
@@ -310,9 +310,9 @@ def test_r7_a_fan_out_handler_that_dies_midway_resumes_where_it_stopped(services
         return real(required_id, after, limit)
     monkeypatch.setattr(edges, "dependents", dependents)
     with pytest.raises(RuntimeError):
-        services.resolution_handler.handle(root, claim["runId"])
+        services.dependency_resolver.handle(root, claim["runId"])
     first_pages = sorted(children)[:20]
-    assert services.resolution_handler.handle(root, claim["runId"])
+    assert services.dependency_resolver.handle(root, claim["runId"])
     # The first page, read again, shows a long fan-out: its progress says where to resume.
     assert starts[3:5] == ["", first_pages[-1]]
     assert len(starts) == 6                    # the last page read, none after it
@@ -327,18 +327,18 @@ def _long_fan_out(services, task_queue_id, monkeypatch, children: int = 25) -> t
     monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)
     root = create(services, task_queue_id)
     dependents = [create(services, task_queue_id, dependencies=[root]) for _ in range(children)]
-    return root, dependents, services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    return root, dependents, services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
 
 
 def test_a_long_fan_out_is_processed_by_the_process_that_resolved_its_task_after_the_call_answered(
         services, task_queue_id, monkeypatch):
     root, dependents, claim = _long_fan_out(services, task_queue_id, monkeypatch)
     services.resolutions.completed(root, claim["runId"])
-    assert services.resolution_handler.settled()
+    assert services.dependency_resolver.settled()
     assert {state(services, dependent) for dependent in dependents} == {"pending"}
     assert deliver_events(services) == 0                 # nothing announced: no queue poll to wait for
-    services.claims.claim_rows.flush_removals()          # the claimed run's row goes once all is done
-    assert services.claims.claim_rows.count(task_queue_id) == 0
+    services.work_claimer.claim_table.flush_removals()          # the claimed run's row goes once all is done
+    assert services.work_claimer.claim_table.count(task_queue_id) == 0
 
 
 def test_a_long_fan_out_beyond_the_room_for_work_after_answering_is_announced(services, task_queue_id, monkeypatch):
@@ -361,7 +361,7 @@ def test_a_task_naming_thousands_of_unknown_dependencies_is_refused_after_readin
     unknown = [new_slugid() for _ in range(10_000)]
     before = OPERATIONS.value
     with pytest.raises(InvalidInput, match="do not exist") as refused:
-        services.tasks.create(new_slugid(), make_task(task_queue_id, dependencies=[known, *unknown]))
+        services.task_calls.create(new_slugid(), make_task(task_queue_id, dependencies=[known, *unknown]))
     assert OPERATIONS.value - before < 100
     assert "stopped after reading" in refused.value.message
 
@@ -373,10 +373,10 @@ def test_a_fan_out_whose_dependents_still_wait_on_others_is_handled_without_dead
 
     root, other = create(services, task_queue_id), create(services, task_queue_id)
     children = [create(services, task_queue_id, dependencies=[root, other]) for _ in range(40)]
-    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    claim = services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
     completed = claim["status"]["taskId"]
     services.resolutions.completed(completed, claim["runId"])
-    handler = threading.Thread(target=services.resolution_handler.handle, args=(completed, claim["runId"]),
+    handler = threading.Thread(target=services.dependency_resolver.handle, args=(completed, claim["runId"]),
                                daemon=True)
     handler.start()
     handler.join(timeout=60)
@@ -403,8 +403,8 @@ def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules
     row exists: the resolution's handler finds no requirement and no task row yet. The
     creator dies before its own re-check, so only the intent it sent first schedules the task."""
     required = create(services, task_queue_id)
-    dependencies = services.dependencies
-    real_add = dependencies.requirements.add
+    dependencies = services.dependency_tracker
+    real_add = dependencies.requirement_table.add
 
     def resolve_first(rows):
         run(services, task_queue_id)                  # `required` completes, its handler runs
@@ -412,11 +412,11 @@ def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules
 
     def die(*args, **kwargs):
         raise RuntimeError("the creator died")
-    monkeypatch.setattr(dependencies.requirements, "add", resolve_first)
+    monkeypatch.setattr(dependencies.requirement_table, "add", resolve_first)
     monkeypatch.setattr(dependencies, "recheck", die)
     dependent = new_slugid()
     with pytest.raises(RuntimeError):
-        services.tasks.create(dependent, make_task(task_queue_id, dependencies=[required]))
+        services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
     monkeypatch.undo()
     assert (state(services, required), state(services, dependent)) == ("completed", "unscheduled")
     assert _intents(services, "check-ready") == [{"kind": "check-ready", "taskId": dependent}]
@@ -430,13 +430,13 @@ def test_an_announced_resolution_carries_the_dependents_its_row_lists(services, 
     waits on the task, so the handler reads nothing back to find them."""
     first = create(services, task_queue_id)
     second = create(services, task_queue_id, dependencies=[first])
-    claim = services.claims.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
+    claim = services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)["tasks"][0]
     with follow_ups_lost(services):
         services.resolutions.completed(first, claim["runId"])
-    resolution = Resolution.of(services.tasks.tasks.load(first), claim["runId"])
+    resolution = Resolution.of(services.task_calls.task_table.load(first), claim["runId"])
     assert Resolution.from_message(resolution.to_message()) == resolution
     assert [dependent.task_id for dependent in resolution.dependents] == [second]
     assert not resolution.more_dependents
-    services.tasks.updater.events.announce(resolution)
+    services.task_calls.updater.messages.announce(resolution)
     deliver_events(services)
     assert state(services, second) == "pending"

@@ -20,7 +20,7 @@ def test_r6_an_intent_that_fails_neither_stops_the_others_nor_loops_forever(serv
     root = create(services, task_queue_id)
     child = create(services, task_queue_id, dependencies=[root], requires="all-resolved")
     with follow_ups_lost(services):                           # cancelled before any claim, and
-        services.tasks.cancel(root)                           # the process dies right after
+        services.task_calls.cancel(root)                           # the process dies right after
     time.sleep(1.2)                                           # the repair intent comes due
 
     assert repairs.sweep(hold=HOLD) >= 1                       # (the child's readiness check may count too)

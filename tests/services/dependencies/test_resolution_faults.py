@@ -67,21 +67,21 @@ class Fault:
 
 # Where the handler can die: (owner of the method on a services instance, method, when).
 FAULT_POINTS = {
-    "before dependencies.task_resolved": (lambda s: s.resolution_handler.dependencies, "task_resolved", "before"),
-    "after dependencies.task_resolved": (lambda s: s.resolution_handler.dependencies, "task_resolved", "after"),
+    "before dependencies.task_resolved": (lambda s: s.dependency_resolver.dependency_tracker, "task_resolved", "before"),
+    "after dependencies.task_resolved": (lambda s: s.dependency_resolver.dependency_tracker, "task_resolved", "after"),
     # Inside the dependency tracker's writes: a requirement row deleted, the dependent not
     # yet checked or scheduled (the write that would otherwise be lost).
-    "after one requirement deleted": (lambda s: s.dependencies.requirements, "satisfy", "after"),
-    "before a ready dependent is scheduled": (lambda s: s.dependencies, "schedule", "before"),
-    "after graphs.task_failed": (lambda s: s.resolution_handler.graphs, "task_failed", "after"),
+    "after one requirement deleted": (lambda s: s.dependency_tracker.requirement_table, "satisfy", "after"),
+    "before a ready dependent is scheduled": (lambda s: s.dependency_tracker, "schedule", "before"),
+    "after graphs.task_failed": (lambda s: s.dependency_resolver.task_graphs, "task_failed", "after"),
     # Inside the graph's writes: a rerun counted but not started; a label closed (with its
     # task's membership of the group) but the graph's state and the group's not updated.
-    "after a graph rerun is counted": (lambda s: s.task_graphs.graphs, "save_label", "after"),
+    "after a graph rerun is counted": (lambda s: s.task_graphs.graph_table, "save_label", "after"),
     "after a graph label and its membership are counted down": (
-        lambda s: s.resolution_handler.groups.groups, "member_completed_label", "after"),
-    "after graphs.label_completed": (lambda s: s.resolution_handler.graphs, "label_completed", "after"),
-    "after groups.member_resolved": (lambda s: s.resolution_handler.groups, "member_resolved", "after"),
-    "before the claimed run's row is removed": (lambda s: s.resolution_handler.claims, "remove_soon", "before"),
+        lambda s: s.dependency_resolver.task_groups.group_table, "member_completed_label", "after"),
+    "after graphs.label_completed": (lambda s: s.dependency_resolver.task_graphs, "label_completed", "after"),
+    "after groups.member_resolved": (lambda s: s.dependency_resolver.task_groups, "member_resolved", "after"),
+    "before the claimed run's row is removed": (lambda s: s.dependency_resolver.claim_table, "remove_soon", "before"),
 }
 
 
@@ -130,8 +130,8 @@ def deliver_with_crashes(services: Services, fault: Fault, recovery: str) -> lis
     recovery="sweep" (or "in process"): a crashed message is lost; only the claim expiry sweep
     can finish the work.
     """
-    events = services.tasks.updater.events.resolved
-    handler = services.resolution_handler
+    events = services.task_calls.updater.messages.resolved
+    handler = services.dependency_resolver
     crashed, pending_redelivery = [], set()
     give_up = time.monotonic() + 30
     while True:
@@ -166,9 +166,9 @@ def sweep_until_handled(services: Services, work: Workload, crashed: list[tuple[
     `takenUntil` until every one was announced again and handled (its claim row is gone)."""
     later = utcnow() + timedelta(hours=1)
     give_up = time.monotonic() + 30
-    while set(crashed) & set(services.claims.claim_rows.held_by(work.task_queue_id, "wg", "w")):
+    while set(crashed) & set(services.work_claimer.claim_table.held_by(work.task_queue_id, "wg", "w")):
         assert time.monotonic() < give_up, "the claim expiry sweep did not finish the crashed resolutions"
-        services.claim_expiry.sweep(now=later)
+        services.claim_resolver.sweep(now=later)
         deliver_events(services)
         later += timedelta(minutes=2)   # past the sweep's next look at a row it announced
 
@@ -177,11 +177,11 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
     """Work the queue as workers would until every task is completed; returns
     (every claim as (taskId, runId), every crashed resolution)."""
     claims, crashed = [], []
-    tasks = services.tasks
+    tasks = services.task_calls
     for _ in range(20):
         if all(tasks.status(task_id)["state"] == "completed" for task_id in work.all_tasks):
             return claims, crashed
-        claimed = services.claims.claim_work(work.task_queue_id, "wg", "w", 32)["tasks"]
+        claimed = services.work_claimer.claim_work(work.task_queue_id, "wg", "w", 32)["tasks"]
         new_crashes = []
         for claim in claimed:
             key = (claim["status"]["taskId"], claim["runId"])
@@ -191,7 +191,7 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
             try:
                 getattr(services.resolutions, work.outcome(*key))(*key)
                 # The group and graph are finished after the call answers: armed until then.
-                assert services.resolution_handler.settled()
+                assert services.dependency_resolver.settled()
             except Crash:
                 pass
             finally:
@@ -207,15 +207,15 @@ def drive(services: Services, work: Workload, fault: Fault, recovery: str) -> tu
 
 def snapshot(services: Services, work: Workload) -> dict:
     """Everything a resolution can change: statuses, the graph, the group."""
-    group = services.task_groups.groups.load(work.group_id)
-    statuses = {task_id: services.tasks.status(task_id) for task_id in work.all_tasks}
+    group = services.task_groups.group_table.load(work.group_id)
+    statuses = {task_id: services.task_calls.status(task_id) for task_id in work.all_tasks}
     last_resolved = max(statuses[task_id]["runs"][-1]["resolved"] for task_id in work.plain.values())
     return {
         "statuses": statuses,
         "graph": services.task_graphs.inspect(work.graph_id),
         # The group's resolved time is its last member's: handled out of order after a
         # crash, it may be marked earlier first and move up to it when the events repeat.
-        "group": (group.resolved <= last_resolved, services.task_groups.groups.unresolved(work.group_id)),
+        "group": (group.resolved <= last_resolved, services.task_groups.group_table.unresolved(work.group_id)),
         "pending": services.task_queues.counts(work.task_queue_id),
     }
 
@@ -226,7 +226,7 @@ def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, mo
                                                                       point, recovery):
     services = build_services(azurite, repair_delay=1)
     if recovery != "in process":   # every resolution announced, as a long fan-out's is
-        services.tasks.updater.on_resolved = services.tasks.updater.events.announce
+        services.task_calls.updater.after_resolution = services.task_calls.updater.messages
     work = Workload.create(services, task_queue_id)
     owner, name, when = FAULT_POINTS[point]
     fault = Fault(owner(services), name, when)
@@ -238,7 +238,7 @@ def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, mo
     flaky = work.graph_tasks["flaky"]
     expected_claims = {(task_id, 0) for task_id in work.all_tasks} | {(flaky, 1)}
     assert sorted(claims) == sorted(expected_claims)          # each run claimed exactly once
-    statuses = {task_id: services.tasks.status(task_id) for task_id in work.all_tasks}
+    statuses = {task_id: services.task_calls.status(task_id) for task_id in work.all_tasks}
     for task_id, status in statuses.items():
         runs = [(run["state"], run["reasonCreated"]) for run in status["runs"]]
         if task_id == flaky:
@@ -249,8 +249,8 @@ def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, mo
     assert inspected["state"] == "finished" and inspected["blockedBy"] == []
     assert {entry["label"]: entry["rerunsLeft"] for entry in inspected["tasks"]} == \
         {"flaky": 0, "after": 0, "solo": 0}
-    group = services.task_groups.groups.load(work.group_id)
-    assert group.resolved and services.task_groups.groups.unresolved(work.group_id) == []
+    group = services.task_groups.group_table.load(work.group_id)
+    assert group.resolved and services.task_groups.group_table.unresolved(work.group_id) == []
     # The diamond's bottom was scheduled only after both sides resolved, and so on down the chain.
     for later, earlier in (("b", "a"), ("c", "b"), ("bottom", "left"), ("bottom", "right")):
         assert statuses[work.plain[later]]["runs"][0]["scheduled"] >= \
@@ -262,14 +262,14 @@ def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, mo
     resolutions = sorted(claims)
     for _ in range(2):
         for task_id, run_id in resolutions:
-            services.tasks.updater.events.announce(Resolution.of(services.tasks.tasks.load(task_id), run_id))
+            services.task_calls.updater.messages.announce(Resolution.of(services.task_calls.task_table.load(task_id), run_id))
     assert deliver_events(services) == 2 * len(resolutions)
     for task_id, run_id in resolutions:
-        assert services.resolution_handler.handle(task_id, run_id) is True
+        assert services.dependency_resolver.handle(task_id, run_id) is True
     services.repairs.sweep()
-    assert services.claim_expiry.sweep(now=utcnow() + timedelta(hours=2)) == 0
+    assert services.claim_resolver.sweep(now=utcnow() + timedelta(hours=2)) == 0
     assert snapshot(services, work) == before
-    group = services.task_groups.groups.load(work.group_id)
+    group = services.task_groups.group_table.load(work.group_id)
     assert group.resolved == max(status["runs"][-1]["resolved"] for task_id, status in before["statuses"].items()
                                  if task_id in work.plain.values())
-    assert services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"] == []
+    assert services.work_claimer.claim_work(task_queue_id, "wg", "w", 32)["tasks"] == []

@@ -23,10 +23,10 @@ def deliver_parts(services) -> int:
     """Hand every queued graph part to its creator, like the queue trigger does."""
     parts = services.task_graphs.parts
     delivered = 0
-    while messages := parts.messages.receive(32, timedelta(seconds=30)):
+    while messages := parts.part_queue.receive(32, timedelta(seconds=30)):
         for message in messages:
             parts.create_part(message.body["taskGraphId"], message.body["part"])
-            parts.messages.delete(message)
+            parts.part_queue.delete(message)
             delivered += 1
     return delivered
 
@@ -51,7 +51,7 @@ def run_all_labels(services, graph_id, task_queue_id) -> list[str]:
 def state(services, graph_id) -> str:
     """The graph's state once the resolutions made so far are finished (a graph learns of
     one after the call that resolved it answers)."""
-    assert services.resolution_handler.settled()
+    assert services.dependency_resolver.settled()
     return services.task_graphs.status(graph_id)["status"]["state"]
 
 
@@ -62,9 +62,9 @@ def test_a_graph_runs_to_finished_with_subs(services, task_queue_id):
     services.task_graphs.create(graph_id, request)
     inspect = services.task_graphs.inspect(graph_id)
     ids = {entry["label"]: entry["taskId"] for entry in inspect["tasks"]}
-    assert services.tasks.definition(ids["test"])["payload"] == {"artifact": ids["build"]}
-    assert services.tasks.definition(ids["test"])["dependencies"] == [ids["build"]]
-    assert services.tasks.definition(ids["build"])["taskGroupId"] == graph_id
+    assert services.task_calls.definition(ids["test"])["payload"] == {"artifact": ids["build"]}
+    assert services.task_calls.definition(ids["test"])["dependencies"] == [ids["build"]]
+    assert services.task_calls.definition(ids["build"])["taskGroupId"] == graph_id
     assert run_labels(services, graph_id, task_queue_id) == ["build"]
     assert state(services, graph_id) == "running"
     assert run_labels(services, graph_id, task_queue_id) == ["test"]
@@ -77,17 +77,17 @@ def test_a_large_graph_has_a_group_of_wide_buckets_and_runs_to_finished(services
     services.task_graphs.create(graph_id, graph(task_queue_id, root={},
                                                 **{f"leaf-{i}": {"requires": ["root"]} for i in range(6)}))
     deliver_parts(services)
-    group = services.task_groups.groups.load(graph_id)
+    group = services.task_groups.group_table.load(graph_id)
     assert group.bucket_width == WIDE
     members = services.task_groups.list(graph_id, None, None)["tasks"]
     assert len(members) == 7
     assert run_labels(services, graph_id, task_queue_id) == ["root"]
     assert len(run_all_labels(services, graph_id, task_queue_id)) == 6
     assert state(services, graph_id) == "finished"
-    assert services.task_groups.groups.load(graph_id).resolved
+    assert services.task_groups.group_table.load(graph_id).resolved
     small = new_slugid()
     services.task_graphs.create(small, graph(task_queue_id, only={}))
-    assert services.task_groups.groups.load(small).bucket_width == 1
+    assert services.task_groups.group_table.load(small).bucket_width == 1
 
 
 def test_creating_the_same_graph_twice_is_idempotent_and_a_different_one_conflicts(services, task_queue_id):
@@ -136,18 +136,18 @@ def test_a_blocker_rerun_by_hand_unblocks_the_graph_when_it_completes(services, 
                                                 after={"requires": ["blocker"]}))
     names = labels_by_task(services, graph_id)
     blocker = next(task_id for task_id, label in names.items() if label == "blocker")
-    claims = services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
+    claims = services.work_claimer.claim_work(task_queue_id, "wg", "w", 32)["tasks"]
     for claim in claims:   # the blocker fails for good (no reruns), the other stays running
         if claim["status"]["taskId"] == blocker:
             services.resolutions.failed(blocker, claim["runId"])
     assert state(services, graph_id) == "blocked"
 
-    services.tasks.rerun(blocker)
+    services.task_calls.rerun(blocker)
     assert run_labels(services, graph_id, task_queue_id) == ["blocker"]   # its run 1 completes
 
     # Other labels are still open (the graph is not finished), yet this completion unblocks
     # it, in its row too: so the last completion, a first run, finishes it.
-    assert services.task_graphs.graphs.load_graph(graph_id).blocked_by == ()
+    assert services.task_graphs.graph_table.load_graph(graph_id).blocked_by == ()
     other = next(claim for claim in claims if claim["status"]["taskId"] != blocker)
     services.resolutions.completed(other["status"]["taskId"], other["runId"])
     assert run_labels(services, graph_id, task_queue_id) == ["after"]
@@ -158,8 +158,8 @@ def test_a_redelivered_failure_reruns_only_once(services, task_queue_id):
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, flaky={"reruns": 3}))
     task_id = run(services, task_queue_id, "failed")[0]
-    assert services.resolution_handler.handle(task_id, 0) is True             # handle it again
-    status = services.tasks.status(task_id)
+    assert services.dependency_resolver.handle(task_id, 0) is True             # handle it again
+    status = services.task_calls.status(task_id)
     assert len(status["runs"]) == 2
     assert services.task_graphs.inspect(graph_id)["tasks"][0]["rerunsLeft"] == 2
 
@@ -193,14 +193,14 @@ def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id
     entries = {entry["label"]: entry for entry in services.task_graphs.inspect(graph_id)["tasks"]}
     assert entries["join"]["requires"] == children
     assert {tuple(entries[child]["dependents"]) for child in children} == {("join",)}
-    assert len(services.tasks.definition(entries["join"]["taskId"])["dependencies"]) == 300
+    assert len(services.task_calls.definition(entries["join"]["taskId"])["dependencies"]) == 300
 
 
 def test_a_graph_is_stored_as_parts_of_tasks_in_task_id_order(services, task_queue_id):
     """Each part's rows of the graph, the group and the dependencies then fall in few buckets."""
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"task-{i:03d}": {} for i in range(250)}))
-    graphs = services.task_graphs.graphs
+    graphs = services.task_graphs.graph_table
     parts = [[node["taskId"] for node in graphs.load_part(graph_id, key).nodes] for key in graphs.parts(graph_id)]
     flat = [task_id for part in parts for task_id in part]
     assert [len(part) for part in parts] == [100, 100, 50] and flat == sorted(flat)
@@ -221,7 +221,7 @@ def test_a_graphs_rows_list_their_dependents_across_parts_and_a_fan_outs_root_us
                                                 join={"requires": sorted(children)}, last={"requires": ["join"]}))
     assert deliver_parts(services) == 2
     ids = {label: task_id for task_id, label in labels_by_task(services, graph_id).items()}
-    rows, edges = services.tasks.tasks, services.dependencies.dependencies
+    rows, edges = services.task_calls.task_table, services.dependency_tracker.dependency_table
     root = rows.load(ids["root"])
     assert (root.dependents, root.more_dependents) == ((), True) and 150 > LISTED_DEPENDENTS
     assert {dependent.task_id for dependent in edges.dependents(ids["root"], "", 1000)} == {
@@ -246,12 +246,12 @@ def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_s
     children = {f"child-{number:03d}": {"requires": ["root"]} for number in range(150)}
     extension = graph(task_queue_id, **children, join={"requires": sorted(children)})
     assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "creating"
-    graphs = services.task_graphs.graphs
+    graphs = services.task_graphs.graph_table
     assert [key.split(".")[0] for key in graphs.parts(graph_id)] == ["00000", "00001"]
     with pytest.raises(Conflict, match="creating"):   # one extension at a time
         services.task_graphs.extend(graph_id, graph(task_queue_id, other={}))
 
-    parts, messages = services.task_graphs.parts, services.task_graphs.parts.messages
+    parts, messages = services.task_graphs.parts, services.task_graphs.parts.part_queue
     sent = messages.receive(32, timedelta(seconds=30))
     assert [message.body["part"] for message in sent] == graphs.parts(graph_id)[:1]   # the first stage only
     parts.create_part(graph_id, sent[0].body["part"])
@@ -283,14 +283,14 @@ def test_an_extension_part_created_twice_writes_nothing_again(services, task_que
         real(replace(plan, order=list(some), new=some), now)
         raise RuntimeError("the process died here")
     monkeypatch.setattr(creation, "carry_out", dying)
-    first, second = services.task_graphs.parts.messages.receive(32, timedelta(seconds=30))
+    first, second = services.task_graphs.parts.part_queue.receive(32, timedelta(seconds=30))
     with pytest.raises(RuntimeError):
         services.task_graphs.parts.create_part(graph_id, first.body["part"])
     monkeypatch.setattr(creation, "carry_out", real)
     ran = run_all_labels(services, graph_id, task_queue_id)
     assert len(ran) == 40
     services.task_graphs.parts.create_part(graph_id, first.body["part"])   # delivered again at once:
-    assert services.task_graphs.graphs.parts(graph_id) and run_all_labels(services, graph_id, task_queue_id) == []
+    assert services.task_graphs.graph_table.parts(graph_id) and run_all_labels(services, graph_id, task_queue_id) == []
     monkeypatch.setattr(services.task_graphs.parts, "lease", timedelta(0))  # left alone until a lease ran out
     services.task_graphs.parts.create_part(graph_id, first.body["part"])   # taken over
     services.task_graphs.parts.create_part(graph_id, second.body["part"])
@@ -308,7 +308,7 @@ def test_a_late_duplicate_of_a_part_writes_nothing_once_its_graph_ran(services, 
     since it read it, and writes nothing."""
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
-    graphs = services.task_graphs.graphs
+    graphs = services.task_graphs.graph_table
     read_early = graphs.load_part(graph_id, graphs.parts(graph_id)[0])
     deliver_parts(services)
     assert len(run_all_labels(services, graph_id, task_queue_id)) == 150
@@ -316,7 +316,7 @@ def test_a_late_duplicate_of_a_part_writes_nothing_once_its_graph_ran(services, 
     monkeypatch.setattr(graphs, "load_part", lambda graph_id, key: read_early)
     services.task_graphs.parts.create_part(graph_id, read_early.key)
     assert state(services, graph_id) == "finished" and not graphs.any_open(graph_id)
-    assert not services.task_groups.groups.any_unresolved(graph_id)
+    assert not services.task_groups.group_table.any_unresolved(graph_id)
 
 
 def test_a_part_being_created_is_left_to_its_handler_and_deleted_only_by_it(services, task_queue_id, monkeypatch):
@@ -325,8 +325,8 @@ def test_a_part_being_created_is_left_to_its_handler_and_deleted_only_by_it(serv
     first, slow only, finds so when it is done instead of deleting it."""
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
-    parts, graphs = services.task_graphs.parts, services.task_graphs.graphs
-    first, second = parts.messages.receive(32, timedelta(seconds=30))
+    parts, graphs = services.task_graphs.parts, services.task_graphs.graph_table
+    first, second = parts.part_queue.receive(32, timedelta(seconds=30))
     creation, real = services.task_graphs.creation, services.task_graphs.creation.carry_out
     seen = []
 
@@ -359,7 +359,7 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_q
     from tests.conftest import memory_services
 
     services = memory_services(claim_work_wait=0)
-    tasks, ran = services.task_graphs.creation.tasks, []
+    tasks, ran = services.task_graphs.creation.task_table, []
     real_insert = tasks._insert_chunk   # one transaction of task rows, or its rows one by one
 
     def insert(chunk):
@@ -434,7 +434,7 @@ def test_r4_extending_a_finished_graph_whose_new_task_completes_at_once_finishes
 def test_a_graph_whose_roots_complete_before_it_starts_running_finishes(services, task_queue_id, monkeypatch):
     """The quickest worker completes the only root between its scheduling and the graph's
     state leaving 'creating': the graph must end finished, not running for good."""
-    dependencies, real = services.task_graphs.parts.dependencies, services.task_graphs.parts.dependencies.schedule
+    dependencies, real = services.task_graphs.parts.dependency_tracker, services.task_graphs.parts.dependency_tracker.schedule
 
     def schedule_and_run(task_id, why):
         scheduled = real(task_id, why)
@@ -457,14 +457,14 @@ def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(ser
     names = labels_by_task(services, graph_id)
     blocker, last = (next(t for t, label in names.items() if label == wanted) for wanted in ("blocker", "last"))
     claims = {claim["status"]["taskId"]: claim["runId"]
-              for claim in services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]}
+              for claim in services.work_claimer.claim_work(task_queue_id, "wg", "w", 32)["tasks"]}
     services.resolutions.failed(blocker, claims[blocker])
     assert state(services, graph_id) == "blocked"
-    services.tasks.rerun(blocker)
-    assert [c["status"]["taskId"] for c in services.claims.claim_work(task_queue_id, "wg", "w", 32)["tasks"]] == \
+    services.task_calls.rerun(blocker)
+    assert [c["status"]["taskId"] for c in services.work_claimer.claim_work(task_queue_id, "wg", "w", 32)["tasks"]] == \
         [blocker]
 
-    table, any_open = services.task_graphs.graphs, services.task_graphs.graphs.any_open
+    table, any_open = services.task_graphs.graph_table, services.task_graphs.graph_table.any_open
     armed = [True]
 
     def stale_then_last_completes(wanted_graph, *task_id):
@@ -476,7 +476,7 @@ def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(ser
     monkeypatch.setattr(table, "any_open", stale_then_last_completes)
     services.resolutions.completed(blocker, 1)
 
-    assert services.resolution_handler.settled() and not armed[0]
+    assert services.dependency_resolver.settled() and not armed[0]
     assert table.load_graph(graph_id).state == "finished" and state(services, graph_id) == "finished"
 
 
@@ -486,7 +486,7 @@ def test_parts_whose_messages_went_down_with_a_process_are_sent_again_by_the_rep
     graph_id = new_slugid()
     request = graph(task_queue_id, **{f"t{number}": {} for number in range(150)})
     assert services.task_graphs.create(graph_id, request)["status"]["state"] == "creating"
-    messages = services.task_graphs.parts.messages
+    messages = services.task_graphs.parts.part_queue
     assert len(messages.receive(32, timedelta(minutes=5))) == 2   # held by a process that then died
     time.sleep(1.2)                                               # the graph's check comes due
     assert services.repairs.sweep() == 1
@@ -507,7 +507,7 @@ def test_a_part_whose_handler_died_is_sent_again_a_lease_after_it_began(services
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number:03d}": {} for number in range(150)}))
     parts = services.task_graphs.parts
-    first, second = parts.messages.receive(32, timedelta(minutes=5))   # held by a process that dies
+    first, second = parts.part_queue.receive(32, timedelta(minutes=5))   # held by a process that dies
     monkeypatch.setattr(services.task_graphs.creation, "carry_out", lambda plan, now: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         parts.create_part(graph_id, first.body["part"])                   # begun, then the process died
@@ -517,7 +517,7 @@ def test_a_part_whose_handler_died_is_sent_again_a_lease_after_it_began(services
     monkeypatch.setattr(parts, "lease", timedelta(seconds=1))
     time.sleep(1.2)
     assert services.repairs.sweep() == 1          # its lease ran out, and no progress since: both sent again
-    sent = parts.messages.receive(32, timedelta(minutes=5))
+    sent = parts.part_queue.receive(32, timedelta(minutes=5))
     assert sorted(message.body["part"] for message in sent) == [first.body["part"], second.body["part"]]
     parts.create_part(graph_id, first.body["part"])
     parts.create_part(graph_id, second.body["part"])
@@ -532,7 +532,7 @@ def test_a_graph_that_stalls_again_is_looked_at_later_each_time(services, task_q
 
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, **{f"t{number}": {} for number in range(150)}))
-    messages = services.task_graphs.parts.messages
+    messages = services.task_graphs.parts.part_queue
     held = timedelta(minutes=5)
     assert len(messages.receive(32, held)) == 2            # held by a process still busy with them
     time.sleep(1.2)                                          # one repair delay
@@ -545,7 +545,7 @@ def test_a_graph_that_stalls_again_is_looked_at_later_each_time(services, task_q
     assert len(messages.receive(32, held)) == 2
     time.sleep(2.2)
     assert services.repairs.sweep() == 0                     # then four
-    for number in services.task_graphs.graphs.parts(graph_id):
+    for number in services.task_graphs.graph_table.parts(graph_id):
         services.task_graphs.parts.create_part(graph_id, number)   # the busy process gets through
     assert state(services, graph_id) == "running"
 
@@ -560,7 +560,7 @@ def test_a_graph_whose_group_is_sealed_while_it_is_created_still_gets_every_task
     graph_id = new_slugid()
     request = graph(task_queue_id, **{f"t{number}": {} for number in range(150)})
     services.task_graphs.create(graph_id, request)
-    messages = services.task_graphs.parts.messages
+    messages = services.task_graphs.parts.part_queue
     first, second = messages.receive(32, timedelta(seconds=30))
     services.task_graphs.parts.create_part(graph_id, first.body["part"])
     services.task_groups.seal(graph_id, "2026-11-23T00:00:00.000Z")
@@ -568,5 +568,5 @@ def test_a_graph_whose_group_is_sealed_while_it_is_created_still_gets_every_task
     assert state(services, graph_id) == "running"
     assert len(services.task_graphs.inspect(graph_id)["tasks"]) == 150
     with pytest.raises(Refused, match="sealed"):
-        services.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=graph_id,
+        services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=graph_id,
                                                       schedulerId="task-graph-scheduler"))

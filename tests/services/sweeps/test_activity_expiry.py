@@ -26,9 +26,9 @@ def queue_ids(services, now):
 
 
 def test_a_worker_that_stopped_claiming_is_hidden_then_deleted(services, task_queue_id):
-    services.claims.claim_work(task_queue_id, "wg", "gone", 1)
-    services.claims.claim_work(task_queue_id, "wg", "busy", 1)
-    busy = services.workers.table.load(task_queue_id, "wg", "busy")
+    services.work_claimer.claim_work(task_queue_id, "wg", "gone", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "busy", 1)
+    busy = services.workers.worker_table.load(task_queue_id, "wg", "busy")
     lapse = parse_iso(busy.expires)
     services.workers.worked(busy, [], [], lapse - timedelta(hours=1))   # "busy" claims again a day later
     assert worker_ids(services, task_queue_id, utcnow()) == ["busy", "gone"]
@@ -39,37 +39,37 @@ def test_a_worker_that_stopped_claiming_is_hidden_then_deleted(services, task_qu
         services.workers.get(task_queue_id, "wg", "gone", past)
 
     assert services.worker_expiry.sweep(now=past) == 1
-    assert services.workers.table.load(task_queue_id, "wg", "gone") is None
-    assert services.workers.table.load(task_queue_id, "wg", "busy") is not None    # its item was moved on
+    assert services.workers.worker_table.load(task_queue_id, "wg", "gone") is None
+    assert services.workers.worker_table.load(task_queue_id, "wg", "busy") is not None    # its item was moved on
     assert services.worker_expiry.sweep(now=past) == 0
 
     assert services.worker_expiry.sweep(now=past + WORKER_LIFETIME) == 1
-    assert services.workers.table.load(task_queue_id, "wg", "busy") is None
+    assert services.workers.worker_table.load(task_queue_id, "wg", "busy") is None
 
 
 def test_a_quarantined_worker_lives_until_its_quarantine_ends(services, task_queue_id):
-    services.claims.claim_work(task_queue_id, "wg", "bad", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "bad", 1)
     until = utcnow() + timedelta(days=3)
     services.workers.quarantine(task_queue_id, "wg", "bad", to_iso(until), "broken disk", utcnow())
 
     assert services.worker_expiry.sweep(now=utcnow() + WORKER_LIFETIME + LATER) == 0
     assert services.workers.get(task_queue_id, "wg", "bad", until - LATER)["quarantineUntil"]
     assert services.worker_expiry.sweep(now=until + LATER) == 1
-    assert services.workers.table.load(task_queue_id, "wg", "bad") is None
+    assert services.workers.worker_table.load(task_queue_id, "wg", "bad") is None
 
 
 def test_a_worker_that_returns_after_expiry_is_known_again(services, task_queue_id):
-    services.claims.claim_work(task_queue_id, "wg", "back", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "back", 1)
     services.worker_expiry.sweep(now=utcnow() + WORKER_LIFETIME + LATER)
-    services.claims.claim_work(task_queue_id, "wg", "back", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "back", 1)
 
     assert worker_ids(services, task_queue_id, utcnow()) == ["back"]
     assert services.worker_expiry.sweep(now=utcnow() + WORKER_LIFETIME + LATER) == 1
 
 
 def test_a_worker_used_since_it_was_read_is_not_deleted(services, task_queue_id):
-    services.claims.claim_work(task_queue_id, "wg", "w", 1)
-    table = services.workers.table
+    services.work_claimer.claim_work(task_queue_id, "wg", "w", 1)
+    table = services.workers.worker_table
     stale = table.load(task_queue_id, "wg", "w")
     services.workers.claiming(stale, [ClaimRow(task_queue_id, "someTask", 0, "wg", "w", to_iso(utcnow()))], utcnow())
 
@@ -79,7 +79,7 @@ def test_a_worker_used_since_it_was_read_is_not_deleted(services, task_queue_id)
 
 
 def test_a_task_queue_goes_when_its_last_task_has_expired(services, task_queue_id):
-    services.tasks.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
+    services.task_calls.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
     assert task_queue_id in queue_ids(services, utcnow())
 
     past = utcnow() + timedelta(seconds=4)
@@ -87,15 +87,15 @@ def test_a_task_queue_goes_when_its_last_task_has_expired(services, task_queue_i
     with pytest.raises(NotFound):
         services.task_queues.get(task_queue_id, past)
     assert services.task_queue_expiry.sweep(now=past) == 1
-    assert services.task_queues.table.get(task_queue_id) is None
+    assert services.task_queues.queue_table.get(task_queue_id) is None
 
 
 def test_a_later_task_keeps_its_task_queue(services, task_queue_id):
-    services.tasks.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
-    services.tasks.create(new_slugid(), make_task(task_queue_id))     # expires a year from now
+    services.task_calls.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
+    services.task_calls.create(new_slugid(), make_task(task_queue_id))     # expires a year from now
 
     assert services.task_queue_expiry.sweep(now=utcnow() + timedelta(seconds=4)) == 0
-    stored = services.task_queues.table.get(task_queue_id)
+    stored = services.task_queues.queue_table.get(task_queue_id)
     assert parse_iso(stored.expires) > utcnow() + timedelta(days=300)
     assert services.task_queue_expiry.sweep(now=parse_iso(stored.expires) + LATER) == 1
-    assert services.task_queues.table.get(task_queue_id) is None
+    assert services.task_queues.queue_table.get(task_queue_id) is None

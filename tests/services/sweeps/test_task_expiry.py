@@ -23,18 +23,18 @@ def short_lived(seconds: int = 3) -> dict:
 def expire_at(services, now) -> int:
     """The deadline sweep (which indexes the expiry of tasks past their deadline), then the
     expiration sweep, at `now`; returns what the expiration sweep deleted."""
-    services.deadlines.sweep(now=now)
-    return services.expiration.sweep(now=now)
+    services.deadline_resolver.sweep(now=now)
+    return services.task_expiry.sweep(now=now)
 
 
 def records_of(services, task_id: str, group_id: str) -> dict:
     """Every record kept about a task, read through the storage adapters."""
-    edges = services.dependencies.dependencies
+    edges = services.dependency_tracker.dependency_table
     return {
         "dependents": edges.dependents(task_id, "", 10),
-        "requirements": services.dependencies.requirements.remaining(task_id),
-        "members": services.task_groups.groups.members(group_id, "", 10),
-        "group": services.task_groups.groups.load(group_id),
+        "requirements": services.dependency_tracker.requirement_table.remaining(task_id),
+        "members": services.task_groups.group_table.members(group_id, "", 10),
+        "group": services.task_groups.group_table.load(group_id),
     }
 
 
@@ -57,7 +57,7 @@ def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task
 
     for task_id in ids.values():
         with pytest.raises(NotFound):
-            services.tasks.status(task_id)
+            services.task_calls.status(task_id)
         assert records_of(services, task_id, graph_id) == {
             "dependents": [], "requirements": [], "members": [], "group": None}
     with pytest.raises(NotFound):
@@ -67,21 +67,21 @@ def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task
 
 def test_an_unresolved_task_waits_for_its_deadline_before_it_is_deleted(services, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    services.task_calls.create(task_id, make_task(task_queue_id, **short_lived(2)))
     later = utcnow() + timedelta(seconds=4)
-    assert services.expiration.sweep(now=later) == 0            # pending still: indexed by the deadline resolver
-    assert services.tasks.status(task_id)["state"] == "pending"
-    assert services.deadlines.sweep(now=later) == 1
-    assert services.expiration.sweep(now=later) == 1
+    assert services.task_expiry.sweep(now=later) == 0            # pending still: indexed by the deadline resolver
+    assert services.task_calls.status(task_id)["state"] == "pending"
+    assert services.deadline_resolver.sweep(now=later) == 1
+    assert services.task_expiry.sweep(now=later) == 1
     with pytest.raises(NotFound):
-        services.tasks.status(task_id)
+        services.task_calls.status(task_id)
 
 
 def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
     group_id = new_slugid()
     soon, later = new_slugid(), new_slugid()
-    services.tasks.create(soon, make_task(task_queue_id, taskGroupId=group_id, **short_lived(2)))
-    services.tasks.create(later, make_task(task_queue_id, taskGroupId=group_id, **short_lived(60)))
+    services.task_calls.create(soon, make_task(task_queue_id, taskGroupId=group_id, **short_lived(2)))
+    services.task_calls.create(later, make_task(task_queue_id, taskGroupId=group_id, **short_lived(60)))
     run(services, task_queue_id)
     assert expire_at(services, utcnow() + timedelta(seconds=4)) == 1
     listed = services.task_groups.list(group_id, None, None)["tasks"]
@@ -96,17 +96,17 @@ def test_a_task_whose_deadline_sweep_came_late_still_expires(services, task_queu
     reach a task a day late (a host down), after other tasks expired: it still expires."""
     now = utcnow()
     first, late = new_slugid(), new_slugid()
-    services.tasks.create(first, make_task(task_queue_id, deadline=to_iso(now + timedelta(seconds=2)),
+    services.task_calls.create(first, make_task(task_queue_id, deadline=to_iso(now + timedelta(seconds=2)),
                                            expires=to_iso(now + timedelta(days=1))))
-    services.tasks.create(late, make_task(task_queue_id, **short_lived(3)))
+    services.task_calls.create(late, make_task(task_queue_id, **short_lived(3)))
     next_day = now + timedelta(days=1, hours=1)
-    assert services.deadlines.sweep(now=next_day, max_items=1) == 1     # only the first task's deadline
-    assert services.expiration.sweep(now=next_day) == 1                  # the first expires; the cursor moves on
-    assert services.expiration.sweep(now=next_day) == 0
-    assert services.deadlines.sweep(now=next_day) == 1                   # the late one, a day late
-    assert services.expiration.sweep(now=next_day + timedelta(seconds=1)) == 1
+    assert services.deadline_resolver.sweep(now=next_day, max_items=1) == 1     # only the first task's deadline
+    assert services.task_expiry.sweep(now=next_day) == 1                  # the first expires; the cursor moves on
+    assert services.task_expiry.sweep(now=next_day) == 0
+    assert services.deadline_resolver.sweep(now=next_day) == 1                   # the late one, a day late
+    assert services.task_expiry.sweep(now=next_day + timedelta(seconds=1)) == 1
     with pytest.raises(NotFound):
-        services.tasks.status(late)
+        services.task_calls.status(late)
 
 
 def test_a_task_with_more_dependencies_than_its_expiry_notes_is_read_and_deleted(services, task_queue_id):
@@ -115,26 +115,26 @@ def test_a_task_with_more_dependencies_than_its_expiry_notes_is_read_and_deleted
     lifetime = short_lived(2)
     required = [new_slugid() for _ in range(NOTED_DEPENDENCIES + 1)]
     for task_id in required:
-        services.tasks.create(task_id, make_task(task_queue_id, **lifetime))
+        services.task_calls.create(task_id, make_task(task_queue_id, **lifetime))
     many = new_slugid()
-    services.tasks.create(many, make_task(task_queue_id, dependencies=required, **lifetime))
+    services.task_calls.create(many, make_task(task_queue_id, dependencies=required, **lifetime))
     assert expire_at(services, utcnow() + timedelta(seconds=4)) == len(required) + 1
-    edges = services.dependencies.dependencies
+    edges = services.dependency_tracker.dependency_table
     assert [edges.dependents(task_id, "", 10) for task_id in required[:3]] == [[], [], []]
-    assert services.dependencies.requirements.remaining(many) == []
+    assert services.dependency_tracker.requirement_table.remaining(many) == []
     with pytest.raises(NotFound):
-        services.tasks.status(many)
+        services.task_calls.status(many)
 
 
 def test_an_expired_tasks_results_documents_go_with_it(services, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, retries=1, **short_lived(3)))
-    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.task_calls.create(task_id, make_task(task_queue_id, retries=1, **short_lived(3)))
+    services.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
     services.resolutions.exception(task_id, 0, "worker-shutdown")       # retried: run 1
-    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "w2", 1)
     services.resolutions.completed(task_id, 1)
     blobs = services.objects.blobs
-    task = services.tasks.updater.tasks.load(task_id)
+    task = services.task_calls.updater.task_table.load(task_id)
     for run_id in (0, 1):                        # as their first reads write them (this task expires in seconds)
         services.artifacts.results.write(task, task.status.run(run_id))
     assert [blobs.size(results_blob(task_id, run_id)) is not None for run_id in (0, 1)] == [True, True]
@@ -146,16 +146,16 @@ def test_an_expiry_noted_before_runs_were_noted_deletes_no_blob(services, task_q
     """An item indexed before the documents were blobs of their own: theirs were objects with
     expiry items of their own, so the task's expiry leaves blobs alone."""
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, **short_lived(2)))
-    services.tasks.cancel(task_id)
-    task = services.tasks.updater.tasks.load(task_id)
+    services.task_calls.create(task_id, make_task(task_queue_id, **short_lived(2)))
+    services.task_calls.cancel(task_id)
+    task = services.task_calls.updater.task_table.load(task_id)
     services.artifacts.results.write(task, task.status.run(0))     # as a read writes it
     due = utcnow() + timedelta(seconds=4)
-    services.deadlines.sweep(now=due)
-    [item] = [item for item in services.expiration.index.due(due, 10) if item.key == f"task.{task_id}"]
-    services.expiration.index.add([(item.due, item.key)], {item.key: json.dumps(
+    services.deadline_resolver.sweep(now=due)
+    [item] = [item for item in services.task_expiry.index.due(due, 10) if item.key == f"task.{task_id}"]
+    services.task_expiry.index.add([(item.due, item.key)], {item.key: json.dumps(
         {key: value for key, value in json.loads(item.value).items() if key != "runs"})})
-    assert services.expiration.sweep(now=due) == 1
+    assert services.task_expiry.sweep(now=due) == 1
     assert blobs_left(services, task_id) == [results_blob(task_id, 0)]
 
 
@@ -174,7 +174,7 @@ def test_an_expiring_task_deletes_only_the_dependency_rows_it_has(services, task
     run(services, task_queue_id)
     run(services, task_queue_id)
     asked = []
-    edges, requirements = services.expiration.dependencies, services.expiration.requirements
+    edges, requirements = services.task_expiry.dependency_table, services.task_expiry.requirement_table
     monkeypatch.setattr(edges, "forget", lambda task_id, dependencies: asked.append(("edges", task_id, dependencies)))
     monkeypatch.setattr(requirements, "forget", lambda task_id: asked.append(("requirements", task_id)))
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2

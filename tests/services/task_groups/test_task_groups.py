@@ -16,35 +16,35 @@ def test_seal_then_cancel(services, task_queue_id):
     group = new_slugid()
     running, done, pending, unscheduled = (new_slugid() for _ in range(4))
     for task_id in (running, done, pending):
-        services.tasks.create(task_id, make_task(task_queue_id, taskGroupId=group))
+        services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=group))
         time.sleep(0.002)   # "oldest" is by the millisecond of scheduling: make each one older
-    services.tasks.create(unscheduled, make_task(task_queue_id, taskGroupId=group, dependencies=[running]))
-    claims = services.claims.claim_work(task_queue_id, "wg", "w", 2)["tasks"]
+    services.task_calls.create(unscheduled, make_task(task_queue_id, taskGroupId=group, dependencies=[running]))
+    claims = services.work_claimer.claim_work(task_queue_id, "wg", "w", 2)["tasks"]
     assert [claim["status"]["taskId"] for claim in claims] == [running, done]  # oldest first
     services.resolutions.completed(done, 0)
 
     with pytest.raises(Conflict):  # only a sealed group can be canceled
-        services.task_groups.cancel(group, services.tasks.cancel_if_unresolved)
+        services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)
     sealed = services.task_groups.seal(group, to_iso(utcnow()))["sealed"]
     assert services.task_groups.seal(group, to_iso(utcnow()))["sealed"] == sealed
     with pytest.raises(Conflict):  # a sealed group takes no more tasks
-        services.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+        services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
 
-    result = services.task_groups.cancel(group, services.tasks.cancel_if_unresolved)
+    result = services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)
     assert result["taskGroupSize"] == 4 and result["cancelledCount"] == 3
     assert sorted(result["taskIds"]) == sorted([running, pending, unscheduled])
-    assert services.tasks.status(done)["state"] == "completed"
+    assert services.task_calls.status(done)["state"] == "completed"
     for task_id in (running, pending, unscheduled):
-        assert services.tasks.status(task_id)["runs"][-1]["reasonResolved"] == "canceled"
-    assert services.task_groups.cancel(group, services.tasks.cancel_if_unresolved)["cancelledCount"] == 0
+        assert services.task_calls.status(task_id)["runs"][-1]["reasonResolved"] == "canceled"
+    assert services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)["cancelledCount"] == 0
 
 
 def test_the_group_knows_when_every_member_resolved(services, task_queue_id):
     group = new_slugid()
     first, second = new_slugid(), new_slugid()
-    services.tasks.create(first, make_task(task_queue_id, taskGroupId=group))
-    services.tasks.create(second, make_task(task_queue_id, taskGroupId=group, dependencies=[first]))
-    table = services.task_groups.groups
+    services.task_calls.create(first, make_task(task_queue_id, taskGroupId=group))
+    services.task_calls.create(second, make_task(task_queue_id, taskGroupId=group, dependencies=[first]))
+    table = services.task_groups.group_table
     run(services, task_queue_id)
     assert table.load(group).resolved == "" and table.unresolved(group) == [second]
     run(services, task_queue_id, "failed")
@@ -55,20 +55,20 @@ def test_the_group_knows_when_every_member_resolved(services, task_queue_id):
 def test_a_group_sealed_by_another_process_takes_no_task_from_one_that_knew_it_unsealed(task_queue_id):
     here, there = two_processes()
     group = new_slugid()
-    here.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))   # this process knows the group
+    here.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))   # this process knows the group
     there.task_groups.seal(group, to_iso(utcnow()))
     refused = [new_slugid() for _ in range(3)]
     for task_id in refused:   # the first in a bucket this process counted in, the others in buckets never used
         with pytest.raises(Conflict, match="sealed"):
-            here.tasks.create(task_id, make_task(task_queue_id, taskGroupId=group))
-    assert all(here.tasks.tasks.load(task_id) is None for task_id in refused)
+            here.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=group))
+    assert all(here.task_calls.task_table.load(task_id) is None for task_id in refused)
     assert len(here.task_groups.list(group, None, None)["tasks"]) == 1
 
 
 def test_a_seal_after_the_group_was_read_refuses_the_members_of_that_creation(task_queue_id, monkeypatch):
     here, there = two_processes()
     group = new_slugid()
-    here.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+    here.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
     check = here.task_groups.check
 
     def sealed_after_the_check(*args, **kwargs):
@@ -78,18 +78,18 @@ def test_a_seal_after_the_group_was_read_refuses_the_members_of_that_creation(ta
     monkeypatch.setattr(here.task_groups, "check", sealed_after_the_check)
     task_id = new_slugid()
     with pytest.raises(Conflict, match="sealed"):
-        here.tasks.create(task_id, make_task(task_queue_id, taskGroupId=group))
-    assert here.tasks.tasks.load(task_id) is None
+        here.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=group))
+    assert here.task_calls.task_table.load(task_id) is None
 
 
 def test_a_known_group_is_not_read_again_for_its_next_task(task_queue_id, monkeypatch):
     services = memory_services()
     group = new_slugid()
-    services.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+    services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
     reads = []
-    load = services.task_groups.groups.load
-    monkeypatch.setattr(services.task_groups.groups, "load", lambda group_id: reads.append(group_id) or load(group_id))
-    services.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+    load = services.task_groups.group_table.load
+    monkeypatch.setattr(services.task_groups.group_table, "load", lambda group_id: reads.append(group_id) or load(group_id))
+    services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
     assert reads == []
 
 
@@ -97,10 +97,10 @@ def test_a_group_known_until_its_expiry_is_read_again_then_and_made_anew_if_gone
     here, there = two_processes()
     group, soon = new_slugid(), to_iso(utcnow() + timedelta(minutes=30))
     first = make_task(task_queue_id, taskGroupId=group, deadline=soon, expires=soon)
-    here.tasks.create(new_slugid(), first)
-    there.task_groups.groups.forget(group)   # as the expiration does once the group's expiry passed
+    here.task_calls.create(new_slugid(), first)
+    there.task_groups.group_table.forget(group)   # as the expiration does once the group's expiry passed
     later = new_slugid()
-    here.tasks.create(later, make_task(task_queue_id, taskGroupId=group, schedulerId="another-scheduler"))
+    here.task_calls.create(later, make_task(task_queue_id, taskGroupId=group, schedulerId="another-scheduler"))
     assert there.task_groups.get(group)["schedulerId"] == "another-scheduler"
     assert [entry["status"]["taskId"] for entry in there.task_groups.list(group, None, None)["tasks"]] == [later]
 
@@ -110,12 +110,12 @@ def test_a_task_refused_by_a_seal_found_late_leaves_no_dependent_and_no_work(tas
     its dependency, its hint): none of them shows, or runs."""
     here, there = two_processes()
     dependency, group = new_slugid(), new_slugid()
-    here.tasks.create(dependency, make_task(task_queue_id))
-    here.tasks.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
+    here.task_calls.create(dependency, make_task(task_queue_id))
+    here.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
     there.task_groups.seal(group, to_iso(utcnow()))
     refused = new_slugid()
     with pytest.raises(Conflict, match="sealed"):
-        here.tasks.create(refused, make_task(task_queue_id, taskGroupId=group, dependencies=[dependency]))
-    assert here.tasks.dependents(dependency, None, None)["tasks"] == []
-    claimed = {claim["status"]["taskId"] for claim in here.claims.claim_work(task_queue_id, "wg", "w", 8)["tasks"]}
+        here.task_calls.create(refused, make_task(task_queue_id, taskGroupId=group, dependencies=[dependency]))
+    assert here.task_calls.dependents(dependency, None, None)["tasks"] == []
+    claimed = {claim["status"]["taskId"] for claim in here.work_claimer.claim_work(task_queue_id, "wg", "w", 8)["tasks"]}
     assert refused not in claimed and dependency in claimed

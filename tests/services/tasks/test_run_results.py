@@ -30,8 +30,8 @@ def results(services, task_id: str, run_id: int) -> dict:
 @pytest.fixture
 def claimed(services, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, retries=1))
-    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.task_calls.create(task_id, make_task(task_queue_id, retries=1))
+    services.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
     return task_id
 
 
@@ -55,7 +55,7 @@ def test_a_completed_run_has_its_results_with_its_artifacts(services, claimed):
     info = services.artifacts.info(claimed, None, RESULTS_NAME)
     size = len(services.objects.blobs.read(results_blob(claimed, 0)))
     assert info == {"storageType": "s3", "name": RESULTS_NAME, "contentType": "application/json",
-                    "expires": services.tasks.definition(claimed)["expires"], "contentLength": size}
+                    "expires": services.task_calls.definition(claimed)["expires"], "contentLength": size}
 
 
 def test_the_document_is_one_blob_written_by_its_first_read_without_rows(services, claimed):
@@ -63,8 +63,8 @@ def test_the_document_is_one_blob_written_by_its_first_read_without_rows(service
     services.resolutions.completed(claimed, 0)
     resolving = OPERATIONS.value - before
     assert services.objects.blobs.size(results_blob(claimed, 0)) is None        # the resolution wrote none
-    assert services.artifacts.table.load(claimed, 0, RESULTS_NAME) is None
-    assert services.objects.table.load(f"t/{claimed}/0/{RESULTS_NAME}") is None
+    assert services.artifacts.artifact_table.load(claimed, 0, RESULTS_NAME) is None
+    assert services.objects.object_table.load(f"t/{claimed}/0/{RESULTS_NAME}") is None
     assert services.artifact_expiry.index.due(utcnow() + timedelta(days=3650), 10) == []
     before = OPERATIONS.value
     first = services.artifacts.info(claimed, 0, RESULTS_NAME)
@@ -97,7 +97,7 @@ def test_a_running_run_or_a_task_about_to_expire_gets_none_written(services, cla
         services.artifacts.info(claimed, 0, RESULTS_NAME)
     assert services.artifacts.list(claimed, None, None, None)["artifacts"] == []
     services.resolutions.completed(claimed, 0)
-    task = services.tasks.updater.tasks.load(claimed)
+    task = services.task_calls.updater.task_table.load(claimed)
     expiring = replace(task, summary={**task.summary, "expires": to_iso(utcnow() + timedelta(minutes=5))})
     assert services.artifacts._load(claimed, 0, RESULTS_NAME, expiring) is None
     assert services.objects.blobs.size(results_blob(claimed, 0)) is None      # none to outlive the task's sweep
@@ -107,8 +107,8 @@ def test_it_lists_the_artifacts_present_when_first_read(services, task_queue_id)
     """A run resolved `exception` may take artifacts for 25 minutes more; its task, retried,
     is still live until then, so its document waits for the task's resolution."""
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id, retries=0))
-    services.claims.claim_work(task_queue_id, "wg", "w1", 1)
+    services.task_calls.create(task_id, make_task(task_queue_id, retries=0))
+    services.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)
     services.resolutions.exception(task_id, 0, "worker-shutdown")       # no retries left: resolved
     upload_object(services, task_id, "public/logs/live.log")
     assert [artifact["name"] for artifact in results(services, task_id, 0)["artifacts"]] == ["public/logs/live.log"]
@@ -136,8 +136,8 @@ def test_the_document_is_listed_where_its_name_sorts_across_pages(services, clai
 
 def test_a_row_of_its_name_from_before_is_listed_as_the_document(services, claimed):
     services.resolutions.completed(claimed, 0)
-    expires = services.tasks.definition(claimed)["expires"]
-    services.artifacts.table.save(Artifact(claimed, 0, RESULTS_NAME, StorageType.OBJECT, "application/json", expires,
+    expires = services.task_calls.definition(claimed)["expires"]
+    services.artifacts.artifact_table.save(Artifact(claimed, 0, RESULTS_NAME, StorageType.OBJECT, "application/json", expires,
                                            True))
     for limit in (1, 2):
         first = services.artifacts.list(claimed, 0, None, limit)
@@ -149,7 +149,7 @@ def test_a_row_of_its_name_from_before_is_listed_as_the_document(services, claim
 def test_handling_the_resolution_again_changes_nothing(services, claimed):
     services.resolutions.failed(claimed, 0)
     first = results(services, claimed, 0)
-    assert services.resolution_handler.handle(claimed, 0)
+    assert services.dependency_resolver.handle(claimed, 0)
     assert results(services, claimed, 0) == first       # and a later read writes nothing new
     page = services.artifacts.list(claimed, 0, None, None)["artifacts"]
     assert [artifact["name"] for artifact in page] == [RESULTS_NAME]
@@ -158,8 +158,8 @@ def test_handling_the_resolution_again_changes_nothing(services, claimed):
 def test_a_rerun_leaves_the_earlier_runs_document_as_it_was(services, claimed, task_queue_id):
     services.resolutions.failed(claimed, 0)
     services.objects.blobs.put(results_blob(claimed, 0), b'{"written": "once"}', "application/json")
-    services.tasks.rerun(claimed)
-    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.task_calls.rerun(claimed)
+    services.work_claimer.claim_work(task_queue_id, "wg", "w2", 1)
     services.resolutions.completed(claimed, 1)
     assert services.objects.blobs.read(results_blob(claimed, 0)) == b'{"written": "once"}'
     assert results(services, claimed, 1)["workerId"] == "w2"
@@ -169,7 +169,7 @@ def test_a_retried_run_gets_its_results_when_the_task_resolves(services, claimed
     services.resolutions.exception(claimed, 0, "worker-shutdown")        # retried: the task is not resolved
     with pytest.raises(NotFound):
         services.artifacts.info(claimed, 0, RESULTS_NAME)
-    services.claims.claim_work(task_queue_id, "wg", "w2", 1)
+    services.work_claimer.claim_work(task_queue_id, "wg", "w2", 1)
     services.resolutions.completed(claimed, 1)
     deliver_events(services)
     assert results(services, claimed, 0)["reasonResolved"] == "worker-shutdown"
@@ -178,7 +178,7 @@ def test_a_retried_run_gets_its_results_when_the_task_resolves(services, claimed
 
 def test_a_task_canceled_before_any_claim_has_results_without_a_worker(services, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
-    services.tasks.cancel(task_id)
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    services.task_calls.cancel(task_id)
     document = results(services, task_id, 0)
     assert document["reasonResolved"] == "canceled" and document["artifacts"] == [] and document["logs"] is None

@@ -2,7 +2,7 @@
 sequences of API calls and timer firings never reach an illegal state).
 
 A smaller sibling of `tests/domain/test_state_machine.py`: the same invariants (imported
-from there, they work on the status JSON), checked on what `services.tasks.status` reads
+from there, they work on the status JSON), checked on what `services.task_calls.status` reads
 back from storage after every step, plus the indexes the services keep beside the task
 row: the queue's pending count and claimed count must agree with the task's own state.
 
@@ -75,9 +75,9 @@ class QueueThroughServices(RuleBasedStateMachine):
         if unscheduled:
             # A dependency that never resolves (on another queue) keeps the task unscheduled.
             blocker = new_slugid()
-            self.services.tasks.create(blocker, make_task(f"{self.queue_id}-blocker"))
+            self.services.task_calls.create(blocker, make_task(f"{self.queue_id}-blocker"))
             extra["dependencies"] = [blocker]
-        status = self.services.tasks.create(
+        status = self.services.task_calls.create(
             self.task_id, make_task(self.queue_id, retries=retries, deadline=iso(deadline), **extra))
         self.horizon = utcnow()     # the latest time the task has been touched at
         self.deadline = ts(status["deadline"])
@@ -87,7 +87,7 @@ class QueueThroughServices(RuleBasedStateMachine):
     # -- helpers --
 
     def read(self) -> dict:
-        status = self.services.tasks.status(self.task_id)
+        status = self.services.task_calls.status(self.task_id)
         assert status["taskId"] == self.task_id and status["taskQueueId"] == self.queue_id
         return status
 
@@ -212,7 +212,7 @@ class QueueThroughServices(RuleBasedStateMachine):
             return None if in_time is None else ("change" if in_time else "noop")
         claimed = []
         t0, t1 = self.call("claimWork", lambda: claimed.extend(
-            self.services.claims.claim_work(self.queue_id, "wg", "worker", 1)["tasks"]), expect)
+            self.services.work_claimer.claim_work(self.queue_id, "wg", "worker", 1)["tasks"]), expect)
         if expect(t0, t1) == "change":
             assert len(claimed) == 1, "claimWork did not hand out the pending run"
         if pending and not claimed and t1 >= self.deadline:
@@ -242,7 +242,7 @@ class QueueThroughServices(RuleBasedStateMachine):
             # (or of the last reclaim) sets the same takenUntil, which changes nothing.
             same_millisecond = floor_ms(t0) + timedelta(seconds=CLAIM_TIMEOUT) <= ts(run["takenUntil"])
             return "change" if alive and in_time and not same_millisecond else None
-        self.call("reclaimTask", lambda: self.services.claims.reclaim(self.task_id, run_id), expect)
+        self.call("reclaimTask", lambda: self.services.work_claimer.reclaim(self.task_id, run_id), expect)
 
     def report(self, pick, reason):
         if not self.catch_up():
@@ -279,7 +279,7 @@ class QueueThroughServices(RuleBasedStateMachine):
             if state in ("pending", "running"):
                 return "noop"
             return Conflict if len(self.runs) >= MAX_RUNS else "change"
-        t0, t1 = self.call(f"{name}Task", lambda: getattr(self.services.tasks, name)(self.task_id), expect)
+        t0, t1 = self.call(f"{name}Task", lambda: getattr(self.services.task_calls, name)(self.task_id), expect)
         if expect(t0, t1) == "change" and name == "rerun":
             assert self.runs[-1]["reasonCreated"] == "rerun" and self.status["retriesLeft"] == self.retries
 
@@ -317,7 +317,7 @@ class QueueThroughServices(RuleBasedStateMachine):
         due = run is not None and run["state"] == "running" and ts(run["takenUntil"]) <= now
         # Leftover index rows of earlier examples may come due too: at least our change.
         event(f"claim expiry: {'due' if due else 'nothing due'}")
-        assert self.services.claim_expiry.sweep(now=now) >= (1 if due else 0), "the sweep missed an expired claim"
+        assert self.services.claim_resolver.sweep(now=now) >= (1 if due else 0), "the sweep missed an expired claim"
         self.horizon = max(self.horizon, now)
         self.step_to(self.read(), now, now)
         if due:
@@ -332,7 +332,7 @@ class QueueThroughServices(RuleBasedStateMachine):
         now = self.sweep_time(self.deadline if at_deadline else None, late_ms)
         due = now >= self.deadline and before["state"] not in RESOLVED_STATES
         event(f"deadline: {'due' if due else 'nothing due'}")
-        assert self.services.deadlines.sweep(now=now) >= (1 if due else 0), "the sweep missed a passed deadline"
+        assert self.services.deadline_resolver.sweep(now=now) >= (1 if due else 0), "the sweep missed a passed deadline"
         self.horizon = max(self.horizon, now)
         self.step_to(self.read(), now, now)
         if due:
@@ -355,7 +355,7 @@ class QueueThroughServices(RuleBasedStateMachine):
         """The pending hint and the claimed-run row exist exactly while the task is pending or
         running. (claimWork past the deadline drops the hint of a pending run it may no
         longer hand out; the deadline sweep then resolves the run.)"""
-        assert self.services.resolution_handler.settled()   # the claimed row goes after the call answers
+        assert self.services.dependency_resolver.settled()   # the claimed row goes after the call answers
         counts = self.services.task_queues.counts(self.queue_id)
         state = self.status["state"]
         if not (state == "pending" and self.hint_dropped):
@@ -383,11 +383,11 @@ def test_a_claim_expiring_after_the_deadline_is_not_retried():
     services = memory_services(claim_timeout=CLAIM_TIMEOUT, claim_work_wait=0)
     queue_id, task_id = f"sm-{uuid.uuid4().hex[:8]}/late-expiry", new_slugid()
     deadline = utcnow() + timedelta(seconds=FAR_DEADLINE)
-    services.tasks.create(task_id, make_task(queue_id, retries=1, deadline=iso(deadline)))
-    assert services.claims.claim_work(queue_id, "wg", "worker", 1)["tasks"][0]["runId"] == 0
+    services.task_calls.create(task_id, make_task(queue_id, retries=1, deadline=iso(deadline)))
+    assert services.work_claimer.claim_work(queue_id, "wg", "worker", 1)["tasks"][0]["runId"] == 0
     late = ts(iso(deadline)) + timedelta(seconds=1)
-    assert services.claim_expiry.sweep(now=late) >= 1
-    status = services.tasks.status(task_id)
+    assert services.claim_resolver.sweep(now=late) >= 1
+    status = services.task_calls.status(task_id)
     assert [run.get("reasonResolved") for run in status["runs"]] == ["claim-expired"], status["runs"]
     assert status["state"] == "exception" and status["retriesLeft"] == 1
     assert services.task_queues.counts(queue_id)["pendingTasks"] == 0

@@ -21,7 +21,7 @@ def two_processes() -> tuple[Services, Services]:
 
 def task_reads(services: Services, call) -> tuple[object, int, int]:
     """What `call` answers, and how many times it read a task row, in round trips overall."""
-    table, reads = services.tasks.updater.tasks, [0]
+    table, reads = services.task_calls.updater.task_table, [0]
     real = table.load
 
     def counted(*args, **kwargs):
@@ -38,13 +38,13 @@ def task_reads(services: Services, call) -> tuple[object, int, int]:
 
 def test_a_lifecycle_in_one_process_reads_no_task_row_after_creating_it(services, task_queue_id):
     task_id = new_slugid()
-    services.tasks.create(task_id, make_task(task_queue_id))
-    answer, reads, _ = task_reads(services, lambda: services.claims.claim_work(task_queue_id, "g", "w", 1))
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    answer, reads, _ = task_reads(services, lambda: services.work_claimer.claim_work(task_queue_id, "g", "w", 1))
     assert [claim["status"]["taskId"] for claim in answer["tasks"]] == [task_id] and reads == 0
     assert answer["tasks"][0]["task"]["taskQueueId"] == task_queue_id     # the definition was remembered too
     status, reads, _ = task_reads(services, lambda: services.resolutions.completed(task_id, 0))
     assert status["status"]["state"] == "completed" and reads == 0
-    assert services.tasks.status(task_id)["state"] == "completed"
+    assert services.task_calls.status(task_id)["state"] == "completed"
 
 
 def test_a_task_another_process_changed_is_claimed_from_its_current_row(task_queue_id):
@@ -53,11 +53,11 @@ def test_a_task_another_process_changed_is_claimed_from_its_current_row(task_que
     claim of run 1's hint must be decided on the row read afresh, not dropped as stale."""
     first, second = two_processes()
     task_id = new_slugid()
-    first.tasks.create(task_id, make_task(task_queue_id, retries=1))
-    assert [claim["runId"] for claim in second.claims.claim_work(task_queue_id, "g", "b", 1)["tasks"]] == [0]
+    first.task_calls.create(task_id, make_task(task_queue_id, retries=1))
+    assert [claim["runId"] for claim in second.work_claimer.claim_work(task_queue_id, "g", "b", 1)["tasks"]] == [0]
     second.resolutions.exception(task_id, 0, "worker-shutdown")
-    second.claims.pending.flush_removals()   # B's claimed hint deleted (it may wait half a second)
-    answer, reads, _ = task_reads(first, lambda: first.claims.claim_work(task_queue_id, "g", "a", 1))
+    second.work_claimer.pending_table.flush_removals()   # B's claimed hint deleted (it may wait half a second)
+    answer, reads, _ = task_reads(first, lambda: first.work_claimer.claim_work(task_queue_id, "g", "a", 1))
     assert [(claim["status"]["taskId"], claim["runId"]) for claim in answer["tasks"]] == [(task_id, 1)]
     assert reads == 1
 
@@ -65,14 +65,14 @@ def test_a_task_another_process_changed_is_claimed_from_its_current_row(task_que
 def test_a_stale_row_costs_one_refused_write_and_loses_nothing(task_queue_id):
     first, second = two_processes()
     task_id = new_slugid()
-    first.tasks.create(task_id, make_task(task_queue_id))
-    claim = second.claims.claim_work(task_queue_id, "g", "b", 1)["tasks"][0]
+    first.task_calls.create(task_id, make_task(task_queue_id))
+    claim = second.work_claimer.claim_work(task_queue_id, "g", "b", 1)["tasks"][0]
     # A remembers the task as pending; B's claim changed it. A's cancel must see the claim.
-    status, reads, _ = task_reads(first, lambda: first.tasks.cancel(task_id))
+    status, reads, _ = task_reads(first, lambda: first.task_calls.cancel(task_id))
     assert reads == 1
     run = status["runs"][0]
     assert (run["state"], run["reasonResolved"], run["workerId"]) == ("exception", "canceled", "b")
-    assert claim["runId"] == 0 and second.tasks.status(task_id)["state"] == "exception"
+    assert claim["runId"] == 0 and second.task_calls.status(task_id)["state"] == "exception"
 
 
 def test_a_fan_out_writes_its_childrens_hints_together_and_decides_a_changed_child_afresh(task_queue_id):
@@ -82,15 +82,15 @@ def test_a_fan_out_writes_its_childrens_hints_together_and_decides_a_changed_chi
     from tests.services.dependencies.test_dependency_tracker import deliver_events, run
     here, there = two_processes()
     root, children = new_slugid(), [new_slugid() for _ in range(40)]
-    here.tasks.create(root, make_task(task_queue_id))
+    here.task_calls.create(root, make_task(task_queue_id))
     for child in children:
-        here.tasks.create(child, make_task(task_queue_id, dependencies=[root]))
-    there.tasks.cancel(children[0])
-    hint_writes, add_many = [], here.tasks.updater.pending.add_many
-    here.tasks.updater.pending.add_many = lambda hints: hint_writes.append(len(hints)) or add_many(hints)
+        here.task_calls.create(child, make_task(task_queue_id, dependencies=[root]))
+    there.task_calls.cancel(children[0])
+    hint_writes, add_many = [], here.task_calls.updater.pending_table.add_many
+    here.task_calls.updater.pending_table.add_many = lambda hints: hint_writes.append(len(hints)) or add_many(hints)
     assert run(here, task_queue_id) == [root]
     deliver_events(here)
-    states = [here.tasks.status(child)["state"] for child in children]
+    states = [here.task_calls.status(child)["state"] for child in children]
     assert states == ["exception"] + ["pending"] * 39
     # The canceled child's hint too, planned from the remembered row; its write was refused,
     # and the hint is only a pointer (a claimer finds the run is not pending and drops it).

@@ -1,0 +1,99 @@
+"""What happens when a task's deadline passes: it is resolved `exception`/`deadline-exceeded`
+(Taskcluster's deadline resolver), and indexed for its expiry.
+
+Creation indexes each group and second of deadlines once per process (`DeadlineWatch`);
+the resolver sweeps what came due. A resolved task ignores its deadline: the task row decides.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from shared.domain import lifecycle
+from shared.domain.timestamps import parse_iso, to_iso
+from shared.storage.patterns.recent_writes import RecentWrites
+from shared.storage.patterns.time_index import DueItem, TimeIndex
+from shared.storage.tables.task_group_table import TaskGroupTable
+from shared.services.sweeps.sweep import KEEP, Sweep
+from shared.services.sweeps.task_expiry import TaskExpiry
+from shared.services.tasks.task_updater import TaskUpdater
+
+log = logging.getLogger("queue.time")
+GROUP = "group."           # a deadline item's key: the group whose members' deadlines came
+SECOND = timedelta(seconds=1)
+WATCHED = 16_384           # groups and seconds this process remembers having indexed
+MAX_MEMBERS = 1_000_000    # a second's members read at once (a graph's tasks share a deadline)
+
+
+class DeadlineWatch:
+    """What the deadline resolver will sweep, indexed at creation: a group and a second of
+    deadlines ("group.<taskGroupId>", due at the second's start), once per process before
+    the first member with a deadline in that second is written."""
+
+    def __init__(self, index: TimeIndex) -> None:
+        self.index = index
+        self._watched: RecentWrites[bool] = RecentWrites(size=WATCHED)
+
+    def watch(self, definitions: dict[str, dict]) -> None:
+        """Before new tasks (taskId -> definition) are made members of their groups: index
+        each group and second of their deadlines that this process has not indexed yet."""
+        seconds = {(definition["taskGroupId"], _second(definition["deadline"])) for definition in definitions.values()}
+        new = sorted(pair for pair in seconds if self._watched.get("@".join(pair)) is None)
+        if not new:
+            return
+        self.index.add([(second, GROUP + group_id) for group_id, second in new])
+        for pair in new:
+            self._watched.wrote("@".join(pair), True)
+
+
+class DeadlineResolver(Sweep):
+    """Tasks past their deadline: each resolved `exception`/`deadline-exceeded` (a resolved
+    task ignores its deadline, so the task row decides). A task past its deadline is
+    resolved for good, so this is also where its expiry is indexed, for the expiration
+    sweep: a batch of tasks in a transaction or two, instead of a write per createTask.
+
+    What comes due is a group and a second of deadlines (see `DeadlineWatch`); the members
+    themselves are the group's deadline rows (see `task_group_table`), written with their
+    membership. So a task costs its deadline no write of its own, and a task that resolved
+    before it no read: its deadline row says when it resolved and with how many runs, which
+    is all its expiry needs unless it has dependencies (then its row is read, as is any task
+    that has not resolved or was rerun).
+    """
+
+    action = "deadline exceeded"
+
+    def __init__(self, index: TimeIndex, updater: TaskUpdater, task_expiry: TaskExpiry, group_table: TaskGroupTable) -> None:
+        super().__init__(index)
+        self.updater = updater
+        self.task_expiry = task_expiry
+        self.group_table = group_table
+
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        return [self._handle_second(item.key[len(GROUP):], item.due, now) if item.key.startswith(GROUP) else 0
+                for item in items]
+
+    def _handle_second(self, group_id: str, second: str, now: datetime) -> int | None:
+        """The group's members with a deadline in that second and past `now`: each resolved
+        if it is not, then indexed at its expiry. KEEP while some of the second is ahead."""
+        rows = self.group_table.deadline_rows(group_id, second, to_iso(parse_iso(second) + SECOND), MAX_MEMBERS)
+        due = [row for row in rows if parse_iso(row.deadline) <= now]
+        changed, past, noted = 0, [], []
+        for row in due:
+            if row.resolved and not row.rerun and row.plain:
+                noted.append((group_id, row))
+                continue
+            exceeded, record = self.updater.apply_if_found(
+                row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action, with_definition=True)
+            if exceeded:
+                changed += 1
+                log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
+            if record is not None and lifecycle.is_past_deadline(record.status, now):
+                past.append(record)   # (not past it: a row of a createTask refused late, another task's)
+        self.task_expiry.watch(past, to_iso(now), noted)   # before the item goes: a crash only repeats it
+        return KEEP if len(due) < len(rows) else changed
+
+
+def _second(deadline: str) -> str:
+    """The start of the second a deadline falls in, as ISO text."""
+    return to_iso(parse_iso(deadline).replace(microsecond=0))
