@@ -8,6 +8,7 @@ the same), or 424 with an error artifact's `reason` and `message`, as Taskcluste
 from __future__ import annotations
 
 from shared.api.dispatch import Call
+from shared.api.paging import paged
 from shared.api.http import ApiResponse
 from shared.api.router import Endpoint
 
@@ -48,8 +49,8 @@ def _links_checked(method: str, call: Call) -> dict:
 
 
 def _list(call: Call) -> dict:
-    return call.services.artifacts.list(call.params["taskId"], _run_id(call), call.query.get("continuationToken"),
-                                        call.query.get("limit"))
+    return paged(call.query, lambda after, limit: call.services.artifacts.list(call.params["taskId"], _run_id(call),
+                                                                               after, limit))
 
 
 ENDPOINTS = [

@@ -19,7 +19,7 @@ from typing import Callable
 from shared.auth.errors import AuthError
 from shared.domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
 from shared.services.task_groups.group_feeds import MAX_WAIT
-from shared.services.task_groups.task_groups import DEFAULT_PAGE as MAX_PAGE
+from shared.api.paging import parse_limit
 from shared.api.access import Access, Guard
 from shared.api.errors import InvalidRequestArguments, error_response
 from shared.api.http import ApiRequest, ApiResponse
@@ -107,22 +107,12 @@ QUERY_OPTIONS = {
 def _check_query(endpoint: Endpoint, query: dict) -> dict:
     checked = {name: value for name, value in query.items() if name in endpoint.query}
     if "limit" in checked:
-        checked["limit"] = _limit(checked["limit"])
+        checked["limit"] = parse_limit(checked["limit"])
     if "wait" in checked:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
     return checked
-
-
-def _limit(text: str) -> int:
-    """A page size: ASCII digits only (`str.isdigit()` is true for '²', which int() refuses).
-    A limit above the largest page is clamped to it, as Taskcluster does, not refused; its
-    length is compared first, since int() refuses a number of more than 4,300 digits."""
-    digits = text.lstrip("0")
-    if not re.fullmatch("[0-9]+", text) or not digits:
-        raise InvalidRequestArguments(f"limit: {text[:50]!r} must be a positive whole number")
-    return MAX_PAGE if len(digits) > len(str(MAX_PAGE)) else min(int(digits), MAX_PAGE)
 
 
 def _wait(text: str) -> int:

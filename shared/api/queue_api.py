@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 
 from shared import __version__
 from shared.domain.timestamps import normalize_iso, to_iso, utcnow
 from shared.api import openapi
 from shared.api.artifact_api import ENDPOINTS as ARTIFACT_ENDPOINTS
 from shared.api.dispatch import Call
+from shared.api.paging import paged
 from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/queue/v1"
@@ -92,8 +94,7 @@ ENDPOINTS = [
                                                            call.body["reason"], call.authorize),
              input_schema="task-exception-request", output_schema="task-status-response"),
     Endpoint("listTaskGroup", "GET", "/task-group/<taskGroupId>/list",
-             lambda call: call.services.task_groups.list(call.params["taskGroupId"],
-                                                      call.query.get("continuationToken"), call.query.get("limit")),
+             lambda call: paged(call.query, partial(call.services.task_groups.list, call.params["taskGroupId"])),
              query=("continuationToken", "limit"), output_schema="list-task-group-response"),
     Endpoint("sealTaskGroup", "POST", "/task-group/<taskGroupId>/seal",
              lambda call: call.services.task_groups.seal(call.params["taskGroupId"], to_iso(utcnow()), call.authorize),
@@ -103,8 +104,7 @@ ENDPOINTS = [
                                                         call.services.task_calls.cancel_if_unresolved, call.authorize),
              output_schema="cancel-task-group-response"),
     Endpoint("listDependentTasks", "GET", "/task/<taskId>/dependents",
-             lambda call: call.services.task_calls.dependents(call.params["taskId"], call.query.get("continuationToken"),
-                                                      call.query.get("limit")),
+             lambda call: paged(call.query, partial(call.services.task_calls.dependents, call.params["taskId"])),
              query=("continuationToken", "limit"), output_schema="list-dependent-tasks-response"),
     Endpoint("getTaskGroup", "GET", "/task-group/<taskGroupId>",
              lambda call: call.services.task_groups.get(call.params["taskGroupId"]),
@@ -116,15 +116,14 @@ ENDPOINTS = [
              lambda call: call.services.task_queues.counts(call.params["taskQueueId"]),
              output_schema="task-queue-counts-response"),
     Endpoint("listTaskQueues", "GET", "/task-queues",
-             lambda call: call.services.task_queues.list(call.query.get("continuationToken"), call.query.get("limit"),
-                                                      utcnow()),
+             lambda call: paged(call.query, lambda after, limit: call.services.task_queues.list(after, limit, utcnow())),
              query=("continuationToken", "limit"), output_schema="list-taskqueues-response"),
     Endpoint("getTaskQueue", "GET", "/task-queues/<taskQueueId>",
              lambda call: call.services.task_queues.get(call.params["taskQueueId"], utcnow()),
              output_schema="taskqueue-response"),
     Endpoint("listWorkers", "GET", WORKERS,
-             lambda call: call.services.workers.list(_task_queue_id(call), call.query.get("continuationToken"),
-                                                  call.query.get("limit"), call.query.get("quarantined"), utcnow()),
+             lambda call: paged(call.query, lambda after, limit: call.services.workers.list(
+                 _task_queue_id(call), after, limit, call.query.get("quarantined"), utcnow())),
              query=("continuationToken", "limit", "quarantined"), output_schema="list-workers-response"),
     Endpoint("getWorker", "GET", WORKERS + "/<workerGroup>/<workerId>",
              lambda call: call.services.workers.get(*_worker(call), utcnow()),

@@ -43,11 +43,11 @@ from shared.services.claims.credentials import CredentialIssuer
 from shared.services.event_publisher import EventPublisher
 from shared.services.artifacts.objects import SIMPLE_URL_LIFETIME, Objects
 from shared.services.tasks.run_results import RunResults, results_blob
-from shared.services.task_groups.task_groups import DEFAULT_PAGE, decode_token, encode_token
 
 S3_PUT_URL_LIFETIME = timedelta(minutes=45)
 UPLOAD_CREDENTIALS = timedelta(hours=24)     # or until the artifact expires, if sooner
 DOWNLOAD_CREDENTIALS = timedelta(hours=1)
+READ_PAGE = 1000   # artifacts read at once when a whole run is walked
 MIN_CREDENTIALS = timedelta(minutes=5)
 # A results document not written yet is not written this close to its task's expiry.
 RESULTS_WRITE_MARGIN = timedelta(minutes=10)
@@ -295,7 +295,7 @@ class Artifacts:
             raise NotFound(f"Artifact {name} of task {task_id} run {run_id} not found")
         return record.artifact.to_json()
 
-    def list(self, task_id: str, run_id: int | None, continuation: str | None, limit: int | None) -> dict:
+    def list(self, task_id: str, run_id: int | None, after: str, limit: int) -> tuple[dict, str | None]:
         """listArtifacts, listLatestArtifacts: a page of the run's artifacts, in name order
         (by row key, the continuation token), the results document where its name sorts."""
         task = self._latest(task_id)
@@ -303,7 +303,6 @@ class Artifacts:
         if run_id is not None and run_id > latest:
             raise NotFound(f"Task {task_id} has no run {run_id}")
         run_id = latest if run_id is None else run_id
-        limit, after = min(limit or DEFAULT_PAGE, DEFAULT_PAGE), decode_token(continuation)
         page = self.artifact_table.page(task_id, run_id, after, limit + 1)
         found = dict(page)
         results = row_key(run_id, RESULTS_NAME)
@@ -313,21 +312,19 @@ class Artifacts:
             found.update({results: document} if document else {})
         keys = sorted(found)[:limit]
         answer = {"artifacts": [found[key].artifact.to_json() for key in keys]}
-        if len(found) > limit or len(page) > limit:
-            answer["continuationToken"] = encode_token(keys[-1])
-        return answer
+        return answer, keys[-1] if len(found) > limit or len(page) > limit else None
 
     def of_run(self, task_id: str, run_id: int) -> list[Artifact]:
         """Every present artifact of a run, `s3` ones made blobs if they were uploaded."""
         found, after = [], ""
         while True:
-            page = self.artifact_table.page(task_id, run_id, after, DEFAULT_PAGE)
+            page = self.artifact_table.page(task_id, run_id, after, READ_PAGE)
             for _, record in page:
                 artifact = record.artifact
                 if artifact.present and artifact.storage_type is StorageType.S3:
                     artifact = self._commit(record)
                 found += [artifact] if artifact.present else []
-            if len(page) < DEFAULT_PAGE:
+            if len(page) < READ_PAGE:
                 return found
             after = page[-1][0]
 

@@ -12,7 +12,6 @@ from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.task_queue_table import TaskQueueRecord, TaskQueueTable
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, lapsed
-from shared.services.task_groups.task_groups import DEFAULT_PAGE, decode_token, encode_token
 
 # A queue row is refreshed at most this often per process, so a busy queue costs no writes.
 REFRESH_SECONDS = 300
@@ -51,13 +50,11 @@ class TaskQueues:
             raise NotFound(f"Task queue {task_queue_id} not found")
         return _render(record)
 
-    def list(self, continuation: str | None, limit: int | None, now: datetime) -> dict:
-        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        records = self.queue_table.page(decode_token(continuation), limit + 1)
+    def list(self, after: str, limit: int, now: datetime) -> tuple[dict, str | None]:
+        """listTaskQueues: a page of the task queues after `after`, and its last when more follow."""
+        records = self.queue_table.page(after, limit + 1)
         out = {"taskQueues": [_render(record) for record in records[:limit] if not lapsed(record.expires, now)]}
-        if len(records) > limit:
-            out["continuationToken"] = encode_token(records[limit - 1].task_queue_id)
-        return out
+        return out, records[limit - 1].task_queue_id if len(records) > limit else None
 
     def counts(self, task_queue_id: str) -> dict:
         out = self.pending_count(task_queue_id)

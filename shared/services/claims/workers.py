@@ -31,7 +31,6 @@ from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.tables.worker_table import WorkerRecord, WorkerTable, row_key
 from shared.services.sweeps.activity_expiry import WorkerExpiry, lapsed
 from shared.storage.patterns.conditional_writes import change_until_saved
-from shared.services.task_groups.task_groups import DEFAULT_PAGE, decode_token, encode_token
 from shared.services.tasks.task_updater import TaskUpdater
 
 log = logging.getLogger("queue.workers")
@@ -153,16 +152,14 @@ class Workers:
     def get(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> dict:
         return render(self._existing(task_queue_id, worker_group, worker_id, now))
 
-    def list(self, task_queue_id: str, continuation: str | None, limit: int | None, quarantined: str | None,
-             now: datetime) -> dict:
-        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        records = self.worker_table.page(task_queue_id, decode_token(continuation), limit + 1)
+    def list(self, task_queue_id: str, after: str, limit: int, quarantined: str | None,
+             now: datetime) -> tuple[dict, str | None]:
+        """listWorkers: a page of the queue's workers after `after`, and its last when more follow."""
+        records = self.worker_table.page(task_queue_id, after, limit + 1)
         shown = [record for record in records[:limit] if not lapsed(record.expires, now)
                  and (quarantined is None or self.quarantined(record, now) == (quarantined == "true"))]
-        out = {"workers": [_summary(record) for record in shown]}
-        if len(records) > limit:
-            out["continuationToken"] = encode_token(row_key(records[limit - 1]))
-        return out
+        return {"workers": [_summary(record) for record in shown]}, \
+            row_key(records[limit - 1]) if len(records) > limit else None
 
     def _existing(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
         record = self.worker_table.load(task_queue_id, worker_group, worker_id)

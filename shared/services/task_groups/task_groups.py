@@ -23,25 +23,12 @@ from shared.storage.tables.task_table import TaskTable
 from shared.storage.patterns.conditional_writes import change_until_saved
 from shared.services.event_publisher import EventPublisher
 
-DEFAULT_PAGE = 1000
+READ_PAGE = 1000   # members read at once when a whole group is walked
 # A group known to this process is taken as it is (but for a seal, found when its members are
 # added) unless its expiry is this near: once that passes it may be deleted and made anew.
 TRUST_BEFORE_EXPIRY = timedelta(hours=1)
 Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
 _READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
-
-
-def encode_token(last: str) -> str:
-    return base64.urlsafe_b64encode(last.encode()).decode().rstrip("=")
-
-
-def decode_token(token: str | None) -> str:
-    if not token:
-        return ""
-    try:
-        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"continuationToken: {token!r} is not a token this API issued") from exc
 
 
 class TaskGroups:
@@ -191,7 +178,7 @@ class TaskGroups:
         if not self._existing(task_group_id, authorize).sealed:
             raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
         size, canceled, after = 0, [], ""
-        while page := self.group_table.members(task_group_id, after, DEFAULT_PAGE):
+        while page := self.group_table.members(task_group_id, after, READ_PAGE):
             size += len(page)
             canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
             after = page[-1]
@@ -207,28 +194,25 @@ class TaskGroups:
             authorize(group)
         return group
 
-    def list(self, task_group_id: str, continuation: str | None, limit: int | None) -> dict:
+    def list(self, task_group_id: str, after: str, limit: int) -> tuple[dict, str | None]:
+        """listTaskGroup: a page of the group's tasks after `after`, and its last when more follow."""
         out = self.get(task_group_id)
         out.pop("sealed", None)
-        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        members = self.group_table.members(task_group_id, decode_token(continuation), limit + 1)
-        out.update(self.page_of_tasks(members, limit))
-        return out
+        tasks, last = self.page_of_tasks(self.group_table.members(task_group_id, after, limit + 1), limit)
+        return {**out, **tasks}, last
 
     def recent(self, limit: int) -> dict:
         """The groups written to last, for people looking for theirs (not a Taskcluster call)."""
         return {"taskGroups": self.group_table.recent(limit)}
 
-    def page_of_tasks(self, task_ids: list[str], limit: int) -> dict:
-        """`{tasks: [{task, status}], continuationToken?}` for one page of ids (limit + 1 given
-        when there may be more), reading the tasks in parallel."""
+    def page_of_tasks(self, task_ids: list[str], limit: int) -> tuple[dict, str | None]:
+        """`{tasks: [{task, status}]}` for one page of ids (limit + 1 given when there may be
+        more), reading the tasks in parallel; and the page's last id when more follow."""
         page = task_ids[:limit]
         records = _READERS.map(lambda task_id: self.task_table.load(task_id, with_definition=True), page)
         out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
                          for record in records if record is not None]}
-        if len(task_ids) > limit:
-            out["continuationToken"] = encode_token(page[-1])
-        return out
+        return out, page[-1] if len(task_ids) > limit else None
 
 
 def _by_group(definitions: dict[str, dict]) -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ from shared.domain.timestamps import utcnow
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.tasks.task_creation import TaskCreation
-from shared.services.task_groups.task_groups import DEFAULT_PAGE, TaskGroups, decode_token
+from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_updater import TaskUpdater
 
 Authorize = Callable[[TaskRecord], None] | None   # the caller's scope check on the task as read
@@ -74,12 +74,11 @@ class TaskCalls:
             return lifecycle.cancel(status, now)
         return self.updater.try_apply(task_id, cancel, "cancel (group)")
 
-    def dependents(self, task_id: str, continuation: str | None, limit: int | None) -> dict:
+    def dependents(self, task_id: str, after: str, limit: int) -> tuple[dict, str | None]:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
         record = self._load(task_id)
-        limit = min(limit or DEFAULT_PAGE, DEFAULT_PAGE)
-        page = self.dependency_tracker.dependents(record, decode_token(continuation), limit + 1)
-        return {"taskId": task_id, **self.task_groups.page_of_tasks(page, limit)}
+        tasks, last = self.task_groups.page_of_tasks(self.dependency_tracker.dependents(record, after, limit + 1), limit)
+        return {"taskId": task_id, **tasks}, last
 
     def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:
         now = utcnow()

@@ -92,7 +92,7 @@ def test_dependents_beyond_what_a_row_lists_are_in_the_table_and_all_run(service
     record = services.task_calls.task_table.load(root)
     assert [dependent.task_id for dependent in record.dependents] == children[:LISTED_DEPENDENTS]
     assert record.more_dependents and table_rows(services, root) == sorted(children[LISTED_DEPENDENTS:])
-    listed = services.task_calls.dependents(root, None, None)["tasks"]
+    listed = services.task_calls.dependents(root, "", 1000)[0]["tasks"]
     assert [entry["status"]["taskId"] for entry in listed] == sorted(children)
     assert run(services, task_queue_id) == [root]
     assert sorted(run(services, task_queue_id)) == sorted(children)
@@ -224,13 +224,10 @@ def test_an_unclaimed_resolution_that_was_lost_is_repaired_by_the_repair_sweep(s
 def test_dependents_are_listed_in_pages(services, task_queue_id):
     required = create(services, task_queue_id)
     dependents = {create(services, task_queue_id, dependencies=[required]) for _ in range(5)}
-    seen, token = [], None
-    while True:
-        page = services.task_calls.dependents(required, token, 2)
+    seen, after = [], ""
+    while after is not None:
+        page, after = services.task_calls.dependents(required, after, 2)
         seen += [entry["status"]["taskId"] for entry in page["tasks"]]
-        token = page.get("continuationToken")
-        if not token:
-            break
     assert set(seen) == dependents and len(seen) == 5
 
 

@@ -18,11 +18,11 @@ LATER = timedelta(minutes=1)
 
 
 def worker_ids(services, task_queue_id, now):
-    return [worker["workerId"] for worker in services.workers.list(task_queue_id, None, None, None, now)["workers"]]
+    return [worker["workerId"] for worker in services.workers.list(task_queue_id, "", 1000, None, now)[0]["workers"]]
 
 
 def queue_ids(services, now):
-    return [queue["taskQueueId"] for queue in services.task_queues.list(None, None, now)["taskQueues"]]
+    return [queue["taskQueueId"] for queue in services.task_queues.list("", 1000, now)[0]["taskQueues"]]
 
 
 def test_a_worker_that_stopped_claiming_is_hidden_then_deleted(services, task_queue_id):

@@ -84,7 +84,7 @@ def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
     services.task_calls.create(later, make_task(task_queue_id, taskGroupId=group_id, **short_lived(60)))
     run(services, task_queue_id)
     assert expire_at(services, utcnow() + timedelta(seconds=4)) == 1
-    listed = services.task_groups.list(group_id, None, None)["tasks"]
+    listed = services.task_groups.list(group_id, "", 1000)[0]["tasks"]
     assert [entry["status"]["taskId"] for entry in listed] == [later]
     assert expire_at(services, utcnow() + timedelta(seconds=62)) == 1
     with pytest.raises(NotFound):

@@ -62,7 +62,7 @@ def test_a_group_sealed_by_another_process_takes_no_task_from_one_that_knew_it_u
         with pytest.raises(Conflict, match="sealed"):
             here.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=group))
     assert all(here.task_calls.task_table.load(task_id) is None for task_id in refused)
-    assert len(here.task_groups.list(group, None, None)["tasks"]) == 1
+    assert len(here.task_groups.list(group, "", 1000)[0]["tasks"]) == 1
 
 
 def test_a_seal_after_the_group_was_read_refuses_the_members_of_that_creation(task_queue_id, monkeypatch):
@@ -102,7 +102,7 @@ def test_a_group_known_until_its_expiry_is_read_again_then_and_made_anew_if_gone
     later = new_slugid()
     here.task_calls.create(later, make_task(task_queue_id, taskGroupId=group, schedulerId="another-scheduler"))
     assert there.task_groups.get(group)["schedulerId"] == "another-scheduler"
-    assert [entry["status"]["taskId"] for entry in there.task_groups.list(group, None, None)["tasks"]] == [later]
+    assert [entry["status"]["taskId"] for entry in there.task_groups.list(group, "", 1000)[0]["tasks"]] == [later]
 
 
 def test_a_task_refused_by_a_seal_found_late_leaves_no_dependent_and_no_work(task_queue_id):
@@ -116,6 +116,6 @@ def test_a_task_refused_by_a_seal_found_late_leaves_no_dependent_and_no_work(tas
     refused = new_slugid()
     with pytest.raises(Conflict, match="sealed"):
         here.task_calls.create(refused, make_task(task_queue_id, taskGroupId=group, dependencies=[dependency]))
-    assert here.task_calls.dependents(dependency, None, None)["tasks"] == []
+    assert here.task_calls.dependents(dependency, "", 1000)[0]["tasks"] == []
     claimed = {claim["status"]["taskId"] for claim in here.work_claimer.claim_work(task_queue_id, "wg", "w", 8)["tasks"]}
     assert refused not in claimed and dependency in claimed

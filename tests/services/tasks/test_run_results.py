@@ -81,12 +81,12 @@ def test_a_worker_cannot_create_the_results_document(services, claimed):
         with pytest.raises(Conflict, match="results document"):
             services.artifacts.create(claimed, 0, RESULTS_NAME, {"storageType": kind, "contentType": "application/json",
                                                                   "expires": to_iso(utcnow() + timedelta(hours=1))})
-    assert services.artifacts.list(claimed, 0, None, None)["artifacts"] == []
+    assert services.artifacts.list(claimed, 0, "", 1000)[0]["artifacts"] == []
 
 
 def test_a_document_lost_is_written_again_by_the_next_read(services, claimed):
     services.resolutions.completed(claimed, 0)
-    assert services.artifacts.list(claimed, None, None, None)["artifacts"][0]["name"] == RESULTS_NAME
+    assert services.artifacts.list(claimed, None, "", 1000)[0]["artifacts"][0]["name"] == RESULTS_NAME
     services.objects.blobs.delete(results_blob(claimed, 0))
     assert services.artifacts.location(claimed, None, RESULTS_NAME)["storageType"] == "s3"
     assert results(services, claimed, 0)["state"] == "completed"
@@ -95,7 +95,7 @@ def test_a_document_lost_is_written_again_by_the_next_read(services, claimed):
 def test_a_running_run_or_a_task_about_to_expire_gets_none_written(services, claimed):
     with pytest.raises(NotFound):
         services.artifacts.info(claimed, 0, RESULTS_NAME)
-    assert services.artifacts.list(claimed, None, None, None)["artifacts"] == []
+    assert services.artifacts.list(claimed, None, "", 1000)[0]["artifacts"] == []
     services.resolutions.completed(claimed, 0)
     task = services.task_calls.updater.task_table.load(claimed)
     expiring = replace(task, summary={**task.summary, "expires": to_iso(utcnow() + timedelta(minutes=5))})
@@ -123,14 +123,11 @@ def test_the_document_is_listed_where_its_name_sorts_across_pages(services, clai
     services.resolutions.completed(claimed, 0)
     everything = sorted(names + [RESULTS_NAME])
     for limit in range(1, 8):
-        listed, token, pages = [], None, 0
-        while True:
-            page = services.artifacts.list(claimed, 0, token, limit)
+        listed, after, pages = [], "", 0
+        while after is not None:
+            page, after = services.artifacts.list(claimed, 0, after, limit)
             listed += [artifact["name"] for artifact in page["artifacts"]]
             pages += 1
-            token = page.get("continuationToken")
-            if not token:
-                break
         assert listed == everything and pages <= len(everything) // limit + 1, limit
 
 
@@ -140,10 +137,9 @@ def test_a_row_of_its_name_from_before_is_listed_as_the_document(services, claim
     services.artifacts.artifact_table.save(Artifact(claimed, 0, RESULTS_NAME, StorageType.OBJECT, "application/json", expires,
                                            True))
     for limit in (1, 2):
-        first = services.artifacts.list(claimed, 0, None, limit)
+        first, after = services.artifacts.list(claimed, 0, "", limit)
         assert [artifact["storageType"] for artifact in first["artifacts"]] == ["s3"]
-        assert not first.get("continuationToken") or services.artifacts.list(
-            claimed, 0, first["continuationToken"], limit)["artifacts"] == []
+        assert after is None or services.artifacts.list(claimed, 0, after, limit)[0]["artifacts"] == []
 
 
 def test_handling_the_resolution_again_changes_nothing(services, claimed):
@@ -151,7 +147,7 @@ def test_handling_the_resolution_again_changes_nothing(services, claimed):
     first = results(services, claimed, 0)
     assert services.dependency_resolver.handle(claimed, 0)
     assert results(services, claimed, 0) == first       # and a later read writes nothing new
-    page = services.artifacts.list(claimed, 0, None, None)["artifacts"]
+    page = services.artifacts.list(claimed, 0, "", 1000)[0]["artifacts"]
     assert [artifact["name"] for artifact in page] == [RESULTS_NAME]
 
 
