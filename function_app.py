@@ -3,10 +3,10 @@
 import azure.functions as func
 
 from shared.functions import (dependency_resolver, expiration, graph_parts, object_http, queue_http,
-                              repair_sweep, scheduler_http, time_resolvers, ui_http)
+                              repair_sweep, scheduler_http, startup, time_resolvers, ui_http)
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 BLUEPRINTS = (queue_http.bp, scheduler_http.bp, object_http.bp, dependency_resolver.bp, graph_parts.bp,
-              repair_sweep.bp, time_resolvers.bp, expiration.bp, ui_http.bp)
+              repair_sweep.bp, time_resolvers.bp, expiration.bp, ui_http.bp, startup.bp)
 for blueprint in BLUEPRINTS:
     app.register_functions(blueprint)
