@@ -1,0 +1,1 @@
+"""The table adapters: one module per table."""
