@@ -19,7 +19,6 @@ then moves on to the first time after the present (`advance`).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import secrets
@@ -28,7 +27,7 @@ from typing import Iterable
 
 from .cron import CronError, CronPattern
 from .errors import InvalidInput
-from .ids import is_slugid
+from .ids import is_slugid, slugid_from_digest
 from .timestamps import to_iso
 
 FIRED_BY = ("schedule", "triggerHook", "triggerHookWithToken", "pulseMessage")
@@ -91,13 +90,7 @@ def fire_task_id(fire_key: str, hook_group_id: str, hook_id: str, scheduled: dat
     """The taskId of the hook's fire scheduled at `scheduled`: always the same for the same
     hook and time, a valid v4 slugid (Taskcluster's taskId pattern), unguessable without the key."""
     message = f"{hook_group_id}/{hook_id}@{to_iso(scheduled)}".encode()
-    raw = bytearray(hmac.new(fire_key.encode(), message, hashlib.sha256).digest()[:16])
-    raw[6] = (raw[6] & 0x0F) | 0x40        # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80        # the RFC 4122 variant
-    raw[0] &= 0x7F                         # a "nice" slugid: never starts with '-'
-    task_id = base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
-    assert is_slugid(task_id)
-    return task_id
+    return slugid_from_digest(hmac.new(fire_key.encode(), message, hashlib.sha256).digest())
 
 
 # -- the JSON-e context -----------------------------------------------------------------------
