@@ -41,11 +41,8 @@ class IndexTable:
 
     # -- indexed tasks ----------------------------------------------------------------------
     def get(self, namespace: str) -> IndexEntry | None:
-        parent, name = split_namespace(namespace)
-        try:
-            return _entry(parent, self._table.get_entity(_partition(parent), TASK + _name_key(name)))
-        except ResourceNotFoundError:
-            return None
+        row = self._row(TASK, namespace)
+        return _entry(split_namespace(namespace)[0], row) if row is not None else None
 
     def insert(self, entry: IndexEntry) -> IndexEntry:
         """Index `entry` unless a higher rank is stored at its path; returns what the path
@@ -83,11 +80,8 @@ class IndexTable:
         return found, found[-1].name if more else None
 
     def namespace(self, namespace: str) -> Namespace | None:
-        parent, name = split_namespace(namespace)
-        try:
-            return _namespace(parent, self._table.get_entity(_partition(parent), NAMESPACE + _name_key(name)))
-        except ResourceNotFoundError:
-            return None
+        row = self._row(NAMESPACE, namespace)
+        return _namespace(split_namespace(namespace)[0], row) if row is not None else None
 
     def ensure_namespaces(self, namespace: str, expires: str) -> None:
         """Every namespace above an entry at `namespace` exists and lives until its `expires`
@@ -113,6 +107,13 @@ class IndexTable:
             except (AlreadyExists, ChangedSinceRead):
                 found = self.namespace(found.namespace) or Namespace(found.namespace, until)
         raise ChangedSinceRead(found.namespace)
+
+    def _row(self, kind: str, namespace: str):
+        parent, name = split_namespace(namespace)
+        try:
+            return self._table.get_entity(_partition(parent), kind + _name_key(name))
+        except ResourceNotFoundError:
+            return None
 
     def _page(self, namespace: str, kind: str, after: str, limit: int) -> tuple[list, bool]:
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after and RowKey lt @end",
