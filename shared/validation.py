@@ -60,6 +60,15 @@ def _pattern(validator, pattern: str, instance, schema):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
+@_formats.checks("email")
+def _is_email(value: object) -> bool:
+    """As JSON Schema's format checkers take it (a hook owner's address): something@something."""
+    return not isinstance(value, str) or "@" in value
+
+
+# Every format jsonschema knows, with date-time as strict as ours (for users' own schemas).
+_user_formats = FormatChecker()
+_user_formats.checks("date-time", raises=ValueError)(_is_date_time)
 _Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
 
 
@@ -78,7 +87,8 @@ def _validator(schema_name: str) -> Draft202012Validator:
     return _Validator(schema, registry=_registry(), format_checker=_formats)
 
 
-def _path(error) -> str:
+def field_path(error) -> str:
+    """Where in the body a violation is: `tasks.build.task.payload[0]`, or `(root)`."""
     parts = []
     for part in error.absolute_path:
         parts.append(f"[{part}]" if isinstance(part, int) else ("." if parts else "") + str(part))
@@ -94,7 +104,16 @@ def _describe(error, schema: dict) -> str:
         message = f"{message}: {error.cause}"
     if len(message) > 300:
         message = message[:300] + "..."
-    return f"{_path(error)}: {message}"
+    return f"{field_path(error)}: {message}"
+
+
+def user_validator(schema: dict):
+    """A validator for a schema a user gave (a hook's triggerSchema), of the draft it names
+    (draft-07 when it names none, as Taskcluster's), with ECMA patterns and format checks;
+    SchemaError if it is not a valid schema."""
+    kind = validators.validator_for(schema, default=validators.Draft7Validator)
+    kind.check_schema(schema)
+    return validators.extend(kind, {"pattern": _pattern})(schema, format_checker=_user_formats)
 
 
 def violations(schema_name: str, body: object) -> list[str]:

@@ -22,10 +22,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from shared.domain.exchanges import QUEUE_PREFIX, full_name
 from shared.domain.runs import Run, RunState
 from shared.domain.task_status import TaskStatus, render_status
 
-EXCHANGE_PREFIX = "exchange/taskcluster-queue/v1/"
+EXCHANGE_PREFIX = QUEUE_PREFIX
 TASK_EXCHANGES = ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",
                   "task-failed", "task-exception")
 GROUP_EXCHANGES = ("task-group-resolved", "task-group-sealed")
@@ -36,7 +37,7 @@ _RESOLVED = {RunState.COMPLETED: "task-completed", RunState.FAILED: "task-failed
 
 @dataclass(frozen=True)
 class Event:
-    exchange: str              # the short name: 'task-pending' (see EXCHANGE_PREFIX)
+    exchange: str              # the short name: 'task-pending' (its service: `exchanges`)
     routing_key: str           # the primary routing key
     body: dict
     id: str                    # stable: the same change always has the same id
@@ -49,7 +50,7 @@ class Event:
 
     @property
     def exchange_name(self) -> str:
-        return EXCHANGE_PREFIX + self.exchange
+        return full_name(self.exchange)
 
     @property
     def cc(self) -> list[str]:

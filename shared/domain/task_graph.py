@@ -10,13 +10,13 @@ States of a graph:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections import deque
 from dataclasses import dataclass
 
 from shared.domain.errors import InvalidInput
+from shared.domain.ids import slugid_from_digest
 
 CREATING, RUNNING, BLOCKED, FINISHED = "creating", "running", "blocked", "finished"
 SCHEDULER_ID = "task-graph-scheduler"
@@ -36,11 +36,7 @@ def task_id_for(graph_id: str, label: str) -> str:
     """A slugid fixed by (graph, label), so a retried graph creation names the same tasks.
 
     The hash is shaped into a version-4 UUID (as slugids are), first bit clear."""
-    raw = bytearray(hashlib.sha256(f"{graph_id}/{label}".encode()).digest()[:16])
-    raw[0] &= 0x7F
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+    return slugid_from_digest(hashlib.sha256(f"{graph_id}/{label}".encode()).digest())
 
 
 def build_nodes(graph_id: str, tasks: dict, known: dict[str, str], routing: str = "") -> list[Node]:

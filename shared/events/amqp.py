@@ -15,6 +15,8 @@ shared by all of a busy host's threads was a queue of its own: sampled during a
 takes a free connection, or waits for one. A task's changes follow each other, each
 published before the call that made it answers, so its events keep their order.
 
+The bus connects when it is made (the process's start), and each connection declares every
+exchange of every service (`declare_exchanges`), so consumers may bind before the first event.
 A broker that is down costs a caller one refused connection, not a wait: after a
 failure, a connection's attempts are spaced out (RECONNECT_AFTER) and fail at once meanwhile.
 The connection has no heartbeats (a host may publish nothing for hours, and the blocking
@@ -33,7 +35,8 @@ from typing import Sequence
 import pika
 from pika.exceptions import AMQPError
 
-from shared.domain.task_events import EXCHANGE_PREFIX, EXCHANGES, Event
+from shared.domain.exchanges import ALL_EXCHANGES
+from shared.domain.task_events import Event
 from shared.events.bus import BusUnavailable
 
 log = logging.getLogger("queue.events")
@@ -51,8 +54,10 @@ def connection_parameters(url: str) -> pika.URLParameters:
 
 
 def declare_exchanges(channel) -> None:
-    for name in EXCHANGES:
-        channel.exchange_declare(EXCHANGE_PREFIX + name, exchange_type="topic", durable=True)
+    """Every exchange of every service (`domain.exchanges`), as Taskcluster's services declare
+    theirs on start: a consumer may then bind before the first event."""
+    for name in ALL_EXCHANGES:
+        channel.exchange_declare(name, exchange_type="topic", durable=True)
 
 
 LANES = 4   # connections a process publishes on at once
@@ -62,6 +67,19 @@ class AmqpBus:
     def __init__(self, url: str) -> None:
         self._lanes = [_Lane(connection_parameters(url)) for _ in range(LANES)]
         self._next = 0
+        self.connect()
+
+    def connect(self) -> bool:
+        """Connect a first lane now, declaring the exchanges (the process is starting); False,
+        and logged, if the broker is unreachable: every later connection declares them too."""
+        lane = self._lanes[0]
+        with lane.lock:
+            try:
+                lane.connect()
+            except BusUnavailable as error:
+                log.warning("exchanges not declared at start: %s", error)
+                return False
+        return True
 
     def publish(self, events: Sequence[Event]) -> None:
         for lane in self._lanes:
@@ -113,6 +131,9 @@ class _Lane:
         except (AMQPError, OSError) as error:
             self._drop(error)
             raise BusUnavailable(f"the broker did not take the events: {error!r}") from error
+
+    def connect(self) -> None:
+        self._open(again=True)
 
     def _open(self, again: bool = False):
         if self._channels is not None and all(channel.is_open for channel in self._channels):

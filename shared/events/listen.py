@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from shared.domain.task_events import EXCHANGE_PREFIX
+from shared.domain.exchanges import full_name
 from shared.events.amqp_subscription import AmqpSubscription
 
 LOCAL_BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -31,7 +31,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def listen(exchange: str, patterns: list[str], count: int = 0, url: str | None = None, out=sys.stdout) -> int:
-    exchange = exchange if exchange.startswith("exchange/") else EXCHANGE_PREFIX + exchange
+    exchange = full_name(exchange)
     subscription = AmqpSubscription.create(url or os.environ.get("EVENTS_AMQP_URL") or LOCAL_BROKER,
                                            [(exchange, pattern) for pattern in patterns], exclusive=True)
     print(json.dumps({"listening": exchange, "patterns": patterns}), file=out, flush=True)

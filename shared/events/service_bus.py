@@ -29,7 +29,8 @@ import sys
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
-from shared.domain.task_events import EXCHANGE_PREFIX, Event
+from shared.domain.exchanges import short_name
+from shared.domain.task_events import Event
 from shared.events.bus import BusUnavailable
 from shared.events.service_bus_filters import binding_filters, routing_properties
 
@@ -38,7 +39,7 @@ MAX_MESSAGE_ID = 128    # Service Bus's limit on a message id
 
 def topic_name(exchange: str) -> str:
     """The topic of an exchange, given by its short or full name."""
-    return exchange.removeprefix(EXCHANGE_PREFIX)
+    return short_name(exchange)
 
 
 def messages_of(event: Event) -> list:

@@ -54,7 +54,7 @@ def test_the_user_function_renders_errors_in_taskclusters_shape():
 
 def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
     schedules = {name: function.get_trigger().schedule for name, function in functions_by_name().items()
-                 if function.get_trigger().type == "timerTrigger"}
+                 if function.get_trigger().type == "timerTrigger" and name != "startup"}
     assert schedules == {
         "repair_sweep": "%QUEUE_REPAIR_SCHEDULE%",
         "claim_resolver": "%QUEUE_CLAIM_RESOLVER_SCHEDULE%",
@@ -63,6 +63,13 @@ def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
     }
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in schedules.values())
+
+
+def test_the_startup_function_runs_when_the_host_starts():
+    # Its work (building the services, so the event bus declares its exchanges) is at start;
+    # its fixed daily run after that only re-declares, so it needs no app setting.
+    trigger = functions_by_name()["startup"].get_trigger()
+    assert trigger.type == "timerTrigger" and trigger.run_on_startup is True
 
 
 def test_queue_driven_functions_bind_to_queues_named_by_app_settings():

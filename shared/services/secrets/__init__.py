@@ -1,0 +1,1 @@
+"""The secrets service (Taskcluster's secrets): values kept encrypted at rest."""

@@ -1,0 +1,154 @@
+"""The Index table: indexed tasks and the namespaces above them (see `domain.index`).
+
+Everything directly under a namespace is one partition: PartitionKey = `.` + the escaped
+namespace (`.` alone for the root, whose key may not be empty), so listNamespaces and listTasks
+read one key range of one partition, a page at a time, never scanning the table. In it,
+RowKey = `n:<name>` for a child namespace and `t:<name>` for a task indexed at
+`<namespace>.<name>` (a path can be both: `a.b` holds tasks and is itself a task).
+
+Writes are conditional, so concurrent indexers settle as the rank rule says: an entry is
+inserted (refused if another came first) or replaced only if the row is still as read and
+its rank is not higher; the loser reads again and decides again. The namespaces are written
+before the entry, nearest the root first, so a process that dies between the writes leaves
+at most an empty namespace, and the same insert repeated finishes the work.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from shared.storage.client import lost_responses
+from shared.storage.client.account import StorageAccount
+from shared.storage.patterns.batches import delete_row
+from shared.storage.errors import AlreadyExists, ChangedSinceRead
+from shared.storage.patterns.keys import bounded_key
+from shared.storage.patterns.queries import first_rows
+from shared.domain.index import IndexEntry, Namespace, ancestors, namespace_expiry, replaces, split_namespace
+
+TABLE = "Index"
+NAMESPACE, TASK = "n:", "t:"
+_NEXT = {NAMESPACE: "n;", TASK: "t;"}    # the first key after every row of the kind (';' follows ':')
+_KEY_LIMIT = 500                          # characters of a key (Azure takes 1 KiB)
+ATTEMPTS = 20                             # conditional writes lost to other writers before giving up
+
+
+class IndexTable:
+    def __init__(self, account: StorageAccount) -> None:
+        self._table = account.table(TABLE)
+
+    # -- indexed tasks ----------------------------------------------------------------------
+    def get(self, namespace: str) -> IndexEntry | None:
+        row = self._row(TASK, namespace)
+        return _entry(split_namespace(namespace)[0], row) if row is not None else None
+
+    def insert(self, entry: IndexEntry) -> IndexEntry:
+        """Index `entry` unless a higher rank is stored at its path; returns what the path
+        holds afterwards (the stored entry when `entry` lost). Idempotent."""
+        self.ensure_namespaces(entry.namespace, entry.expires)
+        for _ in range(ATTEMPTS):
+            stored = self.get(entry.namespace)
+            if stored is not None and not replaces(entry.rank, stored.rank):
+                return stored
+            try:
+                meta = lost_responses.write(self._table, _entity(entry), stored.etag if stored else None)
+            except (AlreadyExists, ChangedSinceRead):
+                continue          # another indexer wrote meanwhile: compare with its entry
+            return replace(entry, etag=meta.get("etag"))
+        raise ChangedSinceRead(entry.namespace)
+
+    def delete(self, namespace: str) -> None:
+        """Remove the task at `namespace` (its namespaces stay, as in Taskcluster); gone is fine."""
+        parent, name = split_namespace(namespace)
+        delete_row(self._table, _partition(parent), TASK + _name_key(name))
+
+    def tasks(self, namespace: str, after: str, limit: int) -> tuple[list[IndexEntry], str | None]:
+        """Up to `limit` tasks directly in `namespace` (`""`: the root) after the name `after`,
+        and the name to continue after (None when none is left)."""
+        rows, more = self._page(namespace, TASK, after, limit)
+        entries = [_entry(namespace, row) for row in rows]
+        return entries, split_namespace(entries[-1].namespace)[1] if more else None
+
+    # -- namespaces -------------------------------------------------------------------------
+    def namespaces(self, namespace: str, after: str, limit: int) -> tuple[list[Namespace], str | None]:
+        """Up to `limit` namespaces directly in `namespace` after the name `after`, and the
+        name to continue after (None when none is left)."""
+        rows, more = self._page(namespace, NAMESPACE, after, limit)
+        found = [_namespace(namespace, row) for row in rows]
+        return found, found[-1].name if more else None
+
+    def namespace(self, namespace: str) -> Namespace | None:
+        row = self._row(NAMESPACE, namespace)
+        return _namespace(split_namespace(namespace)[0], row) if row is not None else None
+
+    def ensure_namespaces(self, namespace: str, expires: str) -> None:
+        """Every namespace above an entry at `namespace` exists and lives until its `expires`
+        (rounded up to a day). Read from the nearest up to the first that is fine already (its
+        own ancestors were written before it), then written nearest the root first."""
+        until, missing = namespace_expiry(expires), []
+        for path in ancestors(namespace):
+            found = self.namespace(path)
+            if found is not None and found.expires >= until:
+                break
+            missing.append(found or Namespace(path, until))
+        for found in reversed(missing):
+            self._extend(found, until)
+
+    def _extend(self, found: Namespace, until: str) -> None:
+        """Write the namespace `found` (not stored yet when it has no ETag) to live `until`."""
+        for _ in range(ATTEMPTS):
+            if found.etag is not None and found.expires >= until:
+                return
+            try:
+                lost_responses.write(self._table, _namespace_entity(found.namespace, until), found.etag)
+                return
+            except (AlreadyExists, ChangedSinceRead):
+                found = self.namespace(found.namespace) or Namespace(found.namespace, until)
+        raise ChangedSinceRead(found.namespace)
+
+    def _row(self, kind: str, namespace: str):
+        parent, name = split_namespace(namespace)
+        try:
+            return self._table.get_entity(_partition(parent), kind + _name_key(name))
+        except ResourceNotFoundError:
+            return None
+
+    def _page(self, namespace: str, kind: str, after: str, limit: int) -> tuple[list, bool]:
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after and RowKey lt @end",
+                          {"pk": _partition(namespace), "after": kind + (_name_key(after) if after else ""),
+                           "end": _NEXT[kind]}, limit + 1)
+        return rows[:limit], len(rows) > limit
+
+
+def _partition(namespace: str) -> str:
+    return "." + bounded_key(namespace, _KEY_LIMIT)
+
+
+def _name_key(name: str) -> str:
+    return bounded_key(name, _KEY_LIMIT)
+
+
+def _entity(entry: IndexEntry) -> dict:
+    parent, name = split_namespace(entry.namespace)
+    return {"PartitionKey": _partition(parent), "RowKey": TASK + _name_key(name), "name": name,
+            "taskId": entry.task_id, "rank": json.dumps(entry.rank), "data": json.dumps(entry.data),
+            "expires": entry.expires}
+
+
+def _entry(parent: str, entity) -> IndexEntry:
+    namespace = f"{parent}.{entity['name']}" if parent else entity["name"]
+    return IndexEntry(namespace, entity["taskId"], json.loads(entity["rank"]), json.loads(entity["data"]),
+                      entity["expires"], entity.metadata.get("etag"))
+
+
+def _namespace_entity(namespace: str, expires: str) -> dict:
+    parent, name = split_namespace(namespace)
+    return {"PartitionKey": _partition(parent), "RowKey": NAMESPACE + _name_key(name), "name": name,
+            "expires": expires}
+
+
+def _namespace(parent: str, entity) -> Namespace:
+    namespace = f"{parent}.{entity['name']}" if parent else entity["name"]
+    return Namespace(namespace, entity["expires"], entity.metadata.get("etag"))
