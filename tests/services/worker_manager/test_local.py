@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from shared.services.worker_manager.providers.base import (
 )
 from shared.services.worker_manager.providers.local import LocalProvider, ProcessId
 from tests.conftest import eventually
-from tests.services.worker_manager.conftest import SLEEPER, make_launch, ref_of
+from tests.services.worker_manager.conftest import SLEEPER, environment_of, make_launch, ref_of
 
 STUBBORN = [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                   "print('ignoring SIGTERM', flush=True)\nwhile True: time.sleep(1)"]
@@ -28,11 +27,6 @@ def provider(tmp_path):
     instance = LocalProvider(log_dir=tmp_path, command=SLEEPER, grace=0.5)
     yield instance
     instance.close()
-
-
-def environment_of(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
 def health(provider, ref):
@@ -93,6 +87,7 @@ def test_a_restarted_host_finds_its_workers_by_record_or_by_environment(provider
     assert health(restarted, ref_of(pool, launch, started.provider_data)) is WorkerHealth.ALIVE
     # The host died before the worker's record got its pid: the environment names the worker.
     unrecorded = ref_of(pool, launch)
+    environment_of(started.provider_data["pid"])
     assert health(restarted, unrecorded) is WorkerHealth.ALIVE
     restarted.stop_worker(unrecorded)
     eventually(lambda: health(provider, ref_of(pool, launch, started.provider_data)) is WorkerHealth.GONE)

@@ -78,6 +78,7 @@ class WorkerProcesses:
         self.grace = grace
         self._children: dict[int, tuple[str, subprocess.Popen]] = {}
         self._terminated: dict[ProcessId, float] = {}
+        self._exit_codes: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def spawn(self, worker_id: str, command: Sequence[str], environment: Mapping[str, str],
@@ -94,6 +95,13 @@ class WorkerProcesses:
     def alive(self, process: ProcessId) -> bool:
         self._reap()
         return _running_since(process.pid) == process.start_ticks
+
+    def exit_code(self, process: ProcessId) -> int | None:
+        """How a process this object started ended (negative: the signal), None while it runs
+        or when it was not started here."""
+        self._reap()
+        with self._lock:
+            return self._exit_codes.get(process.pid)
 
     def find(self, worker_id: str) -> ProcessId | None:
         """The running process whose environment names `worker_id`."""
@@ -157,6 +165,7 @@ class WorkerProcesses:
                 log.info("worker %s (pid %d) exited with status %d", worker_id, pid, code)
                 with self._lock:
                     self._children.pop(pid, None)
+                    self._exit_codes[pid] = code
 
 
 class LocalProvider(Provider):
