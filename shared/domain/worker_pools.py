@@ -84,7 +84,8 @@ class PoolConfig:
     scaling_ratio: float = 1.0
     capacity_per_instance: int = 1
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
-    worker_config: Mapping[str, Any] = field(default_factory=lambda: _frozen({"idleTimeoutSecs": DEFAULT_IDLE_TIMEOUT_SECS}))
+    worker_config: Mapping[str, Any] = field(
+        default_factory=lambda: _frozen({"idleTimeoutSecs": DEFAULT_IDLE_TIMEOUT_SECS}))
     provider_settings: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
 
     _OWN_KEYS = ("minCapacity", "maxCapacity", "scalingRatio", "capacityPerInstance", "lifecycle", "workerConfig")

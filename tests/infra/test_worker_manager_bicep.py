@@ -7,19 +7,13 @@ from pathlib import Path
 
 from shared.services.worker_manager.providers import azure_container_apps
 from shared.services.worker_manager.providers.azure_container_apps import ContainerAppsProvider
+from tests.infra.test_main_bicep import resource as bicep_resource
 
 BICEP = (Path(__file__).parents[2] / "infra" / "worker-manager.bicep").read_text()
 
 
 def resource(symbol: str) -> str:
-    """The text of `resource <symbol> '...' = {...}`, braces balanced."""
-    start = BICEP.index(f"resource {symbol} '")
-    depth, position = 0, BICEP.index("{", start)
-    for position in range(position, len(BICEP)):
-        depth += {"{": 1, "}": -1}.get(BICEP[position], 0)
-        if depth == 0:
-            return BICEP[start:position + 1]
-    raise AssertionError(f"resource {symbol} is not closed")
+    return bicep_resource(symbol, BICEP)
 
 
 def test_the_job_is_started_by_hand_one_worker_per_execution_never_restarted():

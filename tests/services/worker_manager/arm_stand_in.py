@@ -78,8 +78,9 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
                    .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
                    .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
                    .sign(key, hashes.SHA256()))
     cert_path, key_path = directory / "arm.pem", directory / "arm.key"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
@@ -221,7 +222,8 @@ class ArmStandIn:
         return 200, state["result"]
 
     def _id(self, execution: Execution) -> str:
-        return f"/subscriptions/x/resourceGroups/x/providers/Microsoft.App/jobs/{execution.job}/executions/{execution.name}"
+        job = f"/subscriptions/x/resourceGroups/x/providers/Microsoft.App/jobs/{execution.job}"
+        return f"{job}/executions/{execution.name}"
 
     def _json(self, execution: Execution) -> dict:
         return {"id": self._id(execution), "name": execution.name, "type": "Microsoft.App/jobs/executions",

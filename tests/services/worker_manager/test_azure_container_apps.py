@@ -157,7 +157,8 @@ def test_an_execution_that_never_starts_stays_starting_until_stopped(arm, provid
     ref = ref_of(pool, launch, provider.start_worker(pool, launch).provider_data)
     assert health(provider, ref) is WorkerHealth.STARTING   # its registrationTimeout decides
     provider.stop_worker(ref)
-    assert health(provider, ref) is WorkerHealth.GONE and arm.status(arm.executions_of(launch.worker_id)[0]) == "Stopped"
+    assert health(provider, ref) is WorkerHealth.GONE
+    assert arm.status(arm.executions_of(launch.worker_id)[0]) == "Stopped"
 
 
 def test_an_execution_that_dies_midway_is_reported_gone(arm, provider, pool):
@@ -185,6 +186,7 @@ def test_a_second_execution_of_one_worker_is_stopped_on_sight(arm, provider, poo
     launch = make_launch(pool, "westeurope", "aca")
     ref = ref_of(pool, launch, provider.start_worker(pool, launch).provider_data)
     provider.client.jobs.begin_start("workers-rg", "workers", provider.template(pool, launch)).result()
-    first, second = sorted(arm.executions_of(launch.worker_id), key=lambda e: e.name != ref.provider_data["executionName"])
+    recorded = ref.provider_data["executionName"]
+    first, second = sorted(arm.executions_of(launch.worker_id), key=lambda execution: execution.name != recorded)
     assert health(provider, ref) is WorkerHealth.ALIVE
     assert arm.status(second) == "Stopped" and arm.status(first) == "Running"

@@ -101,7 +101,8 @@ class ContainerAppsProvider(Provider):
             credential = ManagedIdentityCredential()
         client = make_client(credential, settings["WORKER_MANAGER_ACA_SUBSCRIPTION_ID"])
         return cls(client, resource_group=settings["WORKER_MANAGER_ACA_RESOURCE_GROUP"],
-                   job_name=settings["WORKER_MANAGER_ACA_JOB_NAME"], worker_group=settings["WORKER_MANAGER_ACA_LOCATION"],
+                   job_name=settings["WORKER_MANAGER_ACA_JOB_NAME"],
+                   worker_group=settings["WORKER_MANAGER_ACA_LOCATION"],
                    image=settings["WORKER_MANAGER_ACA_IMAGE"], **options)
 
     # --- starting
@@ -189,10 +190,18 @@ class ContainerAppsProvider(Provider):
             health[worker] = _HEALTH.get(status, WorkerHealth.GONE)
             for extra in found:
                 if extra["name"] != mine and _HEALTH.get(extra["status"]) is not None:
-                    log.warning("azure-container-apps: worker %s has a second execution %s: stopping it",
-                                worker.worker_id, extra["name"])
-                    self._stop_execution(extra["name"])
+                    self._stop_extra(worker, extra["name"])
         return health
+
+    def _stop_extra(self, worker: WorkerRef, name: str) -> None:
+        """A second execution of one worker cannot register (its token is spent); stopping it
+        is tidiness, and failing to is no reason to withhold the health of the others."""
+        log.warning("azure-container-apps: worker %s has a second execution %s: stopping it", worker.worker_id, name)
+        try:
+            self._stop_execution(name)
+        except ProviderError as error:
+            log.warning("azure-container-apps: could not stop execution %s (%s); the next check tries again",
+                        name, error.message)
 
     # --- stopping
 

@@ -103,10 +103,12 @@ class WorkerProcesses:
         with self._lock:
             return self._exit_codes.get(process.pid)
 
-    def find(self, worker_id: str) -> ProcessId | None:
-        """The running process whose environment names `worker_id`."""
-        wanted = f"{ENV_WORKER_ID}={worker_id}".encode()
-        for entry in Path("/proc").iterdir():
+    def find(self, worker_ids: set[str]) -> dict[str, ProcessId]:
+        """The running processes whose environment names one of `worker_ids`, in one pass
+        over /proc."""
+        wanted = {f"{ENV_WORKER_ID}={worker_id}".encode(): worker_id for worker_id in worker_ids}
+        found: dict[str, ProcessId] = {}
+        for entry in Path("/proc").iterdir() if wanted else ():
             if not entry.name.isdigit():
                 continue
             try:
@@ -114,9 +116,9 @@ class WorkerProcesses:
             except OSError:   # gone meanwhile, or not ours to read
                 continue
             since = _running_since(int(entry.name))
-            if wanted in environment and since is not None:
-                return ProcessId(int(entry.name), since)
-        return None
+            for variable in wanted.keys() & set(environment) if since is not None else ():
+                found[wanted[variable]] = ProcessId(int(entry.name), since)
+        return found
 
     def terminate(self, process: ProcessId) -> None:
         """SIGTERM to the process's session now; `escalate` sends SIGKILL after the grace."""
@@ -202,23 +204,22 @@ class LocalProvider(Provider):
                  process.pid, self.processes.log_dir / f"{launch.worker_id}.log")
         return StartedWorker(launch.worker_id, process.to_json())
 
-    def _process(self, worker: WorkerRef) -> ProcessId | None:
-        return ProcessId.from_json(worker.provider_data) or self.processes.find(worker.worker_id)
+    def _processes_of(self, workers: Sequence[WorkerRef]) -> dict[WorkerRef, ProcessId | None]:
+        recorded = {worker: ProcessId.from_json(worker.provider_data) for worker in workers}
+        found = self.processes.find({worker.worker_id for worker, process in recorded.items() if process is None})
+        return {worker: process or found.get(worker.worker_id) for worker, process in recorded.items()}
 
     def stop_worker(self, worker: WorkerRef) -> None:
-        process = self._process(worker)
+        process = self._processes_of([worker])[worker]
         if process is not None:
             log.info("local: stopping worker %s (pid %d)", worker.worker_id, process.pid)
             self.processes.terminate(process)
 
     def check_workers(self, workers: Sequence[WorkerRef]) -> dict[WorkerRef, WorkerHealth]:
         self.processes.escalate()
-        health = {}
-        for worker in workers:
-            process = self._process(worker)
-            alive = process is not None and self.processes.alive(process)
-            health[worker] = WorkerHealth.ALIVE if alive else WorkerHealth.GONE
-        return health
+        alive = self.processes.alive
+        return {worker: WorkerHealth.ALIVE if process is not None and alive(process) else WorkerHealth.GONE
+                for worker, process in self._processes_of(workers).items()}
 
     def close(self) -> None:
         self.processes.stop_all()
