@@ -44,14 +44,15 @@ def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     assert "@secure()\n@description('STATIC_CLIENTS" in BICEP
 
 
-def resource(symbol: str) -> str:
-    """The text of the resource declared as `resource <symbol> '...' = ...`, braces balanced."""
-    start = BICEP.index(f"resource {symbol} '")
-    depth, position = 0, BICEP.index("{", start)
-    for position in range(position, len(BICEP)):
-        depth += {"{": 1, "}": -1}.get(BICEP[position], 0)
+def resource(symbol: str, bicep: str = BICEP) -> str:
+    """The text of the resource declared as `resource <symbol> '...' = ...` in `bicep` (by
+    default main.bicep), braces balanced."""
+    start = bicep.index(f"resource {symbol} '")
+    depth, position = 0, bicep.index("{", start)
+    for position in range(position, len(bicep)):
+        depth += {"{": 1, "}": -1}.get(bicep[position], 0)
         if depth == 0:
-            return BICEP[start:position + 1]
+            return bicep[start:position + 1]
     raise AssertionError(f"resource {symbol} is not closed")
 
 

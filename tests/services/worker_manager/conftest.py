@@ -1,0 +1,46 @@
+"""What the provider tests share: launches with fresh registrations, and a stand-in worker."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from shared.domain.timestamps import utcnow
+from shared.domain.worker_pools import WorkerPool
+from shared.domain.workers import new_worker_id
+from shared.services.worker_manager.providers.base import Registration, WorkerLaunch, WorkerRef
+from shared.services.worker_manager.registration import issue_token
+from tests.conftest import eventually
+
+# Until the worker registers (the lead's next phase), any long-running process stands in for it.
+SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
+POOL_BODY = {"providerId": "local", "description": "tests", "owner": "tests@example.com", "emailOnError": False,
+             "config": {"maxCapacity": 4}}
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    """The environment the process was started with. The kernel shows it once the exec has
+    set the new program's stack up, a moment after Popen returns."""
+    def read():
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+    return eventually(read, message=f"the environment of pid {pid}")
+
+
+def make_launch(pool: WorkerPool, worker_group: str = "local", prefix: str = "local") -> WorkerLaunch:
+    worker_id = new_worker_id(prefix)
+    token = issue_token(pool.worker_pool_id, worker_group, worker_id, utcnow(), timedelta(minutes=15))
+    return WorkerLaunch(Registration("http://127.0.0.1:7071", pool.worker_pool_id, pool.provider_id, worker_group,
+                                     worker_id, token.token))
+
+
+def ref_of(pool: WorkerPool, launch: WorkerLaunch, provider_data=None) -> WorkerRef:
+    return WorkerRef(pool.worker_pool_id, launch.registration.worker_group, launch.worker_id, provider_data or {})
+
+
+@pytest.fixture
+def pool() -> WorkerPool:
+    return WorkerPool.create("proj/local-tests", POOL_BODY, utcnow())
