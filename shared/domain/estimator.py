@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from .worker_pools import PoolConfig
-from .workers import WorkerState
+from shared.domain.worker_pools import PoolConfig
+from shared.domain.workers import WorkerState
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .errors import InvalidInput
-from .timestamps import to_iso
+from shared.domain.errors import InvalidInput
+from shared.domain.timestamps import to_iso
 
 WORKER_POOL_ID_PATTERN = r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$"
 _WORKER_POOL_ID = re.compile(r"[a-zA-Z0-9_-]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?")

@@ -14,8 +14,8 @@ import secrets
 from datetime import datetime, timedelta
 from enum import Enum
 
-from .errors import Conflict
-from .worker_pools import Lifecycle
+from shared.domain.errors import Conflict
+from shared.domain.worker_pools import Lifecycle
 
 
 class WorkerState(str, Enum):
