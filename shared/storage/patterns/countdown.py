@@ -41,7 +41,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby, islice
 
@@ -49,6 +48,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
 from shared.storage.errors import ChangedSinceRead, Closed
@@ -61,9 +61,6 @@ CLOSED = "closed"
 REMEMBERED = 8192        # counts this process remembers
 PROBES = 2               # counts read (see `left`) before a query over every bucket
 EMPTIED_PAUSE = 0.01     # seconds between taking a bucket to zero and asking whether others are
-# Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
-_BUCKETS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-write")
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-read")
 
 
 @dataclass(frozen=True)
@@ -164,7 +161,7 @@ class Countdown:
             return before
         if len(by_bucket) == 1:
             return fill(*by_bucket[0])
-        return set().union(*_BUCKETS.map(lambda job: fill(*job), by_bucket))
+        return set().union(*COUNTDOWN_WRITES.map(lambda job: fill(*job), by_bucket))
 
     def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool,
                    beside: dict[str, dict]) -> set[str]:
@@ -185,7 +182,7 @@ class Countdown:
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count or refusals % 2:   # refused for a row, not (only) the count: which exist?
-                    missing = [task_id for task_id, found in zip(missing, _READERS.map(
+                    missing = [task_id for task_id, found in zip(missing, COUNTDOWN_READS.map(
                         lambda t: self._exists(partition, self._marker + t), missing)) if not found]
                 refusals += 1
                 raise ChangedSinceRead(partition, fresh=fresh)
@@ -263,7 +260,7 @@ class Countdown:
         each count row, made if missing): an `add` refusing closed owners that began before
         is refused by the count's changed ETag, or by the row it would have made, and reads
         the mark. Done again, it changes nothing but the ETags."""
-        list(_READERS.map(lambda partition: self._in(partition).upsert_entity(
+        list(COUNTDOWN_READS.map(lambda partition: self._in(partition).upsert_entity(
             {"PartitionKey": partition, "RowKey": self._row, CLOSED: when}, mode=UpdateMode.MERGE),
             all_buckets(owner, width)))
 
