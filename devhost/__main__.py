@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import root_client
+from . import event_broker, root_client
 from .azurite import Azurite
 from .settings import MissingSetting, load_settings
 
@@ -27,7 +27,8 @@ def _arguments() -> argparse.Namespace:
                         help="auto: start Azurite when AzureWebJobsStorage is unset or development storage")
     parser.add_argument("--azurite-data", default=".azurite", type=Path)
     parser.add_argument("--broker", choices=("auto", "none"), default="auto",
-                        help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL names a broker")
+                        help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL or "
+                             "EVENTS_SERVICE_BUS_NAMESPACE/_CONNECTION names a broker")
     parser.add_argument("--broker-data", default=".rabbitmq", type=Path)
     return parser.parse_args()
 
@@ -64,10 +65,11 @@ def main() -> int:
     broker = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
-        if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
+        if args.broker == "auto" and event_broker.wants_local_broker(load_settings(args.app_dir)):
             broker = _start_broker(args.app_dir / args.broker_data)
             if broker is None:
                 return 1
+        print(event_broker.describe(load_settings(args.app_dir), started_here=broker is not None), flush=True)
         from .host import LocalHost
         try:
             host = LocalHost(args.app_dir, args.host, args.port).start()
@@ -116,7 +118,6 @@ def _start_broker(location: Path):
               "to the broker to use.", file=sys.stderr)
         return None
     os.environ["EVENTS_AMQP_URL"] = broker.url
-    print(f"events on {broker.url} (listen: python -m shared.events listen task-completed '#')", flush=True)
     return broker
 
 

@@ -185,3 +185,21 @@ def test_a_handler_that_never_returns_does_not_keep_it_from_stopping(azurite, tm
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_the_event_broker_is_said_at_start(azurite, tmp_path):
+    """`make run` names the broker its events go to (the test servers name theirs)."""
+    server = start_server(azurite, tmp_path)
+    try:
+        broker = server.env["EVENTS_AMQP_URL"].rsplit("@", 1)[1].split("/")[0]
+        log = server.log_path.read_text()
+        assert f"==> events: the AMQP broker EVENTS_AMQP_URL names, {broker} (" in log
+        assert "guest" not in log   # never its credentials
+    finally:
+        server.stop()
+    quiet = start_server(azurite, tmp_path, EVENTS_AMQP_URL="")
+    try:
+        assert "==> events: none (EVENTS_AMQP_URL and EVENTS_SERVICE_BUS_NAMESPACE are unset)" \
+            in quiet.log_path.read_text()
+    finally:
+        quiet.stop()
