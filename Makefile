@@ -13,10 +13,14 @@ UI_ASSET := shared/ui/static/vendor/dagre.min.js
 # `taskq` and `taskq-worker` as commands (.venv/bin/, this checkout's code), usable from any folder.
 SCRIPTS := $(VENV)/bin/taskq
 
-.PHONY: run test bench clean worker ui scripts
+.PHONY: run services test bench clean worker ui scripts
 
 run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json $(SCRIPTS)
 	$(PY) -m devhost --port $(PORT)
+
+# Azurite and RabbitMQ alone, for an app served by Core Tools (`func start`): docs/functions-core-tools.md
+services: $(VENV)/.installed $(AZURITE)
+	$(PY) -m devhost --services-only
 
 test: $(VENV)/.installed $(AZURITE) $(UI_ASSET)
 	$(PY) -m pytest $(PYTEST_ARGS)
