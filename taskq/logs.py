@@ -45,9 +45,12 @@ class Waiting:
 
     def __init__(self, queue, task_id: str) -> None:
         self.queue, self.task_id, self.said = queue, task_id, None
+        self._looked = 0.0   # when the dependencies were last looked at
 
     def say(self, status: dict, run: dict | None) -> None:
         state = run["state"] if run else status["state"]
+        if run is None:
+            self._never_runs()
         key = (run and run["runId"], state)
         if key == self.said:
             return
@@ -59,6 +62,21 @@ class Waiting:
                  f"{status['taskQueueId']}{self._no_worker_hint(status['taskQueueId'])}")
         elif state == "running":
             note(f"run {run['runId']} of {self.task_id} is running on {run['workerGroup']}/{run['workerId']}")
+
+    def _never_runs(self, every: float = 5.0) -> None:
+        """CommandError once a dependency failed that the task needed to complete: it cannot
+        run, and waiting for its log would never end. Looked at every few seconds."""
+        if time.monotonic() < self._looked + every:
+            return
+        self._looked = time.monotonic()
+        task = self.queue.task(self.task_id)
+        if task.get("requires", "all-completed") != "all-completed":
+            return
+        for dependency in task.get("dependencies", []):
+            state = self.queue.status(dependency)["status"]["state"]
+            if state in ("failed", "exception"):
+                raise CommandError(f"{self.task_id} will never run: its dependency {dependency} is {state}, "
+                                   "and it requires all its dependencies to complete")
 
     def _no_worker_hint(self, task_queue_id: str) -> str:
         provisioner, worker_type = task_queue_id.split("/", 1)

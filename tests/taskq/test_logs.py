@@ -9,6 +9,8 @@ import subprocess
 import sys
 from datetime import timedelta
 
+import taskcluster
+
 from devhost.processes import free_port
 from shared.domain.timestamps import to_iso, utcnow
 from taskq_worker.artifacts import upload_file
@@ -104,3 +106,12 @@ def test_a_cancelled_tasks_log_and_download_end_in_a_line_not_a_traceback(taskq,
         one_line_error(shown, "is gone", BACKING)
         assert f"{LOG}: not downloaded (NoLog)" in downloaded.stdout
         assert not (tmp_path / "out" / "public" / "logs" / "live.log").exists()
+
+
+def test_a_task_that_can_never_run_is_said_so_instead_of_waited_for(taskq, queue, task_queue_id, task_id):
+    first = taskcluster.slugId()
+    queue.createTask(first, make_task(task_queue_id))
+    queue.createTask(task_id, make_task(task_queue_id, dependencies=[first]))
+    claim = queue.claimWork(task_queue_id, {"workerGroup": "tests", "workerId": "w", "tasks": 1})["tasks"][0]
+    queue.reportFailed(first, str(claim["runId"]))
+    one_line_error(taskq("log", task_id, timeout=30), f"{task_id} will never run: its dependency {first} is failed")
