@@ -34,8 +34,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="taskq", description="Use a Taskcluster-compatible Queue.",
-                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="taskq", description="Use a Taskcluster-compatible Queue.", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler, help_text: str, epilog: str | None = None) -> argparse.ArgumentParser:
@@ -72,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="taskGraphId (= taskGroupId) to use (default: a new one)")
     each.add_argument("--watch", action="store_true", help="then watch it until it finishes or blocks")
     each.add_argument("--timeout", type=float, help="with --watch: give up after this many seconds")
-    command("group", commands.group, "list a task group's tasks").add_argument("task_group_id", metavar="TASK_GROUP_ID",
-                                                                          type=group_id)
+    each = command("group", commands.group, "list a task group's tasks")
+    each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
     each = command("watch", commands.watch, "watch a task group (or graph) with a live progress bar until it ends")
     each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
     each.add_argument("--timeout", type=float, help="give up after this many seconds")
