@@ -84,6 +84,7 @@ GRAPH_STARTS = _declare("graph-start", 16, 3, "a new graph's roots scheduled")
 CREATION_STEPS = _declare("task-create-step", 32, 4, "the independent steps of one createTask or graph part")
 CLAIMS = _declare("claim", 32, 4, "the runs one claimWork takes, claimed at once")
 RESOLUTION_GROUPS = _declare("resolution-group", 16, 4, "a resolution's group and graph, beside its dependents")
+GROUP_DESCRIPTIONS = _declare("ui-groups", 8, 4, "the browser's list of groups, each described from its first tasks")
 FAN_OUTS = _declare("resolution-fan-out", 4, 4, "long fan-outs, after the call that resolved their task answered")
 
 # -- layer 5: what resolves tasks from a pool -------------------------------------------------
