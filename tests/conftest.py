@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import subprocess
+import threading
 import sys
 import time
 import uuid
@@ -48,6 +49,26 @@ def as_members(task_ids, deadline: str = "2030-01-01T00:00:00.000Z", expires: st
     """What `TaskGroupTable.add_members` takes of new tasks (taskId -> definition), for
     tests of the group's rows alone."""
     return {task_id: {"deadline": deadline, "expires": expires, "dependencies": []} for task_id in task_ids}
+
+
+def meanwhile(action):
+    """What `action` answers, run as another process would run it at this moment: in a thread
+    of its own. A test's hook may run in one of the process's pools (`runtime/thread_pools`),
+    whose threads may not wait on the pools that `action` uses."""
+    outcome: list = []
+
+    def act() -> None:
+        try:
+            outcome.append((True, action()))
+        except BaseException as error:   # raised again in the test's thread
+            outcome.append((False, error))
+    thread = threading.Thread(target=act, name="meanwhile")
+    thread.start()
+    thread.join()
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return value
 
 
 def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
