@@ -12,8 +12,9 @@ UI_ASSET := shared/ui/static/vendor/dagre.min.js
 
 .PHONY: run test bench clean worker ui
 
+# make run THROTTLE=100: storage throttled as Azure throttles, its targets divided by 100 (docs/throttling.md)
 run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json
-	$(PY) -m devhost --port $(PORT)
+	$(PY) -m devhost --port $(PORT) $(if $(THROTTLE),--throttle $(THROTTLE))
 
 test: $(VENV)/.installed $(AZURITE) $(UI_ASSET)
 	$(PY) -m pytest $(PYTEST_ARGS)

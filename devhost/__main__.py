@@ -16,6 +16,7 @@ from .azurite import Azurite
 from .settings import MissingSetting, load_settings
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+THROTTLE_SETTING = "STORAGE_THROTTLE"
 
 
 def _arguments() -> argparse.Namespace:
@@ -29,6 +30,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--broker", choices=("auto", "none"), default="auto",
                         help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL names a broker")
     parser.add_argument("--broker-data", default=".rabbitmq", type=Path)
+    parser.add_argument("--throttle", type=float, default=float(os.environ.get(THROTTLE_SETTING) or 0) or None,
+                        metavar="SCALE", help="put Azure's throttling, its targets divided by SCALE, between the app "
+                                              f"and Azurite (docs/throttling.md; default: {THROTTLE_SETTING})")
     return parser.parse_args()
 
 
@@ -61,9 +65,13 @@ def main() -> int:
                   "AzureWebJobsStorage to the connection string of the storage to use.", file=sys.stderr)
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
-    broker = None
+    broker = throttled = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
+        if args.throttle:
+            throttled = _start_throttling(load_settings(args.app_dir).get("AzureWebJobsStorage", ""), args.throttle)
+            if throttled is None:
+                return 1
         if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
             broker = _start_broker(args.app_dir / args.broker_data)
             if broker is None:
@@ -86,6 +94,8 @@ def main() -> int:
         print("==> stopping", flush=True)
         host.stop()
     finally:
+        if throttled:
+            throttled.stop()
         if broker:
             broker.stop()
         if azurite:
@@ -118,6 +128,24 @@ def _start_broker(location: Path):
     os.environ["EVENTS_AMQP_URL"] = broker.url
     print(f"events on {broker.url} (listen: python -m shared.events listen task-completed '#')", flush=True)
     return broker
+
+
+def _start_throttling(storage: str, scale: float):
+    """The throttling proxy in front of the Azurite the app uses (AzureWebJobsStorage set to
+    go through it), or None if it cannot start."""
+    from .throttling.process import ThrottledStorage
+    from .throttling.targets import rates
+    from shared.storage.account import resolve_connection
+    try:
+        throttled = ThrottledStorage(resolve_connection(storage), scale).start()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    os.environ["AzureWebJobsStorage"] = throttled.connection_string
+    targets = ", ".join(f"{name} {value:g}" for name, value in rates(scale).items())
+    print(f"==> storage throttled as Azure's targets / {scale:g} ({targets}); counts: "
+          f"http://127.0.0.1:{throttled.ports['table']}/_throttling/counts", flush=True)
+    return throttled
 
 
 def _exit(code: int) -> None:

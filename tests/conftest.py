@@ -27,6 +27,8 @@ import taskcluster
 from devhost.azurite import Azurite
 from devhost.processes import free_port
 from devhost.rabbitmq import RabbitMQ
+from devhost.throttling.proxy import ThrottlingProxy
+from devhost.throttling.targets import Throttle
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
@@ -97,6 +99,22 @@ def own_server(own_azurite, tmp_path):
     instance = start_server(own_azurite, tmp_path)
     yield instance
     instance.stop()
+
+
+@pytest.fixture
+def throttling(azurite):
+    """`throttling(scale, timeouts=0.0)`: Azure's throttling (`devhost.throttling`, in this
+    process) in front of the session's Azurite; `proxy.connection_string(azurite.connection_string)`
+    goes through it, and `proxy.throttle` counts (and can be armed)."""
+    proxies = []
+
+    def start(scale: float, timeouts: float = 0.0) -> ThrottlingProxy:
+        proxy = ThrottlingProxy(azurite.ports, Throttle(scale, timeouts, seed=0)).start()
+        proxies.append(proxy)
+        return proxy
+    yield start
+    for proxy in proxies:
+        proxy.stop()
 
 
 _broker: RabbitMQ | None = None
