@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
 WRITES = {"POST", "PUT", "PATCH", "MERGE", "DELETE"}
+SCAN = " (scan)"   # ends the name under which a table's scans are counted
 
 _KEY = r"'((?:[^']|'')*)'"
 _ENTITY = re.compile(rf"^([^/(]+)\(PartitionKey={_KEY},RowKey={_KEY}\)$")
@@ -88,7 +89,7 @@ def _query(table: str, query_filter: str) -> Charge:
     keys = set(_ONE_PARTITION.findall(query_filter))
     if len(keys) == 1 and " or " not in query_filter:
         return Charge("table", _partition(table, _unescape(keys.pop())), 1, True, False, reads_rows=True)
-    return Charge("table", f"table {table} (scan)", 1, False, False, reads_rows=True)
+    return Charge("table", f"table {table}{SCAN}", 1, False, False, reads_rows=True)
 
 
 def _batch(body: bytes) -> Charge:

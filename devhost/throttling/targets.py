@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .costs import Charge
+from .costs import SCAN, Charge
 
 PARTITION_ENTITIES_PER_S = 2_000
 ACCOUNT_REQUESTS_PER_S = 20_000
@@ -168,9 +168,12 @@ class Throttle:
 
 
 def hottest(counts: dict) -> dict | None:
-    """The partition that served the most units, its share of all units served and its rate
-    (units per second over the counted time); None if nothing was counted."""
-    partitions = {name: figures for name, figures in counts["partitions"].items() if name != ACCOUNT_WIDE}
+    """The partition that served the most units, its share of all units served on
+    partitions and its rate (units per second over the counted time); None if nothing was
+    counted. Scans (queries over many partitions) and account-wide requests are no one
+    partition's load: left out."""
+    partitions = {name: figures for name, figures in counts["partitions"].items()
+                  if name != ACCOUNT_WIDE and not name.endswith(SCAN)}
     total = sum(figures["units"] for figures in partitions.values())
     if not total:
         return None

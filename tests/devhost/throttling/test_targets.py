@@ -108,10 +108,11 @@ def test_counts_by_partition_and_the_hottest(clock):
     served(throttle, write("table Rows hot"), 25)
     served(throttle, write("table Rows cold"), 5)
     throttle.admit(Charge("table", None, 1, False, True))
+    throttle.admit(Charge("table", "table Rows (scan)", 30, False, False))   # no partition's
     clock.now += 2
     counts = throttle.counts()
     assert counts["partitions"]["table Rows hot"] == {"requests": 20, "units": 20, "refused": 5, "timed_out": 0}
-    assert counts["account"] == {"requests": 26, "units": 26, "refused": 5, "timed_out": 0}
+    assert counts["account"] == {"requests": 27, "units": 56, "refused": 5, "timed_out": 0}
     assert counts["seconds"] == 2
     assert hottest(counts) == {"partition": "table Rows hot", "units": 20, "share": 0.8, "units_per_s": 10.0,
                                "refused": 5}
