@@ -40,8 +40,8 @@ READ_SECONDS = 120.0    # a query page or a 100-row transaction; Azure's own lim
 IDLE_SECONDS = 4.0      # under Node's keep-alive of 5 s; Azure's front end keeps them for minutes
 MAX_LINE = 65536        # a status or header line longer than this is no storage answer
 ATTEMPTS = 5            # of a request whose answer was lost, or that could not be sent
-BUSY_SECONDS = 30.0     # of backing off from a storage that keeps answering busy (Azure's throttling)
-BACKOFF_CAP = 3.2       # seconds, the longest wait between two attempts
+BUSY_SECONDS = 60.0     # of backing off from a storage that keeps answering busy (Azure's throttling)
+BACKOFF_CAP = 1.0       # seconds between two attempts at most: one waiting long keeps its chances
 REFUSED = {408, 429, 503}               # storage refused the request before carrying it out
 BUSY = {500, 502, 504} | REFUSED        # storage did not finish (or start) the request: try again
 
