@@ -102,6 +102,9 @@ class _Listener(ThreadingHTTPServer):
         self.service, self.upstream, self.throttle = service, upstream, throttle
         super().__init__(address, _Handler)
 
+    def handle_error(self, request, client_address) -> None:
+        pass   # a client gone in the middle of its answer (a host killed): nothing to report
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
