@@ -9,10 +9,12 @@ import random
 import threading
 import time
 from collections import Counter
+from typing import Callable
 
 import requests
 import taskcluster
 
+from shared.domain.ids import new_slugid
 from tests.conftest import Server, eventually, make_task, shared_broker
 from tests.events.amqp_consumer import Consumer
 
@@ -114,6 +116,32 @@ class Workers:
         self.done.set()
         for thread in threads:
             thread.join(timeout=60)
+
+
+def run_graph(through: Server, hosts: list[Server], task_queue_id: str, tasks: int, layers: int, seed: int,
+              workers: int, meanwhile: Callable[[Workers], None] | None = None) -> tuple[list[dict], Workers]:
+    """A graph of `tasks` tasks in `layers` layers, created through `through` while
+    `workers` workers across `hosts` claim from the start and `meanwhile(workers)` runs
+    beside them (killing hosts); its end state checked through `through` once finished.
+    Its runs, and the workers (what they claimed, through which host)."""
+    announced = listen(task_queue_id)
+    graph, graph_id = scenario(task_queue_id, random.Random(seed), tasks, layers), new_slugid()
+    crew = Workers(hosts, task_queue_id)
+    threads = crew.start(workers)
+    beside = threading.Thread(target=meanwhile, args=(crew,)) if meanwhile else None
+    if beside:
+        beside.start()                                 # a kill may land during creation
+    try:
+        put_graph(through, graph_id, graph)
+        if beside:
+            beside.join(timeout=300)
+        inspect = wait_until_finished(through, graph_id, timeout=1200)  # a bound on a hang, not a speed test
+    finally:
+        crew.stop(threads)
+    runs = check_end_state(through, graph, inspect, crew, announced, task_queue_id)
+    announced.close()
+    assert crew.server_errors == []
+    return runs, crew
 
 
 def put_graph(server: Server, graph_id: str, graph: dict) -> None:

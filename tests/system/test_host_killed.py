@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import os
 import random
-import threading
 import time
 
 import pytest
 
 from devhost.throttling.process import ThrottledStorage
 from devhost.throttling.targets import hottest
-from shared.domain.ids import new_slugid
 from tests.conftest import restart_server, start_server
-from tests.system.graph_run import Workers, check_end_state, listen, put_graph, scenario, wait_until_finished
+from tests.system.graph_run import run_graph
 
 TASKS = int(os.environ.get("KILL_TEST_TASKS", "200"))
 KILLS = int(os.environ.get("KILL_TEST_KILLS", "5"))
@@ -46,28 +44,16 @@ def kill_repeatedly(server, rng: random.Random, kills: int, log: list) -> None:
         restart_server(server)
 
 
-def run_with_kills(victim, task_queue_id: str, tasks: int, kills: int) -> tuple[list[dict], Workers]:
+def run_with_kills(victim, task_queue_id: str, tasks: int, kills: int) -> list[dict]:
     """The graph run by WORKERS workers while the host is killed `kills` times; its runs once
     every check of the end state passed."""
-    announced = listen(task_queue_id)
-    rng = random.Random(SEED)
-    graph, graph_id = scenario(task_queue_id, rng, tasks, max(4, tasks // 40)), new_slugid()
-    workers, killed = Workers([victim], task_queue_id), []
-    killer = threading.Thread(target=kill_repeatedly, args=(victim, rng, kills, killed))
-    threads = workers.start(WORKERS)                   # workers claim while the graph is created
-    killer.start()                                     # the first kill may land during creation
-    put_graph(victim, graph_id, graph)
-    killer.join(timeout=300)
-    try:
-        inspect = wait_until_finished(victim, graph_id, timeout=1200)  # a bound on a hang, not a speed test
-    finally:
-        workers.stop(threads)
+    killed: list[float] = []
+    runs, _ = run_graph(victim, [victim], task_queue_id, tasks, max(4, tasks // 40), SEED, WORKERS,
+                        lambda workers: kill_repeatedly(victim, random.Random(SEED), kills, killed))
     assert len(killed) == kills
-    runs = check_end_state(victim, graph, inspect, workers, announced, task_queue_id)
-    announced.close()
     print(f"{tasks} tasks, {kills} kills: {len(runs)} runs, "
           f"{sum(run.get('reasonResolved') == 'claim-expired' for run in runs)} claims expired while the host was down")
-    return runs, workers
+    return runs
 
 
 @pytest.fixture
@@ -89,8 +75,7 @@ def throttled(own_azurite):
 @pytest.mark.timeout(1500)  # about a minute here; kills and restarts vary a lot with the machine
 @pytest.mark.slow
 def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_id):
-    _, workers = run_with_kills(victim, task_queue_id, TASKS, KILLS)
-    assert workers.server_errors == []
+    run_with_kills(victim, task_queue_id, TASKS, KILLS)
 
 
 @pytest.mark.timeout(1500)
@@ -98,10 +83,9 @@ def test_killing_the_host_loses_nothing_and_repeats_nothing(victim, task_queue_i
 def test_killing_a_throttled_host_loses_nothing_and_no_caller_sees_a_5xx(throttled, tmp_path, task_queue_id):
     victim = start_server(throttled, tmp_path, TASK_CLAIM_TIMEOUT="4")   # its storage: through the proxy
     try:
-        _, workers = run_with_kills(victim, task_queue_id, THROTTLED_TASKS, THROTTLED_KILLS)
+        run_with_kills(victim, task_queue_id, THROTTLED_TASKS, THROTTLED_KILLS)
     finally:
         victim.stop()
     counts = throttled.counts()
     print(f"throttled at Azure's targets / {THROTTLE:g}: {counts['account']}; hottest: {hottest(counts)}")
     assert counts["account"]["refused"] > 0             # the targets bit
-    assert workers.server_errors == []

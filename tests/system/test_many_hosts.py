@@ -7,7 +7,6 @@ dependents are scheduled once what they require has completed.
 
 from __future__ import annotations
 
-import random
 import threading
 from collections import Counter
 
@@ -15,7 +14,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from tests.conftest import eventually, make_task, start_instances
-from tests.system.graph_run import Workers, check_end_state, listen, put_graph, scenario, wait_until_finished
+from tests.system.graph_run import run_graph
 
 HOSTS = 3
 RACE_TASKS = 60
@@ -75,41 +74,22 @@ def test_no_run_is_claimed_twice_by_workers_racing_across_hosts(hosts, task_queu
 
 @pytest.mark.slow
 def test_a_task_graph_runs_through_every_host(hosts, task_queue_id):
-    announced = listen(task_queue_id)
-    graph, graph_id = scenario(task_queue_id, random.Random(SEED), GRAPH_TASKS, 4), new_slugid()
-    workers = Workers(hosts, task_queue_id)
-    threads = workers.start(WORKERS)
-    put_graph(hosts[0], graph_id, graph)
-    try:
-        inspect = wait_until_finished(hosts[1], graph_id, timeout=300)
-    finally:
-        workers.stop(threads)
-    check_end_state(hosts[2], graph, inspect, workers, announced, task_queue_id)
-    assert workers.server_errors == []
+    _, workers = run_graph(hosts[1], hosts, task_queue_id, GRAPH_TASKS, 4, SEED, WORKERS)
     assert len(workers.served_by) == HOSTS                # every host handed out claims
-    announced.close()
 
 
 @pytest.mark.slow
 @pytest.mark.claims_expire_soon
 def test_a_host_killed_midway_loses_nothing_while_the_others_serve(hosts, task_queue_id):
-    announced = listen(task_queue_id)
-    graph, graph_id = scenario(task_queue_id, random.Random(SEED), KILLED_GRAPH_TASKS, 6), new_slugid()
-    workers = Workers(hosts, task_queue_id)
-    threads = workers.start(WORKERS)
-    victim = hosts[0]
-    try:
-        put_graph(hosts[1], graph_id, graph)
+    victim, killed_at = hosts[0], []
+
+    def kill_midway(workers) -> None:
         eventually(lambda: len(workers.claims) >= KILLED_GRAPH_TASKS // 3, timeout=120,
                    message="a third of the graph claimed")
-        victim.stop(sig_kill=True)                      # midway, with work in flight through it
-        killed_at = len(workers.claims)
-        inspect = wait_until_finished(hosts[1], graph_id, timeout=300)
-    finally:
-        workers.stop(threads)
-    runs = check_end_state(hosts[2], graph, inspect, workers, announced, task_queue_id)
-    assert workers.server_errors == []
+        victim.stop(sig_kill=True)                      # with work in flight through it
+        killed_at.append(len(workers.claims))
+    runs, workers = run_graph(hosts[1], hosts, task_queue_id, KILLED_GRAPH_TASKS, 6, SEED, WORKERS, kill_midway)
+    assert killed_at and victim.process.poll() is not None
     expired = sum(run.get("reasonResolved") == "claim-expired" for run in runs)
-    print(f"host killed after {killed_at} claims; {len(runs)} runs, {expired} claims expired with the host; "
+    print(f"host killed after {killed_at[0]} claims; {len(runs)} runs, {expired} claims expired with the host; "
           f"claims by host: {dict(workers.served_by)}")
-    announced.close()
