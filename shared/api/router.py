@@ -86,9 +86,18 @@ def _is_param(segment: str) -> bool:
     return segment.startswith("<") and segment.endswith(">")
 
 
+# What an id is, in words, where its pattern would tell a person little.
+_SLUGID_WORDS = ("a slugid: 22 characters of letters, digits, '-' and '_', as taskcluster.slugId() makes "
+                 "(pattern {pattern})")
+PARAM_WORDS = {"taskId": _SLUGID_WORDS, "taskGroupId": _SLUGID_WORDS, "taskGraphId": _SLUGID_WORDS,
+               "runId": "a run number: 0 for a task's first run, then 1, 2, ..."}
+
+
 def check_params(params: dict) -> None:
     for name, value in params.items():
         pattern = PARAM_PATTERNS.get(name)
         # Read as the schemas are (ECMA-262): `$` ends the value, even one ending in "\n".
         if pattern and not ecma_regex(pattern).search(value):
-            raise InvalidRequestArguments(f"{name}: {value!r} does not match {pattern}")
+            words = PARAM_WORDS.get(name)
+            raise InvalidRequestArguments(f"{name}: {value!r} is not {words.format(pattern=pattern)}" if words
+                                          else f"{name}: {value!r} does not match {pattern}")

@@ -79,7 +79,10 @@ def test_inconsistent_queue_forms(queue, new_task, task_id):
 
 def test_bad_task_id_in_the_url(queue, new_task):
     error = rest_error(queue.createTask, "not-a-slugid", new_task())
-    assert error.status_code == 400 and "taskId" in error.body["message"]
+    assert error.status_code == 400 and error.body["code"] == "InvalidRequestArguments"
+    assert error.body["message"].startswith("taskId: 'not-a-slugid' is not a slugid: 22 characters")
+    run = rest_error(queue.reportCompleted, new_slugid(), "first")
+    assert run.status_code == 400 and run.body["message"].startswith("runId: 'first' is not a run number")
 
 
 def test_unknown_task_and_run(queue, new_task, task_id, task_queue_id):
