@@ -11,9 +11,10 @@ its errors: a missing row is ResourceNotFoundError, an existing one ResourceExis
 changed since its ETag ResourceModifiedError, anything else HttpResponseError with the
 service's `error_code`. A delete of a missing row is no error, as there.
 
-Requests safe to repeat (reads, upserts, unconditional deletes, transactions, table creation)
+Requests safe to repeat (reads, upserts, deletes, transactions of those, table creation)
 are sent again when their answer is lost or storage answers busy; an insert or a conditional
-write is not: its caller settles it (`lost_responses`).
+write is not: its caller settles it (`lost_responses`), and a transaction holding either
+is settled here (`lost_responses.transaction`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from azure.data.tables._serialize import _parameter_filter_substitution   # the 
 from shared.storage.client import transactions
 from shared.storage.client.connections import Answer, Connections, send_repeating
 from shared.storage.client.entities import from_json, row_path, to_json
-from shared.storage.client.lost_responses import unrepeatable
+from shared.storage.client import lost_responses
 from shared.storage.client.table_endpoint import API_VERSION, TableEndpoint
 
 _HEADERS = {"DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
@@ -119,15 +120,21 @@ class Table:
             self._expect((204,), answer)
 
     def submit_transaction(self, operations: list[tuple]) -> list[dict]:
-        """Operations on rows of one partition, applied all or none (see `transactions`)."""
+        """Operations on rows of one partition, applied all or none (see `transactions`); one
+        that creates or conditionally updates rows is settled, never repeated blindly, when
+        its answer is uncertain (see `lost_responses.transaction`)."""
+        return lost_responses.transaction(self, operations, self._transaction)
+
+    def _transaction(self, operations: list[tuple], repeatable: bool) -> list[dict]:
         content_type, body = transactions.body(self._endpoint.origin + self._path, API_VERSION, operations)
-        answer = self._send("POST", f"{self._endpoint.base_path}/$batch", body=body, content_type=content_type)
+        answer = self._send("POST", f"{self._endpoint.base_path}/$batch", body=body, content_type=content_type,
+                            repeatable=repeatable)
         return transactions.outcome(answer.status, answer.reason, answer.data)
 
     def _send(self, method: str, path: str, query: dict | None = None, body: bytes | None = None,
-              headers: dict | None = None, content_type: str = _JSON) -> Answer:
+              headers: dict | None = None, content_type: str = _JSON, repeatable: bool | None = None) -> Answer:
         """One call: its request, sent again while storage is busy or the answer is lost,
-        if that is safe to repeat."""
+        if that is safe to repeat (`repeatable`; by default, as `lost_responses.unrepeatable` says)."""
         headers = {**_HEADERS, **(headers or {})}
         content_type = content_type if body is not None else ""
         if content_type:
@@ -138,7 +145,8 @@ class Table:
             body = b""   # a DELETE says Content-Length: 0, as the SDK's did
         return send_repeating(self._connections, method, target, body,
                               lambda: {**headers, **self._endpoint.headers(method, path, content_type)},
-                              repeatable=not unrepeatable(method, path, headers.get("If-Match", "*")))
+                              repeatable=repeatable if repeatable is not None else
+                              not lost_responses.unrepeatable(method, path, headers.get("If-Match", "*")))
 
     def _expect(self, statuses: tuple[int, ...], answer: Answer) -> Answer:
         if answer.status in statuses:
