@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def measure(azurite: Azurite, scratch: Path) -> dict:
-        return {"wake": measure_wake(azurite, scratch, args.rounds, args.waiters, args.hosts, args.throttle)}
+        return {"wake": measure_wake(azurite, scratch, args.rounds, args.waiters, args.hosts, args.throttle,
+                                     args.heat)}
 
     return run("claim_wake", args, measure, _ratio, _rows, _headline)
 
@@ -71,10 +72,10 @@ def shared_settings() -> dict[str, str]:
 
 
 def measure_wake(azurite: Azurite, scratch: Path, rounds: int, waiters: int, hosts: int = 2,
-                 throttle: float | None = None) -> dict:
+                 throttle: float | None = None, heat: bool = False) -> dict:
     settings = shared_settings()
     with ExitStack() as stack:
-        storage, proxy = stack.enter_context(throttled.storage(azurite, throttle))
+        storage, proxy = stack.enter_context(throttled.storage(azurite, throttle, heat))
         servers = [stack.enter_context(local_host.running(storage, scratch, progress, settings))
                    for _ in range(max(2, hosts))]
         definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/wake", taskcluster.slugId())

@@ -33,6 +33,7 @@ from tests.conftest import Server
 from bench import graphs
 from bench import http_lifecycles
 from bench import storage_baseline
+from bench import throttled
 from bench.graphs import (CLIENT_RETRIES, FAN_IN, ROOT, batching, batching_text, failed, graph_request, host,
                      host_rows, inspected_labels, node_task, part_figures, put_graph, shape, signed_session)
 from bench.lifecycle import latency_text, run
@@ -51,6 +52,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--creators", type=int, default=16, help="parallel createTask callers (default 16)")
     graphs.add_arguments(parser, "creation")
     storage_baseline.add_arguments(parser)
+    throttled.add_arguments(parser)
     parser.add_argument("--skip-put", action="store_true", help="leave out the same graph made by one PUT")
     args = parser.parse_args(argv)
     if not 2 <= args.children <= MAX_DEPENDENCIES:
@@ -65,10 +67,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def measure(azurite: Azurite, scratch: Path) -> dict:
         out: dict = {}
-        with host(azurite, scratch, "decision-graph", out) as server:
-            out["createTask"] = _variant(server, requires, args, bound, "createTask")
-            if not args.skip_put:
-                out["put"] = _variant(server, requires, args, bound, "put")
+        with throttled.storage(azurite, args.throttle, args.heat) as (_, proxy), \
+                host(azurite, scratch, "decision-graph", out, proxy) as server:
+            for how in ("createTask", *(() if args.skip_put else ("put",))):
+                if proxy:
+                    proxy.reset()   # each way's own figures
+                out[how] = _variant(server, requires, args, bound, how)
+                if proxy:
+                    out[how]["throttling"] = throttled.figures(proxy, tasks=len(requires))
             failures = [how for how in VARIANTS if "failed" in out.get(how, {})]
             if failures:
                 out["failed"] = f"the graph made by {' and '.join(failures)} failed"
@@ -255,6 +261,7 @@ def _rows(results: dict) -> list[tuple[str, str]]:
             ("tasks per claimWork answer", ", ".join(f"{k}: {v}x" for k, v in variant["tasks_per_claimWork"].items())),
             ("  ... mean while children pending", batching_text(variant["claim_batching_in_fan_out"])),
             *([("API PROBLEM seen", variant["api_problem"])] if "api_problem" in variant else []),
+            *throttled.rows(variant.get("throttling")),
         ]
     return rows + host_rows(http)
 

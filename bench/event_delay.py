@@ -28,7 +28,7 @@ from shared.domain.timestamps import parse_iso
 from tests.conftest import shared_broker
 from tests.events.amqp_consumer import Consumer
 
-from bench import local_host
+from bench import local_host, throttled
 from bench.report import percentiles, progress
 from bench.tasks import task_definition
 
@@ -51,12 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lifecycles", type=int, default=300)
     parser.add_argument("--workers", type=int, default=8)
+    throttled.add_arguments(parser)
     args = parser.parse_args(argv)
     broker = shared_broker()
     progress(f"RabbitMQ up at {broker.url}")
     task_queue_id, group_id = f"bench-{uuid.uuid4().hex[:8]}/events", taskcluster.slugId()
     provisioner, worker_type = task_queue_id.split("/")
-    with Azurite() as azurite, local_host.running(azurite, Path(tempfile.mkdtemp()), progress) as server:
+    with Azurite() as azurite, throttled.storage(azurite, args.throttle, args.heat) as (storage, proxy), \
+            local_host.running(storage, Path(tempfile.mkdtemp()), progress) as server:
+        if proxy:
+            proxy.reset()
         consumer = Consumer(broker.url, [{"exchange": f"exchange/taskcluster-queue/v1/{name}",
                                           "routingKeyPattern": f"primary.*.*.*.*.{provisioner}.{worker_type}.#"}
                                          for name in STAMPS])
@@ -81,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             changed = parse_iso(run[STAMPS[message.name]]).timestamp()
             delays[message.name].append(max(0.0, arrivals[message.message_id] - changed))
         consumer.close()
+        heat = throttled.figures(proxy, tasks=args.lifecycles) if proxy else None
     everything = sorted(delay for values in delays.values() for delay in values)
     print(f"\n{args.lifecycles} lifecycles from {args.workers} clients in {elapsed:.1f} s; "
           f"{len(everything)} of {3 * args.lifecycles} events received")
@@ -88,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         cut = percentiles(values)
         print(f"  {name:15s} p50 {cut['p50_ms']:7.1f} ms   p95 {cut['p95_ms']:7.1f} ms   "
               f"max {cut['max_ms']:7.1f} ms   ({cut['count']} events)")
+    for name, value in throttled.rows(heat):
+        print(f"  {name}  {value}")
     p95 = percentiles(everything)["p95_ms"] / 1000
     print(f"p95 {p95 * 1000:.1f} ms: {'within' if p95 <= TARGET_P95 else 'OVER'} the target of {TARGET_P95:.0f} s")
     return 0

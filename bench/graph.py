@@ -63,14 +63,14 @@ STATUS_FAILURES = 5       # consecutive failed status polls before the run fails
 # -- 2. over HTTP -------------------------------------------------------------------------
 
 def measure_http(azurite: Azurite, n: int, workers: int, bound: float, log_dir: Path,
-                 throttle: float | None = None) -> dict:
+                 throttle: float | None = None, heat: bool = False) -> dict:
     out: dict = {}
-    with throttled.storage(azurite, throttle) as (_, proxy), host(azurite, log_dir, "graph", out, proxy) as server:
+    with throttled.storage(azurite, throttle, heat) as (_, proxy), host(azurite, log_dir, "graph", out, proxy) as server:
         if proxy:
             proxy.reset()   # the run's figures, not the host's start and warm-up
         out.update(_measure_http(server, n, workers, bound))
         if proxy:
-            out["throttling"] = throttled.figures(proxy)
+            out["throttling"] = throttled.figures(proxy, tasks=n)
     return out
 
 
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     def measure(azurite: Azurite, scratch: Path) -> dict:
         out = {}
         if not args.skip_http:
-            out["http"] = measure_http(azurite, args.tasks, args.workers, bound, scratch, args.throttle)
+            out["http"] = measure_http(azurite, args.tasks, args.workers, bound, scratch, args.throttle, args.heat)
         out["operations"] = count_operations(azurite.connection_string, args.count)
         return out
 

@@ -26,7 +26,7 @@ import taskcluster
 from devhost.azurite import Azurite
 from tests.conftest import Server
 
-from bench import local_host
+from bench import local_host, throttled
 from bench.local_host import SETTINGS as SERVER_SETTINGS, SETTLE_TIMEOUT
 from bench.report import percentiles
 from bench.tasks import task_definition
@@ -58,9 +58,17 @@ class WorkLog:
     errors: list[BaseException] = field(default_factory=list)
 
 
-def measure(azurite: Azurite, tasks: int, workers: int, log_dir: Path, progress) -> dict:
-    with local_host.running(azurite, log_dir, progress, SERVER_SETTINGS) as server:
-        return _measure(server, tasks, workers, progress)
+def measure(azurite: Azurite, tasks: int, workers: int, log_dir: Path, progress, throttle: float | None = None,
+            heat: bool = False) -> dict:
+    """The run, its storage through the throttling or counting proxy if asked (`bench.throttled`)."""
+    with throttled.storage(azurite, throttle, heat) as (storage, proxy), \
+            local_host.running(storage, log_dir, progress, SERVER_SETTINGS) as server:
+        if proxy:
+            proxy.reset()   # the run's figures, not the host's start and warm-up
+        out = _measure(server, tasks, workers, progress)
+        if proxy:
+            out["throttling"] = throttled.figures(proxy, tasks=tasks)
+        return out
 
 
 def _measure(server: Server, tasks: int, workers: int, progress) -> dict:

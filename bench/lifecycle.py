@@ -28,6 +28,7 @@ from devhost.azurite import Azurite
 from bench import http_lifecycles
 from bench import operation_counts
 from bench import storage_baseline
+from bench import throttled
 from bench.report import command_line, elapsed, header, machine, progress, table, write_json
 
 
@@ -37,6 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=8, help="concurrent workers and creators (default 8)")
     operation_counts.add_arguments(parser)
     storage_baseline.add_arguments(parser)
+    throttled.add_arguments(parser)
     parser.add_argument("--skip-http", action="store_true", help="leave out the HTTP run (no local host needed)")
     return parser.parse_args(argv)
 
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     def measure(azurite: Azurite, scratch: Path) -> dict:
         out = {}
         if not args.skip_http:
-            out["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, scratch, progress)
+            out["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, scratch, progress,
+                                                  args.throttle, args.heat)
         out["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
         return out
 
@@ -105,7 +108,8 @@ def _ratio(results: dict) -> dict:
 
 
 def _rows(results: dict) -> list[tuple[str, str]]:
-    return [*_http_rows(results), *_ratio_rows(results),
+    return [*_http_rows(results), *throttled.rows((results.get("http") or {}).get("throttling")),
+            *_ratio_rows(results),
             *operation_counts.rows(results["operations"], 4, _ceiling_rows(results))]
 
 

@@ -38,6 +38,7 @@ from devhost.azurite import Azurite
 from bench import local_host
 from bench import operation_counts
 from bench import storage_baseline
+from bench import throttled
 from bench.lifecycle import latency_text, run
 from bench.report import percentiles, progress
 from bench.tasks import task_definition
@@ -58,6 +59,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="with --against: N lifecycles on each queue first, not measured (default 0)")
     operation_counts.add_arguments(parser)
     storage_baseline.add_arguments(parser)
+    throttled.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -65,25 +67,37 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def measure(azurite: Azurite, scratch: Path) -> dict:
-        return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds, args.warm_up),
+        return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds, args.warm_up,
+                                     args.throttle, args.heat),
                 "operations": operation_counts.count(azurite.connection_string, args.count, progress)}
 
     return run("sequential", args, measure, _bound, _rows, _headline)
 
 
 def measure_http(azurite: Azurite, n: int, log_dir: Path, against: str | None = None, rounds: int = 1,
-                 warm_up: int = 0) -> dict:
-    with local_host.running(azurite, log_dir, progress) as server:
-        ours, theirs = [], []
-        other = _other_queue(against) if against else None
-        if other is not None and warm_up:   # both queues past their first-call costs alike
-            _lifecycles(server.client(), warm_up, "warm-up (not measured), ours")
-            _lifecycles(other, warm_up, f"warm-up (not measured), {against}")
-        for round_number in range(1, rounds + 1):
-            ours.append(_lifecycles(server.client(), n, f"round {round_number}/{rounds}, ours"))
-            if other is not None:
-                theirs.append(_lifecycles(other, n, f"round {round_number}/{rounds}, {against}"))
-        settled, left = local_host.settle(server, time.perf_counter())
+                 warm_up: int = 0, throttle: float | None = None, heat: bool = False) -> dict:
+    with throttled.storage(azurite, throttle, heat) as (storage, proxy), \
+            local_host.running(storage, log_dir, progress) as server:
+        if proxy:
+            proxy.reset()   # the run's figures, not the host's start and warm-up
+        out = _measure_http(server, n, against, rounds, warm_up)
+        if proxy:
+            out["throttling"] = throttled.figures(proxy, tasks=n * rounds + warm_up)
+        return out
+
+
+def _measure_http(server, n: int, against: str | None, rounds: int, warm_up: int) -> dict:
+    """Our lifecycles (and the other queue's, alternating) on the running host."""
+    ours, theirs = [], []
+    other = _other_queue(against) if against else None
+    if other is not None and warm_up:   # both queues past their first-call costs alike
+        _lifecycles(server.client(), warm_up, "warm-up (not measured), ours")
+        _lifecycles(other, warm_up, f"warm-up (not measured), {against}")
+    for round_number in range(1, rounds + 1):
+        ours.append(_lifecycles(server.client(), n, f"round {round_number}/{rounds}, ours"))
+        if other is not None:
+            theirs.append(_lifecycles(other, n, f"round {round_number}/{rounds}, {against}"))
+    settled, left = local_host.settle(server, time.perf_counter())
     progress("the host's events " + (f"drained {settled:.1f} s after the last completion" if left is None
                                      else f"NOT drained: {left}"))
     results = {**_combined(ours), "claim_batch": 1, "server_settings": local_host.SETTINGS,
@@ -171,6 +185,7 @@ def _rows(results: dict) -> list[tuple[str, str]]:
         ("host's events drained", f"{http['events_drained_after_last_completion_s']} s after the last completion"
          if http["events_left_undrained"] is None else f"NOT drained; left: {http['events_left_undrained']}"),
         *_against_rows(http),
+        *throttled.rows(http.get("throttling")),
         *operation_counts.rows(results["operations"], 3),
         ("4. share of the raw storage bound", ""),
         ("bound", f"{bound['bound_lifecycles_per_s']:8.2f} lifecycles/s   (raw inserts {bound['raw_inserts_per_s']}"

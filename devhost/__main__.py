@@ -17,6 +17,7 @@ from devhost import event_broker
 from devhost import root_client
 from devhost.azurite import Azurite
 from devhost.settings import MissingSetting, load_settings
+from shared.storage.client.identity import identity_settings
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
 THROTTLE_SETTING = "STORAGE_THROTTLE"
@@ -28,7 +29,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", default=7071, type=int)
     parser.add_argument("--azurite", choices=("auto", "none"), default="auto",
-                        help="auto: start Azurite when AzureWebJobsStorage is unset or development storage")
+                        help="auto: start Azurite when AzureWebJobsStorage is unset or development storage "
+                             "(and no AzureWebJobsStorage__accountName or __*ServiceUri names an account)")
     parser.add_argument("--azurite-data", default=".azurite", type=Path)
     parser.add_argument("--broker", choices=("auto", "none"), default="auto",
                         help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL or "
@@ -61,7 +63,9 @@ def main() -> int:
         signal.signal(sig, lambda number, _frame: stopping.put(number))
     azurite = None
     storage = load_settings(args.app_dir).get("AzureWebJobsStorage", "")
-    if args.azurite == "auto" and storage in ("", DEVELOPMENT_STORAGE):
+    signed_in = {"accountname", "blobserviceuri", "queueserviceuri", "tableserviceuri"} & set(
+        identity_settings(load_settings(args.app_dir)))   # an account reached with an identity
+    if args.azurite == "auto" and storage in ("", DEVELOPMENT_STORAGE) and not signed_in:
         azurite = Azurite(args.app_dir / args.azurite_data, 10000, 10001, 10002)
         print("==> starting Azurite (blob 10000, queue 10001, table 10002), data in", azurite.location, flush=True)
         try:

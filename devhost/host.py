@@ -58,8 +58,8 @@ class LocalHost:
             self._describe(name, "http", f"/{route} {sorted(methods) if methods else 'ALL'}")
         elif kind == "queueTrigger":
             queue_name = expand(trigger.queue_name, self.settings)
-            connection = self.settings[trigger.connection or "AzureWebJobsStorage"]
-            self.pollers.append(QueuePoller(name, user_function, connection, queue_name, self.config, self.stop_event))
+            self.pollers.append(QueuePoller(name, user_function, self.settings, trigger.connection or "AzureWebJobsStorage",
+                                            queue_name, self.config, self.stop_event))
             self._describe(name, "queue", queue_name)
         elif kind == "timerTrigger":
             schedule = Schedule(expand(trigger.schedule, self.settings))

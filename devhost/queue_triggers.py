@@ -1,6 +1,8 @@
 """Queue triggers: poll a storage queue, run the function per message, delete on success,
 retry after `visibilityTimeout` on failure, and move a message to `<queue>-poison` after
-`maxDequeueCount` attempts, as the Functions host does."""
+`maxDequeueCount` attempts, as the Functions host does. A trigger's `connection` names an app
+setting holding a connection string, or, as in Azure, the section of an identity-based
+connection (`<connection>__queueServiceUri`, `__accountName`, `__credential`...)."""
 
 from __future__ import annotations
 
@@ -15,16 +17,31 @@ from azure.functions.queue import QueueMessage  # not func.QueueMessage: that on
 from azure.storage.queue import QueueClient
 
 from shared.storage.client.account import shared_transport
+from shared.storage.client.identity import IdentityConnection, identity_settings
+from shared.storage.client.tokens import shared_token
 
 from devhost.host_config import HostConfig
+from devhost.settings import MissingSetting
 
 log = logging.getLogger("devhost.queue")
 PROCESSING_HOLD = 300  # seconds a received message stays hidden while its function runs
 
 
+def queue_client(settings: dict[str, str], connection: str, queue_name: str, transport) -> QueueClient:
+    """The queue `queue_name` of the storage the setting (or section) `connection` names."""
+    if settings.get(connection):
+        return QueueClient.from_connection_string(settings[connection], queue_name, transport=transport)
+    signed_in = IdentityConnection.from_settings(identity_settings(settings, connection))
+    if signed_in is None:
+        raise MissingSetting(f"app setting {connection!r} is not defined, nor {connection}__accountName "
+                             f"or {connection}__queueServiceUri (an identity-based connection)")
+    return QueueClient(signed_in.urls["queue"], queue_name, credential=shared_token(signed_in.key, signed_in.credential),
+                       transport=transport)
+
+
 class QueuePoller:
-    def __init__(self, name: str, function, connection: str, queue_name: str, config: HostConfig,
-                 stop: threading.Event) -> None:
+    def __init__(self, name: str, function, settings: dict[str, str], connection: str, queue_name: str,
+                 config: HostConfig, stop: threading.Event) -> None:
         self.name = name
         self.function = function
         self.config = config
@@ -32,8 +49,8 @@ class QueuePoller:
         # One pool big enough for the batch's threads, which settle their messages at once
         # (the SDK's own pool keeps 10 connections and discarded the rest by the hundred).
         transport = shared_transport()
-        self.queue = QueueClient.from_connection_string(connection, queue_name, transport=transport)
-        self.poison = QueueClient.from_connection_string(connection, f"{queue_name}-poison", transport=transport)
+        self.queue = queue_client(settings, connection, queue_name, transport)
+        self.poison = queue_client(settings, connection, f"{queue_name}-poison", transport)
         self.pool = ThreadPoolExecutor(max_workers=config.batch_size, thread_name_prefix=f"queue-{name}")
         self.thread = threading.Thread(target=self._loop, name=f"poll-{name}", daemon=True)
 

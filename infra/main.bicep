@@ -1,5 +1,6 @@
-// The Queue's Azure resources: one storage account (tables, queues, blobs), a Linux
-// Consumption plan running the Python Function App, and Application Insights for its logs.
+// The Queue's Azure resources: one storage account (tables, queues, blobs) with shared key
+// access off, a Flex Consumption plan running the Python Function App, which reaches the
+// account with its managed identity only, and Application Insights for its logs.
 // Every app setting the app reads is set here; tests/infra checks that none is missing,
 // because the Functions host refuses to start a trigger whose %SETTING% is unset.
 //
@@ -51,6 +52,11 @@ param eventListenerPrincipalIds array = []
 @description('QUEUE_PUBLIC_URL: the origin clients call (https://queue.example.com) when a front end or custom domain stands before the app; empty: the Host and X-Forwarded-* headers.')
 param publicUrl string = ''
 
+@description('Instances the Flex Consumption plan may scale the app out to (40 to 1000).')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
+
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
@@ -62,6 +68,10 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     minimumTlsVersion: 'TLS1_2'
     allowBlobPublicAccess: false
     supportsHttpsTrafficOnly: true
+    // No account key opens it: the app, the Functions host and the deployment all sign in
+    // with the app's identity (see storageRoles), people with theirs.
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
   }
 }
 
@@ -92,7 +102,15 @@ resource artifactsContainer 'Microsoft.Storage/storageAccounts/blobServices/cont
   properties: { publicAccess: 'None' }
 }
 
-var storageConnection = 'DefaultEndpointsProtocol=https;AccountName=${storage.name};EndpointSuffix=${environment().suffixes.storage};AccountKey=${storage.listKeys().keys[0].value}'
+// The Flex Consumption plan runs the package `func azure functionapp publish` uploads from
+// this container, which the platform reaches with the app's identity.
+var deploymentContainerName = 'app-package'
+
+resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' = {
+  parent: blobService
+  name: deploymentContainerName
+  properties: { publicAccess: 'None' }
+}
 
 resource insights 'Microsoft.Insights/components@2020-02-02' = {
   name: '${appName}-insights'
@@ -101,10 +119,12 @@ resource insights 'Microsoft.Insights/components@2020-02-02' = {
   properties: { Application_Type: 'web' }
 }
 
-resource plan 'Microsoft.Web/serverfarms@2023-12-01' = {
+// Flex Consumption: Linux, billed per execution like Y1, and (unlike Y1, whose content
+// share needs the account key) able to run with shared key access off.
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: '${appName}-plan'
   location: location
-  sku: { name: 'Y1', tier: 'Dynamic' }
+  sku: { name: 'FC1', tier: 'FlexConsumption' }
   kind: 'functionapp'
   properties: { reserved: true }   // Linux
 }
@@ -149,23 +169,37 @@ resource eventTopics 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = [for 
 // suffix): the SDK wants the host alone.
 var serviceBusHost = split(split(serviceBus.properties.serviceBusEndpoint, '//')[1], ':')[0]
 
-resource app 'Microsoft.Web/sites@2023-12-01' = {
+resource app 'Microsoft.Web/sites@2024-04-01' = {
   name: appName
   location: location
   kind: 'functionapp,linux'
-  identity: { type: 'SystemAssigned' }   // signs in to Service Bus
+  identity: { type: 'SystemAssigned' }   // signs in to storage and Service Bus
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // Flex Consumption takes the runtime here, not from FUNCTIONS_WORKER_RUNTIME or
+    // linuxFxVersion (which it refuses).
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${storage.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: { type: 'SystemAssignedIdentity' }
+        }
+      }
+      scaleAndConcurrency: { maximumInstanceCount: maximumInstanceCount, instanceMemoryMB: 2048 }
+      runtime: { name: 'python', version: '3.11' }
+    }
     siteConfig: {
-      linuxFxVersion: 'Python|3.11'
       ftpsState: 'Disabled'
       minTlsVersion: '1.2'
       appSettings: [
-        { name: 'FUNCTIONS_EXTENSION_VERSION', value: '~4' }
-        { name: 'FUNCTIONS_WORKER_RUNTIME', value: 'python' }
         { name: 'AzureWebJobsFeatureFlags', value: 'EnableWorkerIndexing' }
-        { name: 'AzureWebJobsStorage', value: storageConnection }
+        // The storage account by name, reached with the app's identity (no connection
+        // string, no key): the Functions host reads these, and so does the app
+        // (shared/storage/client/identity.py).
+        { name: 'AzureWebJobsStorage__accountName', value: storage.name }
+        { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
         { name: 'TASK_CLAIM_TIMEOUT', value: string(claimTimeoutSeconds) }
         { name: 'CLAIM_WORK_WAIT_SECONDS', value: '20' }
@@ -193,6 +227,30 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
     }
   }
 }
+
+// The app's data roles on its storage account, and nothing more: no key, no management role.
+// - Storage Table Data Contributor: the Queue's state (tables made on first use).
+// - Storage Queue Data Contributor: its storage queues (made on first use), and the
+//   Functions host's queue triggers reading and deleting their messages.
+// - Storage Blob Data Owner: what the Functions host documents as the minimum for its own
+//   storage (its keys, timer locks) and for the Flex deployment package; it covers the
+//   artifacts' blobs and asking for user delegation keys (the artifact URLs), so neither
+//   Storage Blob Data Contributor nor Storage Blob Delegator is assigned beside it.
+var storageRoles = {
+  tableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+  queueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  blobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+}
+
+resource appUsesStorage 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for role in items(storageRoles): {
+  name: guid(storage.id, app.id, role.value)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.value)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}]
 
 var serviceBusDataSender = '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'   // built-in 'Azure Service Bus Data Sender'
 

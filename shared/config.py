@@ -11,9 +11,10 @@ import hashlib
 import hmac
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+STORAGE = "AzureWebJobsStorage"   # the storage connection's setting, as the Functions host names it
 # The sample's QUEUE_CREDENTIALS_ACCESS_TOKEN: public, so never trusted (see `_credentials_token`).
 DEFAULT_CREDENTIALS_TOKEN = "local-development-only"
 
@@ -43,11 +44,17 @@ class Settings:
     roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
+    # AzureWebJobsStorage__<property>: the account reached with the app's identity, when
+    # AzureWebJobsStorage holds no connection string (see storage/client/identity.py)
+    storage_identity: dict = field(default_factory=dict)
 
     @classmethod
     def from_environ(cls) -> Settings:
+        identity = {key[len(STORAGE) + 2:]: value for key, value in os.environ.items()
+                    if key.lower().startswith(STORAGE.lower() + "__") and value}
         return cls(
-            storage_connection=os.environ.get("AzureWebJobsStorage") or DEVELOPMENT_STORAGE,
+            storage_connection=os.environ.get(STORAGE) or ("" if identity else DEVELOPMENT_STORAGE),
+            storage_identity=identity,
             table_prefix=os.environ.get("QUEUE_TABLE_PREFIX", ""),
             claim_timeout=_int("TASK_CLAIM_TIMEOUT", 1200),
             claim_work_wait=_int("CLAIM_WORK_WAIT_SECONDS", 20),

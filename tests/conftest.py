@@ -28,6 +28,7 @@ import taskcluster
 
 from devhost.azurite import Azurite
 from devhost.azurite_tokens import AzuriteCredential
+from devhost.identity_endpoint import IdentityEndpoint
 from devhost.processes import free_port
 from devhost.rabbitmq import RabbitMQ
 from devhost.throttling.proxy import ThrottlingProxy
@@ -36,6 +37,7 @@ from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
+from shared.storage.client.account import StorageAccount
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
 from tests.signing import HawkAuth
@@ -120,6 +122,34 @@ def oauth_azurite():
 def storage_credential() -> AzuriteCredential:
     """What stands for the app's managed identity: tokens `oauth_azurite` takes."""
     return AzuriteCredential()
+
+
+@pytest.fixture(scope="session")
+def identity_endpoint():
+    """App Service's managed identity endpoint, as a process finds it through IDENTITY_ENDPOINT
+    and IDENTITY_HEADER, handing out tokens `oauth_azurite` takes (`devhost.identity_endpoint`)."""
+    with IdentityEndpoint() as endpoint:
+        yield endpoint
+
+
+def identity_properties(azurite: Azurite) -> dict[str, str]:
+    """The AzureWebJobsStorage__<property> settings of an app that reaches `azurite` (in OAuth
+    mode) with its managed identity, as Bicep sets them in Azure but with the emulator's URLs."""
+    return {"blobServiceUri": azurite.endpoint("blob"), "queueServiceUri": azurite.endpoint("queue"),
+            "tableServiceUri": azurite.endpoint("table"), "credential": "managedidentity"}
+
+
+def identity_environment(azurite: Azurite, endpoint: IdentityEndpoint) -> dict[str, str]:
+    """What a process signing in with that identity needs besides: the identity endpoint (as
+    App Service gives it) and the emulator's certificate to trust."""
+    return {**endpoint.environment, "REQUESTS_CA_BUNDLE": str(azurite.certificate)}
+
+
+def identity_account(azurite: Azurite, endpoint: IdentityEndpoint, monkeypatch, prefix: str = "") -> StorageAccount:
+    """A storage account of this process on `azurite`, reached with the managed identity only."""
+    for name, value in identity_environment(azurite, endpoint).items():
+        monkeypatch.setenv(name, value)
+    return StorageAccount("", prefix or unique_prefix(), identity=identity_properties(azurite))
 
 
 @pytest.fixture

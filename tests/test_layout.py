@@ -106,3 +106,15 @@ def test_each_layer_imports_only_what_lies_below_it():
                 broken += [f"{name} imports {imported}" for imported in sorted(_imports(path))
                            if imported.startswith(forbidden)]
     assert broken == []
+
+
+def test_no_module_imports_a_private_name_of_a_library():
+    """A library's `_private` modules and names may change in any release: none is imported
+    (the app's, the local host's, the benchmarks' and the tests' own modules)."""
+    broken = []
+    for folder in ("shared", "devhost", "bench", "taskq", "taskq_worker", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            broken += [f"{path.relative_to(ROOT)} imports {imported}" for imported in sorted(_imports(path))
+                       if not imported.startswith(("shared", "devhost", "bench", "tests", "taskq", "function_app"))
+                       and any(part.startswith("_") and not part.startswith("__") for part in imported.split("."))]
+    assert broken == []

@@ -23,8 +23,6 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="the Azurite to front (default: AzureWebJobsStorage)")
     parser.add_argument("--timeouts", type=float, default=0.05,
                         help="share of writes near a limit answered 500 OperationTimedOut after landing")
-    parser.add_argument("--no-transaction-timeouts", dest="transaction_timeouts", action="store_false",
-                        help="never time out an entity group transaction after it landed")
     parser.add_argument("--seed", type=int, default=None)
     return parser.parse_args(argv)
 
@@ -39,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with ThrottlingProxy(upstream, Throttle(args.scale, args.timeouts, args.seed,
-                                                  transaction_timeouts=args.transaction_timeouts)) as proxy:
+    with ThrottlingProxy(upstream, Throttle(args.scale, args.timeouts, args.seed)) as proxy:
         print(json.dumps({"ports": proxy.ports, "connection_string": proxy.connection_string(args.connection)}),
               flush=True)
         while not stop.wait(0.5):

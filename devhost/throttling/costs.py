@@ -37,7 +37,6 @@ class Charge:
     limited: bool             # whether that partition has a target of its own
     write: bool               # whether it changes something (so it may land and still time out)
     reads_rows: bool = False  # a table query or a dequeue: its answer's size counts too
-    transaction: bool = False # an entity group transaction ($batch)
 
 
 def of(service: str, method: str, target: str, body: bytes | None) -> Charge:
@@ -102,7 +101,7 @@ def _batch(body: bytes) -> Charge:
         table, key = (entity.group(1), _unescape(entity.group(2))) if entity else (path, "")
         if not entity and (found := _JSON_PARTITION.search(body)):
             key = json.loads(b'"' + found.group(1) + b'"')
-    return Charge("table", _partition(table, key), max(1, len(targets)), True, True, transaction=True)
+    return Charge("table", _partition(table, key), max(1, len(targets)), True, True)
 
 
 def _partition(table: str, key: str) -> str:

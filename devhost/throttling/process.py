@@ -22,10 +22,8 @@ class ThrottledStorage:
     """Azurite (named by its connection string) behind the proxy at `scale`; `connection_string`
     goes through the proxy."""
 
-    def __init__(self, upstream: str, scale: float, timeouts: float = 0.05, seed: int | None = None,
-                 transaction_timeouts: bool = True) -> None:
+    def __init__(self, upstream: str, scale: float, timeouts: float = 0.05, seed: int | None = None) -> None:
         self.upstream, self.scale, self.timeouts, self.seed = upstream, scale, timeouts, seed
-        self.transaction_timeouts = transaction_timeouts
         self.process: subprocess.Popen | None = None
         self.connection_string = ""
         self.ports: dict[str, int] = {}
@@ -36,8 +34,6 @@ class ThrottledStorage:
                    "--timeouts", str(self.timeouts)]
         if self.seed is not None:
             command += ["--seed", str(self.seed)]
-        if not self.transaction_timeouts:
-            command.append("--no-transaction-timeouts")
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=self._log,
                                         stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent,

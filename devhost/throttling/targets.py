@@ -71,12 +71,11 @@ class Throttle:
     requests refused (503) and requests timed out after being served (500)."""
 
     def __init__(self, scale: float, timeouts: float = 0.05, seed: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, transaction_timeouts: bool = True) -> None:
-        """`timeouts`: the share of writes near a limit that time out after landing;
-        `transaction_timeouts`: whether entity group transactions may be among them."""
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """`timeouts`: the share of writes near a limit that time out after landing."""
         if scale <= 0:
             raise ValueError("the scale factor must be positive")
-        self.scale, self.timeouts, self.transaction_timeouts = scale, timeouts, transaction_timeouts
+        self.scale, self.timeouts = scale, timeouts
         self._clock, self._random, self._lock = clock, random.Random(seed), threading.Lock()
         self._armed: list[tuple[str, Callable[[Charge], bool]]] = []
         self.reset()
@@ -118,9 +117,8 @@ class Throttle:
             counts[0] += 1
             counts[1] += charge.units
             near = any(budget.low for budget in budgets)
-            may_time_out = charge.write and (self.transaction_timeouts or not charge.transaction)
             time_out = forced == "timeout" or (
-                forced is None and may_time_out and near and self._random.random() < self.timeouts)
+                forced is None and charge.write and near and self._random.random() < self.timeouts)
             counts[3] += time_out
             return Verdict(None, time_out)
 

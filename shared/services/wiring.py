@@ -104,7 +104,8 @@ class Services:
         shape: the tests' in-memory one), publishing events on the bus the settings name, or
         on `bus`; with no bus, no events are kept or published. The browser's feeds read the
         bus the settings name, or `feeds`."""
-        account = account or StorageAccount(settings.storage_connection, settings.table_prefix)
+        account = account or StorageAccount(settings.storage_connection, settings.table_prefix,
+                                            settings.storage_identity)
         bus = bus or event_bus(settings)
         marks = PublicationMarks(account)
         publisher = EventPublisher(bus, marks)

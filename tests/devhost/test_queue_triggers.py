@@ -29,7 +29,8 @@ def start_poller(azurite):
     def start(function, config: HostConfig = CONFIG, name: str | None = None):
         name = name or unique_queue_name()
         stop = threading.Event()
-        poller = QueuePoller("test-fn", function, azurite.connection_string, name, config, stop)
+        poller = QueuePoller("test-fn", function, {"AzureWebJobsStorage": azurite.connection_string},
+                             "AzureWebJobsStorage", name, config, stop)
         poller.start()
         stops.append((stop, poller))
         queue = QueueClient.from_connection_string(azurite.connection_string, name)

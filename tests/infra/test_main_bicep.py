@@ -17,6 +17,19 @@ def deployed_settings() -> dict[str, str]:
     return dict(re.findall(r"\{ name: '([A-Za-z0-9_]+)', value: (.+?) \}", BICEP))
 
 
+# Settings of a local host that Azure's Flex Consumption plan takes another way: the
+# storage connection as an identity-based one (its section's account name), the worker
+# runtime from the app's functionAppConfig (the plan refuses the setting).
+DEPLOYED_AS = {"AzureWebJobsStorage": "AzureWebJobsStorage__accountName"}
+GIVEN_OTHERWISE = {"FUNCTIONS_WORKER_RUNTIME": "runtime: { name: 'python', version: '3.11' }"}
+
+
+def deployed(name: str) -> bool:
+    if name in GIVEN_OTHERWISE:
+        return GIVEN_OTHERWISE[name] in resource("app")
+    return DEPLOYED_AS.get(name, name) in deployed_settings()
+
+
 def test_every_setting_a_trigger_names_is_deployed():
     named = set()
     for function in functions_by_name().values():
@@ -26,12 +39,43 @@ def test_every_setting_a_trigger_names_is_deployed():
             if attribute == "connection" and getattr(trigger, attribute, None):
                 named.add(trigger.connection)
     assert named, "the app's triggers name no settings: the test would prove nothing"
-    assert named <= set(deployed_settings()), named - set(deployed_settings())
+    assert [name for name in named if not deployed(name)] == []
 
 
 def test_every_local_setting_is_deployed_too():
     local = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
-    assert set(local) <= set(deployed_settings()), set(local) - set(deployed_settings())
+    assert [name for name in local if not deployed(name)] == []
+
+
+def test_storage_takes_no_key_and_the_app_signs_in_with_its_identity():
+    account = resource("storage")
+    assert "allowSharedKeyAccess: false" in account and "listKeys" not in BICEP
+    settings = deployed_settings()
+    assert settings["AzureWebJobsStorage__accountName"] == "storage.name" and "AzureWebJobsStorage" not in settings
+    assert settings["AzureWebJobsStorage__credential"] == "'managedidentity'"
+    # The app reads the same settings as the Functions host (shared/storage/client/identity.py).
+    from shared.storage.client.identity import IdentityConnection
+    assert IdentityConnection.from_settings({"accountName": "store"}).urls["table"] == "https://store.table.core.windows.net"
+
+
+def test_the_app_has_exactly_the_data_roles_it_needs_on_its_storage():
+    roles = dict(re.findall(r"^  (\w+): '([0-9a-f-]{36})'", re.search(r"var storageRoles = \{(.*?)\n\}", BICEP, re.S).group(0),
+                            re.M))
+    assert roles == {"tableDataContributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",    # Azure's ids of the roles
+                     "queueDataContributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
+                     "blobDataOwner": "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"}
+    assigned = resource("appUsesStorage")
+    assert "[for role in items(storageRoles):" in assigned and "scope: storage\n" in assigned
+    assert "principalId: app.identity.principalId" in assigned and "roleDefinitions', role.value)" in assigned
+
+
+def test_the_app_runs_on_flex_consumption_from_a_package_reached_with_its_identity():
+    assert "sku: { name: 'FC1', tier: 'FlexConsumption' }" in resource("plan")
+    app = resource("app")
+    assert "type: 'blobContainer'" in app and "authentication: { type: 'SystemAssignedIdentity' }" in app
+    assert "value: '${storage.properties.primaryEndpoints.blob}${deploymentContainerName}'" in app
+    assert "name: deploymentContainerName" in resource("deploymentContainer")
+    assert "linuxFxVersion:" not in app and "FUNCTIONS_WORKER_RUNTIME'" not in app and "FUNCTIONS_EXTENSION_VERSION" not in app
 
 
 def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():

@@ -1,7 +1,8 @@
 """The storage port's contract: what the services rely on from a storage account, checked
-side by side on Azurite (the real Table and Queue services' emulator) and on the in-memory
-account the service tests use (`tests/memory_storage.py`). A behaviour the fake gets wrong
-fails here, next to the real one's answer."""
+side by side on Azurite (the real Table and Queue services' emulator), signed with the
+account key and signed in with an identity's bearer tokens (Azurite in OAuth mode, over
+HTTPS), and on the in-memory account the service tests use (`tests/memory_storage.py`). A
+behaviour the fake gets wrong fails here, next to the real one's answer."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ from shared.storage.client.account import OPERATIONS, StorageAccount
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.tables.pending_table import BULK, PendingTable
 from shared.storage.patterns.queries import first_rows
-from tests.conftest import unique_prefix
+from tests.conftest import identity_account, unique_prefix
 from tests.memory_storage import MemoryAccount
 
 
-@pytest.fixture(params=["azurite", "memory"])
+@pytest.fixture(params=["azurite", "identity", "memory"])
 def account(request):
     if request.param == "memory":
         return MemoryAccount(unique_prefix())
+    if request.param == "identity":
+        return identity_account(request.getfixturevalue("oauth_azurite"), request.getfixturevalue("identity_endpoint"),
+                                request.getfixturevalue("monkeypatch"))
     return StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
 
 

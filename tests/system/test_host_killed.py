@@ -65,10 +65,7 @@ def victim(own_azurite, tmp_path):
 
 @pytest.fixture
 def throttled(own_azurite):
-    # Entity group transactions never time out here yet: one of new tasks (or of status
-    # changes) that timed out after it landed loses its events (the strict xfail tests of
-    # tests/storage/tables/test_task_table.py); this run found it. Every other write may.
-    with ThrottledStorage(own_azurite.connection_string, THROTTLE, seed=SEED, transaction_timeouts=False) as storage:
+    with ThrottledStorage(own_azurite.connection_string, THROTTLE, seed=SEED) as storage:
         yield storage
 
 

@@ -1,4 +1,6 @@
-"""One storage account: its table and queue clients, created once per process."""
+"""One storage account: its table, queue and blob clients, created once per process, reached
+with the account key (or a shared access signature) of a connection string, or with the
+app's identity (`identity`: no key anywhere)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,15 @@ from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.pipeline.transport import RequestsTransport
 
 from shared.config import DEVELOPMENT_STORAGE
-from shared.storage.client.blobs import AzureBlobStore
-from shared.storage.client.connections import Connections
+from shared.storage.client.blobs import AzureBlobStore, blob_service
+from shared.storage.client.connections import Connections, trusted_certificates
+from shared.storage.client.identity import IdentityConnection
 from shared.storage.client.message_queue import MessageQueue
 from shared.storage.client.queue_endpoint import QueueEndpoint
 from shared.storage.client.table import Table
 from shared.storage.client.table_endpoint import TableEndpoint
+from shared.storage.client.tokens import shared_token
+from shared.storage.client.user_delegation import DelegationKeys
 
 # The SDK's HTTP logging policy logs every request and answer, headers and all, at INFO: in a
 # Function App (whose log level is Information) a log line or two per storage round trip,
@@ -69,7 +74,9 @@ def shared_transport() -> RequestsTransport:
     adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
-    return RequestsTransport(session=session, session_owner=False)
+    # Its certificates to trust as our own connections' are (the SDK's client option is not
+    # read when the client is given a transport).
+    return RequestsTransport(session=session, session_owner=False, connection_verify=trusted_certificates())
 
 
 def _proxied() -> bool:
@@ -83,20 +90,30 @@ def resolve_connection(connection: str) -> str:
 
 class StorageAccount:
     """Tables, queues and blob containers by logical name; `prefix` keeps test runs apart
-    in one account (a container's name comes from an app setting, like a queue's)."""
+    in one account (a container's name comes from an app setting, like a queue's). Reached
+    with `connection` (a connection string), or, when that is empty, with the identity the
+    connection's properties `identity` name (`AzureWebJobsStorage__*`, see `identity`)."""
 
-    def __init__(self, connection: str, prefix: str = "") -> None:
-        self.connection = resolve_connection(connection)
+    def __init__(self, connection: str, prefix: str = "", identity: dict[str, str] | None = None) -> None:
+        signed_in = IdentityConnection.from_settings(identity or {}) if not connection.strip() else None
+        self.connection = "" if signed_in else resolve_connection(connection or DEVELOPMENT_STORAGE)
         self.prefix = prefix
         self._tables: dict[str, Table] = {}
         self._queues: dict[str, MessageQueue] = {}
         self._containers: dict[str, AzureBlobStore] = {}
         self._lock = threading.Lock()
         self._transport = shared_transport()
-        self._table_endpoint = TableEndpoint.parse(self.connection)
+        if signed_in:
+            token = shared_token(signed_in.key, signed_in.credential)
+            self._table_endpoint = TableEndpoint.at(signed_in.urls["table"], token)
+            self._queue_endpoint = QueueEndpoint.at(signed_in.urls["queue"], token)
+        else:
+            self._table_endpoint = TableEndpoint.parse(self.connection)
+            self._queue_endpoint = QueueEndpoint.parse(self.connection)
+        self._blob_sign_in = (signed_in.urls["blob"], token) if signed_in else None
+        self._blob_service: tuple | None = None   # (its client, its delegation keys if signed in), on first use
         self._table_connections = Connections(self._table_endpoint.scheme, self._table_endpoint.host,
                                               self._table_endpoint.port, POOL_SIZE)
-        self._queue_endpoint = QueueEndpoint.parse(self.connection)
         self._queue_connections = Connections(self._queue_endpoint.scheme, self._queue_endpoint.host,
                                               self._queue_endpoint.port, POOL_SIZE)
 
@@ -128,6 +145,19 @@ class StorageAccount:
         with self._lock:
             store = self._containers.get(container)
             if store is None:
-                store = self._containers[container] = AzureBlobStore(self.connection, container, self._transport,
-                                                                     OPERATIONS)
+                store = self._containers[container] = AzureBlobStore(*self._blob_client(container))
             return store
+
+    def _blob_client(self, container: str) -> tuple:
+        """AzureBlobStore's arguments for `container`. The account's Blob service client is made
+        on first use (a connection string may name no blob endpoint), with its user
+        delegation keys when signed in with an identity."""
+        if self._blob_service is None:
+            if self._blob_sign_in:
+                url, token = self._blob_sign_in
+                service = blob_service(url=url, credential=token, transport=self._transport, operation_counter=OPERATIONS)
+                self._blob_service = (service, DelegationKeys(service))
+            else:
+                self._blob_service = (blob_service(self.connection, transport=self._transport,
+                                                   operation_counter=OPERATIONS), None)
+        return self._blob_service[0], container, self._blob_service[1]

@@ -1,8 +1,10 @@
 """Blob Storage, narrowly: the few operations artifacts need, and signed URLs with which
 clients move the bytes themselves, so that no artifact's bytes pass through a Function.
 
-One container; keys are blob names (see `keys.blob_name`). A signed URL is a service SAS
-for one blob, with only the permission its use needs, valid for minutes. Two ways in:
+One container; keys are blob names (see `keys.blob_name`). A signed URL is a SAS for one
+blob, with only the permission its use needs, valid for minutes: a service SAS signed with
+the account key, or, where the app signs in with its identity (no key), a user delegation
+SAS (`user_delegation`). Two ways in:
 - `upload_url`: Put Blob, whose `headers` (the blob type, content type and length) the
   client sends as told, as Taskcluster's upload helpers do (up to 5,000 MiB per PUT);
 - `block_upload_url`: Put Block of one fixed block id, which takes a plain `PUT` with no
@@ -17,8 +19,10 @@ from datetime import datetime
 from urllib.parse import quote
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import (BlobBlock, BlobSasPermissions, BlobServiceClient, ContentSettings,
-                                generate_blob_sas)
+from azure.storage.blob import BlobBlock, BlobSasPermissions, BlobServiceClient, ContentSettings, generate_blob_sas
+
+from shared.storage.client.connections import trusted_certificates
+from shared.storage.client.user_delegation import DelegationKeys, blob_sas
 
 # The block an `s3` upload stages; six bytes, so its base64 (the URL's `blockid`) has no padding.
 BLOCK_ID = "single"
@@ -28,16 +32,28 @@ MAX_BLOCK_BYTES = 4000 * 1024 * 1024   # Put Block's
 MAX_BATCH = 256                        # subrequests in one Blob Batch request
 
 
-class AzureBlobStore:
-    """The blobs of one container of the account the connection string names."""
+def blob_service(connection: str | None = None, url: str = "", credential=None, transport=None,
+                 operation_counter=None) -> BlobServiceClient:
+    """The Blob service of the account the connection string names, or at `url` signed in
+    with `credential` (a token credential); every request seen by `operation_counter`."""
+    options = {"transport": transport} if transport else {"connection_verify": trusted_certificates()}
+    # The blob SDK takes no per-call policies (it drops them): its request hook counts
+    # each request, as the queues' does.
+    if operation_counter:
+        options["raw_request_hook"] = operation_counter.on_request
+    if connection:
+        return BlobServiceClient.from_connection_string(connection, **options)
+    return BlobServiceClient(url, credential=credential, **options)
 
-    def __init__(self, connection: str, container: str, transport=None, operation_counter=None) -> None:
-        options = {"transport": transport} if transport else {}
-        # The blob SDK takes no per-call policies (it drops them): its request hook counts
-        # each request, as the queues' does.
-        if operation_counter:
-            options["raw_request_hook"] = operation_counter.on_request
-        self._service = BlobServiceClient.from_connection_string(connection, **options)
+
+class AzureBlobStore:
+    """The blobs of one container of an account's Blob service (`blob_service`); `keys`: its
+    user delegation keys, when it is signed in without an account key (shared by its
+    containers)."""
+
+    def __init__(self, service: BlobServiceClient, container: str, keys: DelegationKeys | None = None) -> None:
+        self._service = service
+        self._keys = keys
         self._container = self._service.get_container_client(container)
         self.container = container
         self._ready = False
@@ -119,7 +135,11 @@ class AzureBlobStore:
 
     def _signed(self, key: str, permission: BlobSasPermissions, expires: datetime) -> str:
         blob = self._blob(key)
-        token = generate_blob_sas(self._service.account_name, self.container, key,
-                                  account_key=self._service.credential.account_key,
-                                  permission=permission, expiry=expires)
+        if self._keys is not None:
+            token = blob_sas(self._keys.valid_until(expires), self._service.account_name, self.container, key,
+                             str(permission), expires)
+        else:
+            token = generate_blob_sas(self._service.account_name, self.container, key,
+                                      account_key=self._service.credential.account_key,
+                                      permission=permission, expiry=expires)
         return f"{blob.url}?{token}"

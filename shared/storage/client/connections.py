@@ -19,6 +19,7 @@ went out a `ServiceResponseError` (the request may have landed).
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import socket
 import ssl
@@ -91,7 +92,7 @@ class Connections:
         self._scheme, self._host, self._port, self._size = scheme, host, port, size
         self._idle: deque[tuple[_Connection, float]] = deque()
         self._lock = threading.Lock()
-        self._context = ssl.create_default_context(cafile=certifi.where()) if scheme == "https" else None
+        self._context = ssl.create_default_context(cafile=trusted_certificates()) if scheme == "https" else None
         self._proxy = _proxy_for(scheme, host)
         default_port = {"http": 80, "https": 443}.get(scheme)
         name = f"[{host}]" if ":" in host else host
@@ -155,6 +156,12 @@ class Connections:
             raise ServiceRequestError(f"connecting to {host}:{port}: {error!r}", error=error) from error
         sock.settimeout(READ_SECONDS)
         return _Connection(sock)
+
+
+def trusted_certificates() -> str:
+    """The certificates a storage endpoint's must chain to: the file `REQUESTS_CA_BUNDLE`
+    names (as `requests` reads it: a private CA, a local emulator's own), else certifi's."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or certifi.where()
 
 
 def send_repeating(connections: Connections, method: str, target: str, body: bytes | None,

@@ -1,26 +1,39 @@
 """Surviving a lost response: a request that reached storage whose answer never came back.
 
 A connection can drop after a write was sent (a keep-alive connection the server closed
-at that moment, a proxy, a restart); the write may or may not have landed. Requests whose
-repetition is harmless (reads, upserts, deletes, batches of those, table creation) are
-sent again by the table client (`table.py`). The two kinds that are not harmless to repeat, an
-insert and a conditional write, are never repeated blindly: `insert` and `update` give
-the row a fresh `writeId` and, after a lost answer, read it back to learn whether the
-write landed, was beaten by another writer, or never arrived (then it is sent again).
-Without this, a claim whose answer was lost would look to its writer like a claim lost
-to another worker, and the task would sit claimed by nobody until its claim expired.
+at that moment, a proxy, a restart), and storage near its limits answers `500
+OperationTimedOut` for a write it may have carried out; either way the write may or may
+not have landed. Requests whose repetition is harmless (reads, upserts, deletes,
+transactions of those, table creation) are sent again by the table client (`table.py`).
+Those that are not harmless to repeat, an insert, a conditional write, and a transaction
+holding either, are never repeated blindly: their rows carry a fresh `writeId` and, after
+an uncertain answer, are read back to learn whether the write landed, was beaten by another
+writer, or never arrived (then it is sent again). `insert` and `update` do it for one row;
+`transaction` for an entity group transaction, which `Table.submit_transaction` always goes
+through, so every caller of a transaction is served.
+
+A row is known for a write's own by its `writeId` alone: a writer that changed it since
+without writing a `writeId` of its own (a plain merge) would have its version taken for
+this write's, and its ETag answered. So every writer of a row whose ETag is kept for a
+later conditional write (a task's, a worker's, a count's) writes a `writeId` of its own.
+
+Without this, a claim whose answer was lost would look to its writer like a claim lost to
+another worker, and the task would sit claimed by nobody until its claim expired; and a
+transaction of new tasks that timed out after it landed was sent again, refused for its
+own rows, and its stored events taken for never stored (the next writer dropped them
+unpublished).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Protocol
+from typing import Callable, Protocol
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError,
                                    ServiceRequestError, ServiceResponseError)
-from azure.data.tables import UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.client.connections import backoff
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
@@ -29,6 +42,13 @@ WRITE_ID = "writeId"
 ATTEMPTS = 5
 _LOST = (ServiceRequestError, ServiceResponseError)
 _REFUSALS = (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError)
+_TRANSACTION_REFUSALS = (TableTransactionError, *_REFUSALS)
+_REPEATABLE = {"upsert", "delete"}
+# The ETag answered for a row a settled transaction wrote and another writer has changed
+# since: one no row has (a Table service ETag of the year 2000), so that a conditional write
+# from it is refused and its writer reads the row again, never taking the other's version
+# for its own.
+SUPERSEDED = "W/\"datetime'2000-01-01T00%3A00%3A00.0000000Z'\""
 
 
 class Rows(Protocol):
@@ -37,18 +57,26 @@ class Rows(Protocol):
     def create_entity(self, entity: dict) -> dict: ...
     def update_entity(self, entity: dict, mode=..., etag=None, match_condition=None) -> dict: ...
     def get_entity(self, partition_key: str, row_key: str, select=None): ...
+    def query_entities(self, query_filter: str, parameters=None, select=None): ...
 
 
 def unrepeatable(method: str, url: str, if_match: str) -> bool:
-    """An insert or a conditional write: its outcome must be verified, not re-sent. A delete,
-    even a conditional one, may be sent again: if the first landed, the second finds the row
-    gone, which every delete here takes as done."""
+    """A single-row insert or conditional write: its outcome must be verified, not re-sent.
+    A delete, even a conditional one, may be sent again: if the first landed, the second finds
+    the row gone, which every delete here takes as done. (A transaction says by its
+    operations: `repeatable`.)"""
     if method.upper() == "DELETE":
         return False
     if if_match != "*":
         return True
     path = url.split("?", 1)[0].rstrip("/")
-    return method.upper() == "POST" and not path.endswith(("$batch", "/Tables"))
+    return method.upper() == "POST" and not path.endswith("/Tables")
+
+
+def repeatable(operations: list[tuple]) -> bool:
+    """Whether a transaction may simply be sent again: only upserts and deletes (a repeated
+    delete refuses the whole transaction for a row gone, which its callers take as done)."""
+    return all(operation[0] in _REPEATABLE for operation in operations)
 
 
 def insert(table: Rows, entity: dict) -> dict:
@@ -76,6 +104,48 @@ def write(table: Rows, entity: dict, etag: str | None) -> dict:
         raise AlreadyExists(entity["RowKey"]) from exc
     except (ResourceModifiedError, ResourceNotFoundError) as exc:
         raise ChangedSinceRead(entity["RowKey"]) from exc
+
+
+def transaction(table: Rows, operations: list[tuple], send: Callable[[list[tuple], bool], list[dict]]) -> list[dict]:
+    """`send(operations, repeatable)` of a transaction (one partition, applied all or none),
+    knowing its outcome: one that is not `repeatable` has a `writeId` on every row it writes,
+    and after an uncertain answer the rows bearing it are looked for. Found: it landed, and
+    each write's answer is its row's ETag as read (SUPERSEDED if another writer changed the
+    row since). None: it never landed, and is sent again; refused then, the refusal is raised
+    (TableTransactionError, as storage refuses a transaction)."""
+    if repeatable(operations):
+        return send(operations, True)
+    write_id = uuid.uuid4().hex
+    operations = [operation if operation[0] == "delete" else
+                  (operation[0], {**operation[1], WRITE_ID: write_id}, *operation[2:]) for operation in operations]
+    uncertain: Exception | None = None
+    for attempt in range(ATTEMPTS):
+        refused = None
+        try:
+            return send(operations, False)
+        except _LOST as lost:
+            uncertain = lost
+        except _TRANSACTION_REFUSALS as refusal:
+            if uncertain is None:
+                raise       # a plain refusal: another writer's row or change
+            refused = refusal   # or our own earlier attempt's rows: look
+        written = _written_by(table, operations[0][1]["PartitionKey"], write_id)
+        if written:
+            return [{} if kind == "delete" else {"etag": written.get(row["RowKey"], SUPERSEDED)}
+                    for kind, row, *_ in operations]
+        if refused is not None:
+            raise refused   # no attempt landed: storage's refusal stands
+        if attempt + 1 < ATTEMPTS:
+            time.sleep(backoff(attempt))
+    raise uncertain
+
+
+def _written_by(table: Rows, partition: str, write_id: str) -> dict[str, str]:
+    """The rows of `partition` the write `write_id` left as it wrote them: RowKey -> ETag.
+    One query of the partition (a transaction writes a hundred rows at most)."""
+    rows = table.query_entities("PartitionKey eq @pk and writeId eq @id", parameters={"pk": partition, "id": write_id},
+                                select=["RowKey", WRITE_ID])
+    return {row["RowKey"]: row.metadata.get("etag") for row in rows}
 
 
 def _with_write_id(entity: dict) -> dict:

@@ -1,5 +1,5 @@
-"""Where an account's Queue service is and how a request to it is signed, from the connection
-string the app is given (an account key, or a shared access signature).
+"""Where an account's Queue service is and how a request to it is signed: an account key or a
+shared access signature from the connection string, or the app's identity.
 
 The Queue service, like Blob, takes the full form of Shared Key: unlike the Table's short form
 it signs the content headers and every query parameter too, so a request's parameters come
@@ -25,7 +25,7 @@ class QueueEndpoint(ServiceEndpoint):
         """`path` with `query` as sent; the shared access signature added when it is what
         authorizes (an account key, when there is one, signs instead, as in the SDK)."""
         text = urlencode(query, quote_via=quote) if query else ""
-        if self.key is None and self.sas:
+        if self.key is None and self.token is None and self.sas:
             text = f"{text}&{self.sas}" if text else self.sas
         return f"{path}?{text}" if text else path
 
@@ -34,13 +34,10 @@ class QueueEndpoint(ServiceEndpoint):
         """The headers that date and authorize a request for `path` (as sent, without its
         query) with the parameters `query` (not yet encoded)."""
         date = email.utils.formatdate(usegmt=True)
-        headers = {"x-ms-date": date, "x-ms-version": API_VERSION}
-        if self.key is not None:
-            signed = (_standard_headers(method, content_length, content_type) +
-                      f"x-ms-date:{date}\nx-ms-version:{API_VERSION}\n"
-                      f"/{self.account}{path}{_parameters(query)}")
-            headers["Authorization"] = self.authorization(signed)
-        return headers
+        signed = "" if self.key is None else (_standard_headers(method, content_length, content_type) +
+                                              f"x-ms-date:{date}\nx-ms-version:{API_VERSION}\n"
+                                              f"/{self.account}{path}{_parameters(query)}")
+        return self.signed_in({"x-ms-date": date, "x-ms-version": API_VERSION}, signed)
 
 
 def _standard_headers(method: str, content_length: int, content_type: str) -> str:

@@ -6,14 +6,15 @@ CPU, not storage, bounds a lifecycle on a small machine: through the SDK a point
 upsert cost 0.77 ms of the host's CPU on Azurite (policies, request building, its serializer,
 urllib3), sent here 0.19 ms, and answered in 0.66 ms instead of 1.47.
 
-Kept from the SDK: the value types both ways (`entities`), the filter parameters' quoting, and
-its errors: a missing row is ResourceNotFoundError, an existing one ResourceExistsError, one
+Kept from the SDK: the value types both ways (`entities`), the filter parameters (`filters`),
+and its errors: a missing row is ResourceNotFoundError, an existing one ResourceExistsError, one
 changed since its ETag ResourceModifiedError, anything else HttpResponseError with the
 service's `error_code`. A delete of a missing row is no error, as there.
 
-Requests safe to repeat (reads, upserts, unconditional deletes, transactions, table creation)
+Requests safe to repeat (reads, upserts, deletes, transactions of those, table creation)
 are sent again when their answer is lost or storage answers busy; an insert or a conditional
-write is not: its caller settles it (`lost_responses`).
+write is not: its caller settles it (`lost_responses`), and a transaction holding either
+is settled here (`lost_responses.transaction`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from urllib.parse import quote, urlencode
 from azure.core import MatchConditions
 from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError, ResourceExistsError,
                                    ResourceModifiedError, ResourceNotFoundError)
-from azure.data.tables import TableEntity, UpdateMode
-from azure.data.tables._serialize import _parameter_filter_substitution   # the SDK's quoting of @parameters
+from azure.data.tables import UpdateMode
 
 from shared.storage.client import transactions
 from shared.storage.client.connections import Answer, Connections, send_repeating
-from shared.storage.client.entities import from_json, row_path, to_json
-from shared.storage.client.lost_responses import unrepeatable
+from shared.storage.client.entities import Row, from_json, row_path, to_json
+from shared.storage.client.filters import substitute
+from shared.storage.client import lost_responses
 from shared.storage.client.table_endpoint import API_VERSION, TableEndpoint
 
 _HEADERS = {"DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0;NetFx",
@@ -66,15 +67,15 @@ class Table:
                                             body=json.dumps({"TableName": self.table_name}).encode(),
                                             headers={"Prefer": "return-no-content"}))
 
-    def get_entity(self, partition_key: str, row_key: str, select: list[str] | None = None) -> TableEntity:
+    def get_entity(self, partition_key: str, row_key: str, select: list[str] | None = None) -> Row:
         answer = self._expect((200,), self._send("GET", row_path(self._path, partition_key, row_key),
                                                  query={"$select": ",".join(select)} if select else None))
         return from_json(json.loads(answer.data), answer.headers.get("ETag"))
 
     def query_entities(self, query_filter: str, parameters: dict | None = None, select: list[str] | None = None,
-                       results_per_page: int | None = None) -> Iterator[TableEntity]:
+                       results_per_page: int | None = None) -> Iterator[Row]:
         """Every row matching, in key order, a page at a time as they are iterated."""
-        query = {"$filter": _parameter_filter_substitution(parameters, query_filter)} if query_filter else {}
+        query = {"$filter": substitute(query_filter, parameters)} if query_filter else {}
         if select:
             query["$select"] = ",".join(select)
         if results_per_page:
@@ -88,7 +89,7 @@ class Table:
             query["NextPartitionKey"] = partition
             query["NextRowKey"] = answer.headers.get("x-ms-continuation-NextRowKey") or ""
 
-    def list_entities(self) -> Iterator[TableEntity]:
+    def list_entities(self) -> Iterator[Row]:
         return self.query_entities("")
 
     def create_entity(self, entity: dict) -> dict:
@@ -119,15 +120,21 @@ class Table:
             self._expect((204,), answer)
 
     def submit_transaction(self, operations: list[tuple]) -> list[dict]:
-        """Operations on rows of one partition, applied all or none (see `transactions`)."""
+        """Operations on rows of one partition, applied all or none (see `transactions`); one
+        that creates or conditionally updates rows is settled, never repeated blindly, when
+        its answer is uncertain (see `lost_responses.transaction`)."""
+        return lost_responses.transaction(self, operations, self._transaction)
+
+    def _transaction(self, operations: list[tuple], repeatable: bool) -> list[dict]:
         content_type, body = transactions.body(self._endpoint.origin + self._path, API_VERSION, operations)
-        answer = self._send("POST", f"{self._endpoint.base_path}/$batch", body=body, content_type=content_type)
+        answer = self._send("POST", f"{self._endpoint.base_path}/$batch", body=body, content_type=content_type,
+                            repeatable=repeatable)
         return transactions.outcome(answer.status, answer.reason, answer.data)
 
     def _send(self, method: str, path: str, query: dict | None = None, body: bytes | None = None,
-              headers: dict | None = None, content_type: str = _JSON) -> Answer:
+              headers: dict | None = None, content_type: str = _JSON, repeatable: bool | None = None) -> Answer:
         """One call: its request, sent again while storage is busy or the answer is lost,
-        if that is safe to repeat."""
+        if that is safe to repeat (`repeatable`; by default, as `lost_responses.unrepeatable` says)."""
         headers = {**_HEADERS, **(headers or {})}
         content_type = content_type if body is not None else ""
         if content_type:
@@ -138,7 +145,8 @@ class Table:
             body = b""   # a DELETE says Content-Length: 0, as the SDK's did
         return send_repeating(self._connections, method, target, body,
                               lambda: {**headers, **self._endpoint.headers(method, path, content_type)},
-                              repeatable=not unrepeatable(method, path, headers.get("If-Match", "*")))
+                              repeatable=repeatable if repeatable is not None else
+                              not lost_responses.unrepeatable(method, path, headers.get("If-Match", "*")))
 
     def _expect(self, statuses: tuple[int, ...], answer: Answer) -> Answer:
         if answer.status in statuses:

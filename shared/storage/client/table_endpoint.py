@@ -1,5 +1,5 @@
-"""Where an account's Table service is and how a request to it is signed, from the
-connection string the app is given (an account key, or a shared access signature)."""
+"""Where an account's Table service is and how a request to it is signed: an account key
+or a shared access signature from the connection string, or the app's identity."""
 
 from __future__ import annotations
 
@@ -18,8 +18,5 @@ class TableEndpoint(ServiceEndpoint):
         query): the service's Shared Key scheme for tables, over verb, content type, date
         and the account's resource path."""
         date = email.utils.formatdate(usegmt=True)
-        headers = {"x-ms-date": date, "x-ms-version": API_VERSION}
-        if self.key is not None:
-            signed = f"{method}\n\n{content_type}\n{date}\n/{self.account}{path}"
-            headers["Authorization"] = self.authorization(signed)
-        return headers
+        return self.signed_in({"x-ms-date": date, "x-ms-version": API_VERSION},
+                              f"{method}\n\n{content_type}\n{date}\n/{self.account}{path}")

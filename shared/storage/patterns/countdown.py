@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import groupby, islice
@@ -49,6 +50,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
+from shared.storage.client.lost_responses import WRITE_ID
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
 from shared.storage.errors import ChangedSinceRead, Closed
@@ -259,10 +261,11 @@ class Countdown:
         """Mark every bucket of `width` the owner's rows may ever use as closed at `when` (an upsert of
         each count row, made if missing): an `add` refusing closed owners that began before
         is refused by the count's changed ETag, or by the row it would have made, and reads
-        the mark. Done again, it changes nothing but the ETags."""
+        the mark. Done again, it changes nothing but the ETags. It writes a `writeId` of its
+        own, as every writer of a count does (see `lost_responses`)."""
         list(COUNTDOWN_READS.map(lambda partition: self._in(partition).upsert_entity(
-            {"PartitionKey": partition, "RowKey": self._row, CLOSED: when}, mode=UpdateMode.MERGE),
-            all_buckets(owner, width)))
+            {"PartitionKey": partition, "RowKey": self._row, CLOSED: when, WRITE_ID: uuid.uuid4().hex},
+            mode=UpdateMode.MERGE), all_buckets(owner, width)))
 
     def left(self, owner: str, width: int = 1, emptied: str = "") -> bool:
         """Whether any bucket of `owner` (of `width`) counts a row: a bucket this process last saw counting

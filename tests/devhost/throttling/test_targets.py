@@ -118,10 +118,3 @@ def test_counts_by_partition_and_the_hottest(clock):
                                "refused": 5}
     throttle.reset()
     assert throttle.counts()["partitions"] == {} and hottest(throttle.counts()) is None
-
-
-def test_transactions_may_be_kept_from_timing_out(clock):
-    throttle = Throttle(100, timeouts=1.0, clock=clock, transaction_timeouts=False)
-    transaction = Charge("table", "table Rows p", 5, True, True, transaction=True)
-    outcomes = [throttle.admit(transaction).time_out for _ in range(3)]   # the last two near the limit
-    assert outcomes == [False] * 3 and throttle.admit(write()).time_out is True

@@ -1,6 +1,8 @@
 """The blob port's contract, side by side on Azurite's Blob service and on the in-memory
 store the service tests use; then what only the real signed URLs can show (what they let
-a plain HTTP client do, and what they refuse)."""
+a plain HTTP client do, and what they refuse). The real store twice: signed in with the
+account key (service SAS URLs), and with an identity on Azurite in OAuth mode (user
+delegation SAS URLs, signed by `user_delegation`)."""
 
 from __future__ import annotations
 
@@ -10,31 +12,57 @@ import pytest
 import requests
 
 from shared.domain.timestamps import utcnow
-from shared.storage.client.account import OperationCounter, StorageAccount
-from shared.storage.client.blobs import AzureBlobStore
-from tests.conftest import unique_prefix
+from shared.storage.client.account import OperationCounter, StorageAccount, shared_transport
+from shared.storage.client.blobs import AzureBlobStore, blob_service
+from shared.storage.client.identity import IdentityConnection
+from shared.storage.client.tokens import shared_token
+from shared.storage.client.user_delegation import DelegationKeys
+from tests.conftest import identity_account, identity_properties, unique_prefix
 from tests.memory_storage import MemoryBlobStore
 
 SOON = timedelta(minutes=5)
 
 
-@pytest.fixture(params=["azurite", "memory"])
+@pytest.fixture(params=["azurite", "identity", "memory"])
 def blobs(request):
     # Each store counts its own requests (`.requests`): the process-wide counter also counts
     # those of other tests' services whose background threads are still finishing.
     counter = OperationCounter()
     if request.param == "memory":
         store = MemoryBlobStore("contract", counter)
+    elif request.param == "identity":
+        azurite, store = request.getfixturevalue("identity_blobs")
+        connection = IdentityConnection.from_settings(identity_properties(azurite))
+        service = blob_service(url=connection.urls["blob"], credential=shared_token(connection.key, connection.credential),
+                               transport=shared_transport(), operation_counter=counter)
+        store = AzureBlobStore(service, store.container, DelegationKeys(service))
+        store.verify = str(azurite.certificate)
     else:
-        store = AzureBlobStore(request.getfixturevalue("azurite").connection_string, f"{unique_prefix()}-contract",
-                               operation_counter=counter)
+        store = AzureBlobStore(blob_service(request.getfixturevalue("azurite").connection_string,
+                                            operation_counter=counter), f"{unique_prefix()}-contract")
     store.requests = counter
     return store
 
 
 @pytest.fixture
-def azure_blobs(azurite):
-    return StorageAccount(azurite.connection_string).blobs(f"{unique_prefix()}-contract")
+def identity_blobs(oauth_azurite, identity_endpoint, monkeypatch):
+    """(Azurite in OAuth mode, a container of it reached with the identity)."""
+    account = identity_account(oauth_azurite, identity_endpoint, monkeypatch)
+    return oauth_azurite, account.blobs(f"{unique_prefix()}-contract")
+
+
+@pytest.fixture(params=["key", "identity"])
+def azure_blobs(request):
+    if request.param == "identity":
+        azurite, store = request.getfixturevalue("identity_blobs")
+        store.verify = str(azurite.certificate)
+        return store
+    return StorageAccount(request.getfixturevalue("azurite").connection_string).blobs(f"{unique_prefix()}-contract")
+
+
+def verify(blobs):
+    """What a client must trust to reach the store's URLs (Azurite's own certificate in OAuth mode)."""
+    return getattr(blobs, "verify", True)
 
 
 def put_to(blobs, url: str, data: bytes, headers: dict) -> None:
@@ -42,7 +70,7 @@ def put_to(blobs, url: str, data: bytes, headers: dict) -> None:
     if isinstance(blobs, MemoryBlobStore):
         blobs.upload_to(url, data, headers) if "use=put" in url else blobs.stage_block_at(url, data)
     else:
-        response = requests.put(url, data=data, headers=headers, timeout=30)
+        response = requests.put(url, data=data, headers=headers, timeout=30, verify=verify(blobs))
         assert response.status_code == 201, response.text
 
 
@@ -51,7 +79,7 @@ def get_at(blobs, url: str) -> tuple[bytes | None, str | None]:
     if isinstance(blobs, MemoryBlobStore):
         key = blobs._key(url, "get")
         return blobs.read_at(url), blobs.content_type(key)
-    response = requests.get(url, timeout=30)
+    response = requests.get(url, timeout=30, verify=verify(blobs))
     return (response.content, response.headers["Content-Type"]) if response.status_code == 200 else (None, None)
 
 
@@ -122,20 +150,22 @@ def test_odd_names_round_trip(blobs):
 # -- what only the real signed URLs show ---------------------------------------------------------
 def test_a_plain_put_to_a_blob_url_is_refused_which_is_why_s3_uploads_stage_a_block(azure_blobs):
     url, _ = azure_blobs.upload_url("t/a/0/x", "text/plain", 1, utcnow() + SOON)
-    assert requests.put(url, data=b"x", headers={"Content-Type": "text/plain"}).status_code == 400
+    assert requests.put(url, data=b"x", headers={"Content-Type": "text/plain"}, verify=verify(azure_blobs)).status_code == 400
 
 
 def test_a_url_is_for_its_own_blob_and_its_own_permission(azure_blobs):
     url, headers = azure_blobs.upload_url("t/a/0/x", "text/plain", 1, utcnow() + SOON)
     other = url.replace("/t/a/0/x?", "/t/a/0/y?")
-    assert requests.put(other, data=b"y", headers=headers).status_code == 403
+    trust = verify(azure_blobs)
+    assert requests.put(other, data=b"y", headers=headers, verify=trust).status_code == 403
     azure_blobs.put("t/a/0/x", b"x", "text/plain")
     read = azure_blobs.download_url("t/a/0/x", utcnow() + SOON)
-    assert requests.put(read, data=b"z", headers=headers).status_code == 403
-    assert requests.get(read.replace("/t/a/0/x?", "/t/a/0/y?")).status_code == 403
+    assert requests.put(read, data=b"z", headers=headers, verify=trust).status_code == 403
+    assert requests.get(read.replace("/t/a/0/x?", "/t/a/0/y?"), verify=trust).status_code == 403
     assert azure_blobs.read("t/a/0/x") == b"x"
 
 
 def test_an_expired_url_is_refused(azure_blobs):
     azure_blobs.put("t/a/0/x", b"x", "text/plain")
-    assert requests.get(azure_blobs.download_url("t/a/0/x", utcnow() - timedelta(seconds=1))).status_code == 403
+    assert requests.get(azure_blobs.download_url("t/a/0/x", utcnow() - timedelta(seconds=1)),
+                        verify=verify(azure_blobs)).status_code == 403

@@ -3,7 +3,9 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain import lifecycle
 from shared.domain.task_status import TaskStatus
@@ -13,7 +15,7 @@ from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.errors import ChangedSinceRead
 from shared.storage.client.table import Table
-from shared.storage.client.lost_responses import WRITE_ID, unrepeatable
+from shared.storage.client.lost_responses import SUPERSEDED, WRITE_ID, repeatable, unrepeatable
 from shared.storage.tables.task_table import TaskTable
 
 from tests.conftest import unique_prefix
@@ -113,7 +115,6 @@ def test_a_claim_whose_answer_is_lost_still_belongs_to_its_writer(azurite, proxy
     ("PATCH", "http://h/acct/Rows(PartitionKey='p')", 'W/"1"', True),  # conditional merge
     ("PUT", "http://h/acct/Rows(PartitionKey='p')", 'W/"1"', True),    # conditional replace
     ("PATCH", "http://h/acct/Rows(PartitionKey='p')", "*", False),     # upsert
-    ("POST", "http://h/acct/$batch", "*", False),
     ("POST", "http://h/acct/Tables", "*", False),
     ("DELETE", "http://h/acct/Rows(PartitionKey='p')", "*", False),
     ("DELETE", "http://h/acct/Rows(PartitionKey='p')", 'W/"1"', False),  # sent again: it finds the row gone
@@ -121,6 +122,57 @@ def test_a_claim_whose_answer_is_lost_still_belongs_to_its_writer(azurite, proxy
 ])
 def test_which_requests_are_unrepeatable(method, url, if_match, expected):
     assert unrepeatable(method, url, if_match) is expected
+
+
+@pytest.mark.parametrize("kinds, expected", [
+    (["upsert", "delete"], True), (["delete"], True),
+    (["upsert", "create"], False), (["delete", "update"], False), (["create"], False)])
+def test_which_transactions_are_repeatable(kinds, expected):
+    assert repeatable([(kind, row(str(n))) for n, kind in enumerate(kinds)]) is expected
+
+
+def updated(key: str, etag: str, **columns) -> tuple:
+    return "update", row(key, **columns), {"etag": etag, "match_condition": MatchConditions.IfNotModified,
+                                           "mode": UpdateMode.MERGE}
+
+
+@pytest.mark.parametrize("lost", ["answer", "request"])
+def test_a_transaction_of_creates_and_updates_knows_whether_it_landed(tables, proxy, lost):
+    lossy, direct = tables
+    etag = direct.create_entity(row("a", value=1))["etag"]
+    direct.create_entity(row("gone"))
+    proxy.lose(lost)
+    answers = lossy.submit_transaction([updated("a", etag, value=2), ("create", row("b", value=1)),
+                                        ("upsert", row("c")), ("delete", row("gone"))])
+    assert proxy.dropped == 1
+    stored = {entity["RowKey"]: entity for entity in direct.list_entities()}
+    assert {key: entity.get("value") for key, entity in stored.items()} == {"a": 2, "b": 1, "c": None}
+    assert [answer.get("etag") for answer in answers] == [stored["a"].metadata["etag"], stored["b"].metadata["etag"],
+                                                          stored["c"].metadata["etag"], None]
+    assert len({entity[WRITE_ID] for entity in stored.values()}) == 1   # one id for the whole transaction
+
+
+def test_a_transaction_beaten_while_its_request_was_lost_is_refused(tables, proxy):
+    lossy, direct = tables
+    proxy.lose("request", then=lambda: direct.create_entity(row("b", value="theirs")))
+    with pytest.raises(TableTransactionError):
+        lossy.submit_transaction([("create", row("a", value="ours")), ("create", row("b", value="ours"))])
+    assert [(entity["RowKey"], entity["value"]) for entity in direct.list_entities()] == [("b", "theirs")]
+
+
+def test_a_settled_transaction_answers_no_etag_of_a_row_changed_since_by_another(tables, proxy):
+    """Landed, its answer lost, and one of its rows changed by another writer before it is
+    looked for: that row's answer is an ETag no row has, so its writer's next conditional
+    write from it is refused and reads the row again."""
+    lossy, direct = tables
+
+    def theirs() -> None:   # a writer of its own writeId, as every conditional writer here
+        lost_responses.update(direct, row("b", value="theirs"), direct.get_entity("p", "b").metadata["etag"])
+    proxy.lose("answer", then=theirs)
+    answers = lossy.submit_transaction([("create", row("a", value="ours")), ("create", row("b", value="ours"))])
+    assert answers[0]["etag"] == direct.get_entity("p", "a").metadata["etag"] and answers[1]["etag"] == SUPERSEDED
+    with pytest.raises(ResourceModifiedError):
+        lossy.update_entity(row("b", value="again"), etag=SUPERSEDED, match_condition=MatchConditions.IfNotModified)
 
 
 def test_rows_carry_the_id_of_their_last_write(tables):
@@ -157,6 +209,17 @@ def test_an_insert_or_update_that_timed_out_after_it_landed_knows_it_landed(thro
     assert timed_out(proxy) == 2
     stored = direct.get_entity("p", "a")
     assert (stored["value"], stored.metadata["etag"]) == (2, new_etag)
+
+
+def test_a_transaction_that_timed_out_after_it_landed_is_settled_not_sent_again(throttled):
+    proxy, table, direct = throttled
+    etag = table.submit_transaction([("create", row("a", value=1)), ("create", row("b", value=1))])[0]["etag"]
+    proxy.throttle.reset()
+    proxy.throttle.arm("timeout", where=lambda charge: charge.units > 1)
+    answers = table.submit_transaction([updated("a", etag, value=2), ("create", row("c", value=2))])
+    assert timed_out(proxy) == 1
+    assert proxy.throttle.counts()["partitions"][f"table {table.table_name} p"]["requests"] == 2   # it, and one look
+    assert [direct.get_entity("p", key).metadata["etag"] for key in "ac"] == [answer["etag"] for answer in answers]
 
 
 def test_writes_safe_to_repeat_that_timed_out_after_they_landed_are_sent_again(throttled):

@@ -137,17 +137,11 @@ def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_o
     assert all(table.load(task_id) is not None for task_id in others)
 
 
-# A transaction of inserts or conditional updates is sent again, as safe to repeat, when
-# storage answers 500 OperationTimedOut after it landed (`lost_responses.unrepeatable` sees
-# only `POST $batch`): the repeat is refused for the rows the first attempt wrote, the rows
-# are written again one by one and refused too, and their events, stored by the first
-# attempt, are settled as never stored: the next writer drops them unpublished. Found by
-# the throttled SIGKILL suite (task-defined events missing); fixed when such a transaction
-# is settled as a lost answer (its rows carrying a writeId), not repeated.
-TRANSACTION_TIMED_OUT = pytest.mark.xfail(strict=True, reason="a transaction that timed out after it landed is "
-                                                               "repeated, and its events settled as never stored")
-
-
+# A transaction of inserts or conditional updates that storage answers 500 OperationTimedOut
+# after it landed is settled by the writeId of its rows, not sent again: sent again, it was
+# refused for its own rows, the rows were written again one by one and refused too, and their
+# events, stored by the first attempt, were settled as never stored (the next writer dropped
+# them unpublished; found by the throttled SIGKILL suite: task-defined events missing).
 def _throttled_table(azurite, throttling) -> tuple:
     proxy = throttling(1)
     return proxy, TaskTable(StorageAccount(proxy.connection_string(azurite.connection_string), unique_prefix()))
@@ -157,7 +151,6 @@ def _transaction(charge) -> bool:
     return charge.units > 1
 
 
-@TRANSACTION_TIMED_OUT
 def test_new_tasks_whose_transaction_timed_out_after_it_landed_keep_their_events(azurite, throttling):
     proxy, table = _throttled_table(azurite, throttling)
     ids = _ids("Tx", 3)
@@ -169,7 +162,6 @@ def test_new_tasks_whose_transaction_timed_out_after_it_landed_keep_their_events
         assert stored and table.marks.unknown(stored) == list(stored)   # none published: none may count as out
 
 
-@TRANSACTION_TIMED_OUT
 def test_status_changes_whose_transaction_timed_out_after_it_landed_keep_their_events(azurite, throttling):
     proxy, table = _throttled_table(azurite, throttling)
     ids = _ids("Ty", 3)
