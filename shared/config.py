@@ -43,6 +43,7 @@ class Settings:
     roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
+    watchdog_stall: int = 600    # QUEUE_WATCHDOG_STALL_SECONDS: how long a group's tasks may all stay as they are
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -65,6 +66,7 @@ class Settings:
             roles=os.environ.get("QUEUE_ROLES", ""),
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
+            watchdog_stall=max(_int("QUEUE_WATCHDOG_STALL_SECONDS", 600), 1),
         )
 
 
