@@ -308,6 +308,9 @@ class Sweep:
 SWEEPS = (
     Sweep("claim resolver", "claim_resolver", "takenUntil"),
     Sweep("deadline resolver", "deadline_resolver", "deadline"),
+    # The watchdog's looks at the tasks' groups (once each group's item is due: its tasks are
+    # all resolved by then, which is what the run leaves).
+    Sweep("watchdog", "watchdog", "group watch"),
     Sweep("task expiry sweep", "task_expiry", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),
@@ -432,6 +435,8 @@ def _due(services: Services, sweep: Sweep, queue_id: str, claims: list[dict]) ->
     if sweep.watches in ("deadline", "task expires", "artifact expires"):
         definition = services.task_calls.definition(claims[-1]["status"]["taskId"])  # every task shares these
         return parse_iso(definition["deadline" if sweep.watches == "deadline" else "expires"])
+    if sweep.watches == "group watch":   # each group's item: due a stall time after its first task, written by now
+        return utcnow() + services.watchdog.stall
     if sweep.watches == "worker expires":
         return parse_iso(services.workers.get(queue_id, *WORKER, utcnow())["expires"])
     return parse_iso(services.task_queues.get(queue_id, utcnow())["expires"])
@@ -441,7 +446,7 @@ def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list
     """The sweep did what it should, judged from the API's answers (not from its return
     value or the storage layout, which may change): claims and deadlines of tasks resolved
     in time change nothing; expired tasks, workers and task queues are gone."""
-    if sweep.watches in ("takenUntil", "deadline"):
+    if sweep.watches in ("takenUntil", "deadline", "group watch"):
         for task_id in task_ids:
             status = services.task_calls.status(task_id)
             expect(status["state"] == "completed" and len(status["runs"]) == 1,
