@@ -165,9 +165,9 @@ class Watchdog(Sweep):
             lambda record: self._hand_over(record, now), found.expired)) if done]
         findings = [finding("scheduled", scheduled)] if scheduled else []
         findings += [finding("claim-expired", handed)] if handed else []
-        unserved = [(queue, count, served(queue)) for queue, count in sorted(found.pending.items())]
+        queues = [(queue, count, served(queue)) for queue, count in sorted(found.pending.items())]
         findings += [finding(NO_WORKERS, taskQueueId=queue, pending=count, detail=presence.detail)
-                     for queue, count, presence in unserved if not presence.served]
+                     for queue, count, presence in queues if not presence.served]
         state = judge(bool(scheduled or handed), any(item["kind"] == NO_WORKERS for item in findings), found.live)
         changed = len(scheduled) + len(handed)
         if state is None:
