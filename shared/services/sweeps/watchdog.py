@@ -24,13 +24,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
 from shared.domain.group_watch import CANCEL, NO_WORKERS, STALLED, Verdict, finding, judge, next_look
 from shared.domain.timestamps import to_iso, utcnow
+from shared.runtime.thread_pools import WATCHDOG_ACTS, WATCHDOG_LOOKS
 from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.sweeps.claim_resolver import ClaimResolver
 from shared.services.sweeps.sweep import Sweep
@@ -51,10 +51,6 @@ WATCHED = 65_536             # groups this process remembers having indexed
 # added by a creator whose memory had expired, which indexed the group again.
 TRUSTED, DROPPED = 0.25, 0.5
 VERDICT = "verdict"          # an index item's value when a verdict stood as it was written
-# Groups looked at at once, and their tasks acted on at once (separate pools: a look waits
-# on its acts, never the other way round).
-_LOOKS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="watchdog-look")
-_ACTS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="watchdog-act")
 
 
 class GroupWatch:
@@ -109,8 +105,8 @@ class Watchdog(Sweep):
         for item in items:
             hinted[item.key] = hinted.get(item.key, False) or item.value == VERDICT
         served = _Served(self.presence, now - self.stall, now)
-        looks = dict(zip(hinted, _LOOKS.map(lambda group: self._look_safely(group, hinted[group], now, served),
-                                            hinted)))
+        looks = dict(zip(hinted, WATCHDOG_LOOKS.map(
+            lambda group: self._look_safely(group, hinted[group], now, served), hinted)))
         ahead = {group: look for group, look in looks.items() if look.next is not None}
         self.index.add([(to_iso(look.next), group) for group, look in ahead.items()],
                        {group: VERDICT for group, look in ahead.items() if look.verdict})
@@ -161,7 +157,7 @@ class Watchdog(Sweep):
              served: _Served) -> tuple[int, Verdict | None]:
         """Repair what can be repaired, find what nothing serves, cancel if the group asked."""
         scheduled = self._schedule(group.task_group_id, found.maybe_ready)
-        handed = [record.task_id for record, done in zip(found.expired, _ACTS.map(
+        handed = [record.task_id for record, done in zip(found.expired, WATCHDOG_ACTS.map(
             lambda record: self._hand_over(record, now), found.expired)) if done]
         findings = [finding("scheduled", scheduled)] if scheduled else []
         findings += [finding("claim-expired", handed)] if handed else []
@@ -173,8 +169,8 @@ class Watchdog(Sweep):
         if state is None:
             return changed, None
         if state == STALLED and group.on_stall == CANCEL:
-            cancelled = [task_id for task_id, done in zip(found.unresolved, _ACTS.map(self.cancel, found.unresolved))
-                         if done]
+            cancelled = [task_id for task_id, done in zip(found.unresolved,
+                                                          WATCHDOG_ACTS.map(self.cancel, found.unresolved)) if done]
             findings.append(finding("cancelled", cancelled))
             changed += len(cancelled)
         return changed, Verdict(state, found.counts, to_iso(quiet), tuple(findings))
@@ -182,8 +178,8 @@ class Watchdog(Sweep):
     def _schedule(self, group_id: str, task_ids: list[str]) -> list[str]:
         """Schedule the tasks whose dependencies are all resolved as their `requires` demands
         (the tracker decides, as for a repair intent): each one is a message that was lost."""
-        scheduled = [task_id for task_id, done in zip(task_ids, _ACTS.map(self.dependency_tracker.schedule_if_ready,
-                                                                           task_ids)) if done]
+        scheduled = [task_id for task_id, done in zip(
+            task_ids, WATCHDOG_ACTS.map(self.dependency_tracker.schedule_if_ready, task_ids)) if done]
         for task_id in scheduled:
             log.warning("repaired: task %s of group %s had every dependency resolved as its requires demands but was "
                         "unscheduled (the message that would have scheduled it was lost); the watchdog scheduled it",

@@ -9,19 +9,17 @@ group at every look. The resolved ones are counted from the group's member rows 
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.domain.group_watch import STATES
 from shared.domain.runs import RunState, TaskState
 from shared.domain.timestamps import parse_iso
+from shared.runtime.thread_pools import TASK_READS
 from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 
 PAGE = 1000
-# Reads only: nothing run here waits on this pool.
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="watchdog-read")
 
 
 @dataclass
@@ -40,7 +38,7 @@ class Examination:
 def examine(group_table: TaskGroupTable, task_table: TaskTable, task_group_id: str, now: datetime) -> Examination:
     """Read the group's unresolved tasks and sort them out as of `now`."""
     unresolved = _all(lambda after: group_table.unresolved(task_group_id, PAGE, after))
-    records = [record for record in _READERS.map(lambda task_id: task_table.load(task_id, with_definition=True),
+    records = [record for record in TASK_READS.map(lambda task_id: task_table.load(task_id, with_definition=True),
                                                  unresolved) if record is not None]
     waiting = {record.task_id for record in records if not record.status.state.is_resolved}
     found = Examination(Counter({state: 0 for state in STATES}), unresolved=sorted(waiting))
