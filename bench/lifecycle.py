@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_http:
             out["http"] = http_lifecycles.measure(azurite, args.tasks, args.workers, scratch, progress,
                                                   args.throttle, args.heat)
-        out["operations"] = operation_counts.count(azurite.connection_string, args.count, progress)
+        out["operations"] = operation_counts.count(azurite.connection_string, args.count, progress,
+                                                    group_per_task=args.group_per_task)
         return out
 
     return run("lifecycle", args, measure, _ratio, _rows,

@@ -308,6 +308,9 @@ class Sweep:
 SWEEPS = (
     Sweep("claim resolver", "claim_resolver", "takenUntil"),
     Sweep("deadline resolver", "deadline_resolver", "deadline"),
+    # The watchdog's looks at the tasks' groups (once each group's item is due: its tasks are
+    # all resolved by then, which is what the run leaves).
+    Sweep("watchdog", "watchdog", "group watch"),
     Sweep("task expiry sweep", "task_expiry", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),
@@ -321,12 +324,16 @@ MAX_SWEPT = 1000         # items one sweep call handles at most (its default `ma
 
 
 def add_arguments(parser) -> None:
-    """The count's option, the same in every benchmark that counts lifecycles."""
+    """The count's options, the same in every benchmark that counts lifecycles."""
     parser.add_argument("--count", type=int, default=100, help="lifecycles whose storage round trips are counted "
                                                               "in-process (default 100)")
+    parser.add_argument("--group-per-task", action="store_true",
+                        help="count tasks each in a group of its own (taskGroupId = taskId, Taskcluster's default) "
+                             "instead of all in one group, like a decision task's")
 
 
-def count(connection: str, lifecycles: int, progress, claim_batch: int = CLAIM_BATCH) -> dict:
+def count(connection: str, lifecycles: int, progress, claim_batch: int = CLAIM_BATCH,
+          group_per_task: bool = False) -> dict:
     if not 0 < lifecycles < MAX_SWEPT:
         raise ValueError(f"count between 1 and {MAX_SWEPT - 1} lifecycles: a sweep handles at most {MAX_SWEPT} "
                          "items a call")
@@ -346,7 +353,7 @@ def count(connection: str, lifecycles: int, progress, claim_batch: int = CLAIM_B
         progress(f"counting storage round trips over {lifecycles} lifecycles in-process "
                  f"(claimWork asks for {claim_batch})")
         harness.labeller.background = steps[HOST_STEPS[2]]
-        claims = warm_up + _lifecycles(harness, definition, lifecycles, claim_batch, steps)
+        claims = warm_up + _lifecycles(harness, definition, lifecycles, claim_batch, steps, group_per_task)
         with harness.step(steps[HOST_STEPS[2]]):   # what the threads hold yet, before the sweeps look
             harness.services.work_claimer.claim_table.flush_removals()
             harness.services.event_publisher.upkeep()
@@ -354,18 +361,19 @@ def count(connection: str, lifecycles: int, progress, claim_batch: int = CLAIM_B
         progress(f"  the time-driven sweeps, each run just past what it watches: "
                  f"{', '.join(sweep.step for sweep in sweeps)}")
         _sweep_all(harness, sweeps, steps, definition["taskQueueId"], claims)
-    return _summary(steps, sweeps, lifecycles, claim_batch)
+    return {**_summary(steps, sweeps, lifecycles, claim_batch), "group_per_task": group_per_task}
 
 
 def _lifecycles(harness: InProcess, definition: dict, n: int, claim_batch: int,
-                steps: dict[str, Step]) -> list[dict]:
+                steps: dict[str, Step], group_per_task: bool = False) -> list[dict]:
     """n tasks through createTask, claimWork, reportCompleted, their 'task resolved' events
     and the repair sweep; the claims (claimWork's answers) of each."""
     services = harness.services
     create, claim, complete, events = (steps[name] for name in (*API_STEPS, HOST_STEPS[0]))
     with harness.step(create):
         for _ in range(n):
-            services.task_calls.create(new_slugid(), definition)
+            task_id = new_slugid()
+            services.task_calls.create(task_id, {**definition, "taskGroupId": task_id} if group_per_task else definition)
             create.calls += 1
     with harness.step(claim):
         claims = _claim_all(services, definition["taskQueueId"], n, claim_batch, claim)
@@ -427,6 +435,8 @@ def _due(services: Services, sweep: Sweep, queue_id: str, claims: list[dict]) ->
     if sweep.watches in ("deadline", "task expires", "artifact expires"):
         definition = services.task_calls.definition(claims[-1]["status"]["taskId"])  # every task shares these
         return parse_iso(definition["deadline" if sweep.watches == "deadline" else "expires"])
+    if sweep.watches == "group watch":   # each group's item: due a stall time after its first task, written by now
+        return utcnow() + services.watchdog.stall
     if sweep.watches == "worker expires":
         return parse_iso(services.workers.get(queue_id, *WORKER, utcnow())["expires"])
     return parse_iso(services.task_queues.get(queue_id, utcnow())["expires"])
@@ -436,7 +446,7 @@ def _check_swept(services: Services, sweep: Sweep, queue_id: str, task_ids: list
     """The sweep did what it should, judged from the API's answers (not from its return
     value or the storage layout, which may change): claims and deadlines of tasks resolved
     in time change nothing; expired tasks, workers and task queues are gone."""
-    if sweep.watches in ("takenUntil", "deadline"):
+    if sweep.watches in ("takenUntil", "deadline", "group watch"):
         for task_id in task_ids:
             status = services.task_calls.status(task_id)
             expect(status["state"] == "completed" and len(status["runs"]) == 1,

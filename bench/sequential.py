@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     def measure(azurite: Azurite, scratch: Path) -> dict:
         return {"http": measure_http(azurite, args.lifecycles, scratch, args.against, args.rounds, args.warm_up,
                                      args.throttle, args.heat),
-                "operations": operation_counts.count(azurite.connection_string, args.count, progress)}
+                "operations": operation_counts.count(azurite.connection_string, args.count, progress,
+                                                     group_per_task=args.group_per_task)}
 
     return run("sequential", args, measure, _bound, _rows, _headline)
 

@@ -141,6 +141,7 @@ var eventExchanges = [
   'task-exception'
   'task-group-resolved'
   'task-group-sealed'
+  'task-group-stalled'   // ours: the verdicts of the watchdog (docs/watchdog.md)
 ]
 
 resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
@@ -220,6 +221,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'QUEUE_CLAIM_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_DEADLINE_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_EXPIRATION_SCHEDULE', value: '0 0 * * * *' }
+        { name: 'QUEUE_WATCHDOG_SCHEDULE', value: '0 * * * * *' }
+        { name: 'QUEUE_WATCHDOG_STALL_SECONDS', value: '600' }
         // Managed identity through DefaultAzureCredential; EVENTS_SERVICE_BUS_CONNECTION (a
         // connection string) is the alternative where a namespace keeps SAS keys.
         { name: 'EVENTS_SERVICE_BUS_NAMESPACE', value: serviceBusHost }

@@ -47,6 +47,7 @@ class Settings:
     # AzureWebJobsStorage__<property>: the account reached with the app's identity, when
     # AzureWebJobsStorage holds no connection string (see storage/client/identity.py)
     storage_identity: dict = field(default_factory=dict)
+    watchdog_stall: int = 600    # QUEUE_WATCHDOG_STALL_SECONDS: how long a group's tasks may all stay as they are
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -72,6 +73,7 @@ class Settings:
             roles=os.environ.get("QUEUE_ROLES", ""),
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
+            watchdog_stall=max(_int("QUEUE_WATCHDOG_STALL_SECONDS", 600), 1),
         )
 
 

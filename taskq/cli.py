@@ -72,8 +72,12 @@ def _parser() -> argparse.ArgumentParser:
                       help="taskGraphId (= taskGroupId) to use (default: a new one)")
     each.add_argument("--watch", action="store_true", help="then watch it until it finishes or blocks")
     each.add_argument("--timeout", type=float, help="with --watch: give up after this many seconds")
-    each = command("group", commands.group, "list a task group's tasks")
+    each = command("group", commands.group, "list a task group's tasks, and what the watchdog found about it")
     each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
+    each = command("on-stall", commands.on_stall, "what the watchdog does with a task group once it is stalled: "
+                                                  "report it (the default), or cancel its unresolved tasks too")
+    each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
+    each.add_argument("action", choices=("report", "cancel"))
     each = command("watch", commands.watch, "watch a task group (or graph) with a live progress bar until it ends")
     each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
     each.add_argument("--timeout", type=float, help="give up after this many seconds")

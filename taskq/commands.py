@@ -128,8 +128,9 @@ def submit_graph(args, queue) -> int:
 
 def group(args, queue) -> int:
     snapshot = groups.snapshot(queue, scheduler(), args.task_group_id)
+    found = groups.watchdog(scheduler(), args.task_group_id)
     if args.json:
-        emit_json({**snapshot.as_json(), "tasks": snapshot.tasks})
+        emit_json({**snapshot.as_json(), "tasks": snapshot.tasks, "watchdog": found})
         return 0
     for entry in snapshot.tasks:
         emit_line(f"{entry['status']['taskId']} {entry['status']['state']:<11} {entry['task']['metadata']['name']}")
@@ -137,6 +138,15 @@ def group(args, queue) -> int:
     PEOPLE.print(f"{len(snapshot.tasks)} tasks{graph}: {describe(snapshot.counts, markup=False)}", markup=False)
     if snapshot.blockage():
         PEOPLE.print(snapshot.blockage(), markup=False)
+    if found is not None:
+        PEOPLE.print(groups.describe_watchdog(found), markup=False)
+    return 0
+
+
+def on_stall(args, queue) -> int:
+    """What the watchdog does with the group once it is stalled: report it, or cancel it too."""
+    found = scheduler().setTaskGroupWatchdog(args.task_group_id, {"onStall": args.action})
+    emit_json(found) if args.json else emit_line(groups.describe_watchdog(found))
     return 0
 
 

@@ -82,6 +82,32 @@ def graph_state(scheduler, task_group_id: str) -> str | None:
         raise
 
 
+def watchdog(scheduler, task_group_id: str) -> dict | None:
+    """What the watchdog last found about the group (docs/watchdog.md); None when the
+    Queue has no watchdog to ask."""
+    if scheduler is None:
+        return None
+    try:
+        return scheduler.taskGroupWatchdog(task_group_id)
+    except taskcluster.exceptions.TaskclusterRestFailure as failure:
+        if failure.status_code == 404:
+            return None
+        raise
+
+
+def describe_watchdog(found: dict) -> str:
+    """One line for people: the verdict, since when, and each finding."""
+    if found["state"] == "ok":
+        return f"watchdog: ok (on stall: {found['onStall']})"
+    line = f"watchdog: {found['state']} since {found['since']} (on stall: {found['onStall']})"
+    for finding in found["findings"]:
+        if finding["kind"] == "no-workers":
+            line += f"; {finding['taskQueueId']}: {finding['pending']} pending, {finding['detail']}"
+        else:
+            line += f"; {finding['kind']}: {finding['count']} task(s) {' '.join(finding['taskIds'])}"
+    return line
+
+
 def snapshot(queue, scheduler, task_group_id: str) -> GroupSnapshot:
     tasks, state = list_group(queue, task_group_id), graph_state(scheduler, task_group_id)
     if state == "blocked":   # the scheduler knows (reruns left, labels): ask it, once blocked

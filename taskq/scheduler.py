@@ -21,5 +21,7 @@ Scheduler = createApiClient("Scheduler", {"reference": {
         _entry("getTaskGraphStatus", "get", "/task-graph/<taskGraphId>/status", ["taskGraphId"]),
         _entry("inspectTaskGraph", "get", "/task-graph/<taskGraphId>/inspect", ["taskGraphId"]),
         _entry("extendTaskGraph", "post", "/task-graph/<taskGraphId>/extend", ["taskGraphId"], takes_input=True),
+        _entry("taskGroupWatchdog", "get", "/task-group/<taskGroupId>/watchdog", ["taskGroupId"]),
+        _entry("setTaskGroupWatchdog", "put", "/task-group/<taskGroupId>/watchdog", ["taskGroupId"], takes_input=True),
     ],
 }})

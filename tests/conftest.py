@@ -287,6 +287,7 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
+        "QUEUE_WATCHDOG_SCHEDULE": "*/1 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
@@ -364,6 +365,13 @@ def two_processes(**overrides) -> tuple[Services, Services]:
     """The services of two processes on one storage account in memory."""
     account = MemoryAccount(unique_prefix())
     return memory_services(account=account, **overrides), memory_services(account=account, **overrides)
+
+
+def two_processes_on(azurite: Azurite, **overrides) -> tuple[Services, Services]:
+    """The services of two processes on one storage of Azurite (tables, queues), each with
+    its own memory, publishing on buses in memory."""
+    settings = _settings(azurite.connection_string, unique_prefix(), overrides)
+    return Services.build(settings, bus=MemoryBus()), Services.build(settings, bus=MemoryBus())
 
 
 def _settings(connection: str, prefix: str, overrides: dict) -> Settings:

@@ -22,5 +22,14 @@ ENDPOINTS = [
     Endpoint("extendTaskGraph", "POST", "/task-graph/<taskGraphId>/extend",
              lambda call: call.services.task_graphs.extend(call.params["taskGraphId"], call.body, call.authorize),
              input_schema="task-graph-extension"),
+    # The watchdog's view of any task group (a graph's or not), and what it does once the
+    # group is stalled (docs/watchdog.md): seed 003's invariant is the scheduler's.
+    Endpoint("taskGroupWatchdog", "GET", "/task-group/<taskGroupId>/watchdog",
+             lambda call: call.services.stall_reports.view(call.params["taskGroupId"]),
+             output_schema="task-group-watchdog-response"),
+    Endpoint("setTaskGroupWatchdog", "PUT", "/task-group/<taskGroupId>/watchdog",
+             lambda call: call.services.stall_reports.set_on_stall(call.params["taskGroupId"], call.body["onStall"],
+                                                                  call.authorize),
+             input_schema="task-group-watchdog-request", output_schema="task-group-watchdog-response"),
 ]
 

@@ -122,6 +122,11 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "createTaskGroupFeed": Requirement("queue:list-task-group:<taskGroupId>"),
     "readTaskGroupFeed": Requirement("queue:list-task-group:<taskGroupId>"),
     "getTaskGroup": Requirement("queue:list-task-group:<taskGroupId>"),
+    # The watchdog's view of a group (ours) tells what listing it tells; asking it to cancel
+    # the group once stalled is cancelling it later, so it asks what cancelTaskGroup asks.
+    "taskGroupWatchdog": Requirement("queue:list-task-group:<taskGroupId>"),
+    "taskGroupWatchdogView": Requirement("queue:list-task-group:<taskGroupId>"),
+    "setTaskGroupWatchdog": _group_action("queue:cancel-task-group:<schedulerId>/<taskGroupId>"),
     "sealTaskGroup": _group_action("queue:seal-task-group:<schedulerId>/<taskGroupId>"),
     "cancelTaskGroup": _group_action("queue:cancel-task-group:<schedulerId>/<taskGroupId>"),
     "changeTaskGroupPriority": _group_action("queue:change-task-group-priority:<schedulerId>/<taskGroupId>"),

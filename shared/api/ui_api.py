@@ -2,8 +2,9 @@
 
 Everything about a group's tasks comes from the Queue API itself (listTaskGroup, task,
 status, artifacts); here are only what Taskcluster has no call for: the list of recent
-groups, and the feeds that carry a group's events to the page (`services/task_groups/group_feeds.py`:
-a long poll, since a Functions HTTP answer is one body).
+groups, what the watchdog found about a group, and the feeds that carry a group's events to
+the page (`services/task_groups/group_feeds.py`: a long poll, since a Functions HTTP answer is
+one body).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ ENDPOINTS = [
     # `live: false` (no bus, or none reachable) tells the page to poll listTaskGroup instead.
     Endpoint("createTaskGroupFeed", "POST", "/task-group/<taskGroupId>/feed",
              lambda call: call.services.group_feeds.open(call.params["taskGroupId"])),
+    # What the watchdog found about the group (the scheduler API's taskGroupWatchdog).
+    Endpoint("taskGroupWatchdogView", "GET", "/task-group/<taskGroupId>/watchdog",
+             lambda call: call.services.stall_reports.view(call.params["taskGroupId"]),
+             output_schema="task-group-watchdog-response"),
     # The events since the last read, waiting up to `wait` seconds for the first; 404 once
     # the feed expired (open another, and list the group again: events may have been missed).
     Endpoint("readTaskGroupFeed", "GET", "/task-group/<taskGroupId>/feed/<feedId>",

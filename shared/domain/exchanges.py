@@ -7,16 +7,21 @@ Each service's exchanges are `exchange/taskcluster-<service>/v1/<name>`; the sho
 distinct across services, so a short name alone says which service's exchange it is. The
 lists are those of Taskcluster's references (queue-exchanges.json, hooks-exchanges.json,
 worker-manager-exchanges.json); an exchange is listed here before anything publishes on it.
+
+The queue has one exchange of ours beside Taskcluster's, after them: `task-group-stalled`,
+where the watchdog reports a group that stopped moving (see `domain.group_watch` and
+docs/watchdog.md). No Taskcluster exchange has that name.
 """
 
 from __future__ import annotations
 
 QUEUE_PREFIX = "exchange/taskcluster-queue/v1/"
 
+OUR_QUEUE_EXCHANGES = ("task-group-stalled",)
 SERVICE_EXCHANGES: dict[str, tuple[str, ...]] = {
     "queue": ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",
               "task-failed", "task-exception", "task-group-resolved", "task-group-sealed",
-              "task-priority-changed", "task-group-priority-changed"),
+              "task-priority-changed", "task-group-priority-changed", *OUR_QUEUE_EXCHANGES),
     "hooks": ("hook-created", "hook-updated", "hook-deleted"),
     "worker-manager": ("worker-pool-created", "worker-pool-updated", "worker-pool-error", "worker-requested",
                        "worker-running", "worker-stopped", "worker-removed", "launch-config-created",

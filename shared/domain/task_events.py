@@ -13,7 +13,9 @@ Taskcluster's rules, kept here:
   task-pending is the only announcement then, as in Taskcluster;
 - an artifact is announced created once it is present (an object once finished; a
   reference, link or error at once, and again when replaced; s3 artifacts are not announced);
-- a group is announced resolved when its last unresolved member resolves, and sealed.
+- a group is announced resolved when its last unresolved member resolves, and sealed;
+- (ours, not Taskcluster's) a group is announced stalled when the watchdog records a verdict
+  about it (see `domain.group_watch`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from shared.domain.task_status import TaskStatus, render_status
 EXCHANGE_PREFIX = QUEUE_PREFIX
 TASK_EXCHANGES = ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",
                   "task-failed", "task-exception")
-GROUP_EXCHANGES = ("task-group-resolved", "task-group-sealed")
+GROUP_EXCHANGES = ("task-group-resolved", "task-group-sealed", "task-group-stalled")   # the last is ours
 EXCHANGES = TASK_EXCHANGES + GROUP_EXCHANGES
 _RESOLVED = {RunState.COMPLETED: "task-completed", RunState.FAILED: "task-failed",
              RunState.EXCEPTION: "task-exception"}
@@ -146,8 +148,19 @@ def group_sealed(task_group_id: str, scheduler_id: str, expires: str, sealed: st
     return _group_event("task-group-sealed", body, f"{task_group_id}/task-group-sealed", at)
 
 
-def _group_event(exchange: str, body: dict, event_id: str, at: str) -> Event:
-    return Event(exchange, f"primary.{body['taskGroupId']}.{body['schedulerId']}._", body, event_id, at)
+def group_stalled(task_group_id: str, scheduler_id: str, expires: str, verdict: dict, at: str) -> Event:
+    """The watchdog's verdict about a group (`Verdict.to_json()`); its state is the routing
+    key's third word, where Taskcluster's group exchanges reserve room (`primary.<taskGroupId>.
+    <schedulerId>.<state>`: bind `primary.*.*.no-workers` for those alone). One verdict of one
+    quiet spell is one event, however often it is looked at."""
+    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "expires": expires,
+            **verdict}
+    return _group_event("task-group-stalled", body,
+                        f"{task_group_id}/task-group-stalled/{verdict['since']}/{verdict['state']}", at, verdict["state"])
+
+
+def _group_event(exchange: str, body: dict, event_id: str, at: str, reserved: str = "_") -> Event:
+    return Event(exchange, f"primary.{body['taskGroupId']}.{body['schedulerId']}.{reserved}", body, event_id, at)
 
 
 # Following one group: the bindings that select its events, by the routing keys above.

@@ -1,6 +1,6 @@
-"""Timer triggers: every time-driven sweep of the queue. Each schedule is an app setting
-(NCRONTAB), so local runs and tests can sweep every second, and Azure every few seconds or
-hourly as each needs (each sweep reads only what came due).
+"""Timer triggers: every time-driven sweep of the queue, and its watchdog. Each schedule is an
+app setting (NCRONTAB), so local runs and tests can sweep every second, and Azure every few
+seconds or hourly as each needs (each sweep reads only what came due).
 """
 
 import azure.functions as func
@@ -38,3 +38,10 @@ def expiration_sweep(timer: func.TimerRequest) -> None:
     whose `expires` has passed: deleted."""
     for sweep in get_services().sweeps:
         sweep.sweep()
+
+
+@bp.timer_trigger(arg_name="timer", schedule="%QUEUE_WATCHDOG_SCHEDULE%", run_on_startup=False, use_monitor=False)
+def watchdog(timer: func.TimerRequest) -> None:
+    """Task groups whose tasks stopped moving (seed 003's invariant): those that came due for a
+    look are examined, repaired or reported (see `sweeps/watchdog` and docs/watchdog.md)."""
+    get_services().watchdog.sweep()

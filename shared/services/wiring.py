@@ -40,8 +40,11 @@ from shared.services.sweeps.artifact_expiry import ArtifactExpiry
 from shared.services.sweeps.claim_resolver import ClaimResolver
 from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineWatch
 from shared.services.sweeps.task_expiry import TaskExpiry
+from shared.services.sweeps.watchdog import INDEX as GROUP_WATCH, GroupWatch, Watchdog
 from shared.services.task_groups.group_feeds import GroupFeeds
+from shared.services.task_groups.stall_reports import StallReports
 from shared.services.task_groups.task_groups import TaskGroups
+from shared.services.task_groups.worker_presence import SeenWorkers, WorkerPresence
 from shared.services.tasks.resolutions import Resolutions
 from shared.services.tasks.task_calls import TaskCalls
 from shared.services.tasks.task_creation import TaskCreation
@@ -87,6 +90,8 @@ class Services:
     artifacts: Artifacts
     artifact_expiry: ArtifactExpiry
     group_feeds: GroupFeeds
+    watchdog: Watchdog
+    stall_reports: StallReports
 
     @property
     def bus(self) -> EventBus | None:
@@ -110,6 +115,7 @@ class Services:
         marks = PublicationMarks(account)
         publisher = EventPublisher(bus, marks)
         repair_delay = timedelta(seconds=settings.repair_delay)
+        stall = timedelta(seconds=settings.watchdog_stall)
 
         # Tables and indexes
         task_table = TaskTable(account, events=bus is not None, marks=marks)
@@ -129,6 +135,7 @@ class Services:
         queue_expiry = TaskQueueExpiry(TimeIndex(account, "queue-expires", bucket=DAY), queue_table)
         worker_expiry = WorkerExpiry(TimeIndex(account, "worker-expires", bucket=DAY), worker_table)
         deadline_index = TimeIndex(account, "deadline", bucket=FIVE_MINUTES)
+        watch_index = TimeIndex(account, GROUP_WATCH, bucket=FIVE_MINUTES)
         task_expiry = TaskExpiry(task_expiries, task_table, dependency_table, requirement_table, group_table,
                                  graph_table, blobs)
 
@@ -139,7 +146,7 @@ class Services:
         tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
         groups = TaskGroups(group_table, task_table, publisher)
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
-                                messages, publisher, signal)
+                                GroupWatch(watch_index, stall), messages, publisher, signal)
         parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
         graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts)
 
@@ -150,10 +157,16 @@ class Services:
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         workers = Workers(worker_table, claim_table, updater, worker_expiry)
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
+        task_calls = TaskCalls(task_table, updater, groups, tracker, creation)
+        claim_resolver = ClaimResolver(claim_table, updater, messages)
+        # Whether anything serves a task queue, as the Queue knows it (its workers' last
+        # claims); a worker manager hands the watchdog its own (pools first) instead, here.
+        presence: WorkerPresence = SeenWorkers(worker_table, claim_table)
+        stall_reports = StallReports(groups, stall)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, settings.public_url or LOCAL_ROOT_URL)
         return cls(
-            task_calls=TaskCalls(task_table, updater, groups, tracker, creation),
+            task_calls=task_calls,
             work_claimer=WorkClaimer(task_table, pending_table, claim_table, updater, signal, queues, issuer, workers,
                                      settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
@@ -164,7 +177,7 @@ class Services:
             repairs=Repairs(repair_queue, account.queue(settings.repair_queue + "-poison"), resolver, tracker, parts),
             task_graphs=graphs,
             graph_parts=parts,
-            claim_resolver=ClaimResolver(claim_table, updater, messages),
+            claim_resolver=claim_resolver,
             deadline_resolver=DeadlineResolver(deadline_index, updater, task_expiry, group_table),
             task_expiry=task_expiry,
             worker_expiry=worker_expiry,
@@ -175,6 +188,9 @@ class Services:
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
+            watchdog=Watchdog(watch_index, group_table, task_table, tracker, claim_resolver, presence, stall_reports,
+                              task_calls.cancel_if_unresolved, stall),
+            stall_reports=stall_reports,
         )
 
 

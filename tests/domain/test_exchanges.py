@@ -4,18 +4,20 @@ import json
 
 import taskcluster
 
-from shared.domain.exchanges import ALL_EXCHANGES, SERVICE_EXCHANGES, full_name, short_name
+from shared.domain.exchanges import ALL_EXCHANGES, OUR_QUEUE_EXCHANGES, SERVICE_EXCHANGES, full_name, short_name
 from shared.domain.task_events import EXCHANGES as PUBLISHED
 from tests.reference import REFERENCE
 
 
-def test_every_service_declares_exactly_the_exchanges_of_taskclusters_reference():
+def test_every_service_declares_exactly_the_exchanges_of_taskclusters_reference_then_ours():
     for service, reference in (("queue", "queue-exchanges.json"), ("hooks", "hooks-exchanges.json"),
                                ("worker-manager", "worker-manager-exchanges.json")):
         document = json.loads((REFERENCE / reference).read_text())
         declared = [full_name(name) for name in SERVICE_EXCHANGES[service]]
-        assert declared == [document["exchangePrefix"] + entry["exchange"] for entry in document["entries"]]
-    assert len(set(ALL_EXCHANGES)) == len(ALL_EXCHANGES) == 24
+        ours = [full_name(name) for name in OUR_QUEUE_EXCHANGES] if service == "queue" else []
+        assert declared == [document["exchangePrefix"] + entry["exchange"] for entry in document["entries"]] + ours
+    assert len(set(ALL_EXCHANGES)) == len(ALL_EXCHANGES) == 25
+    assert full_name("task-group-stalled") == "exchange/taskcluster-queue/v1/task-group-stalled"
 
 
 def test_what_the_queue_publishes_is_declared():

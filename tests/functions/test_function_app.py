@@ -60,6 +60,7 @@ def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
         "claim_resolver": "%QUEUE_CLAIM_RESOLVER_SCHEDULE%",
         "deadline_resolver": "%QUEUE_DEADLINE_RESOLVER_SCHEDULE%",
         "expiration_sweep": "%QUEUE_EXPIRATION_SCHEDULE%",
+        "watchdog": "%QUEUE_WATCHDOG_SCHEDULE%",
     }
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in schedules.values())

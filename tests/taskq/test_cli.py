@@ -172,3 +172,14 @@ def test_watch_a_plain_group_ends_once_nothing_can_run(taskq, queue, tmp_path, t
     assert watched.status == 0, watched.stderr
     assert watched.json_lines()[-1]["counts"]["completed"] == 2
     eventually(lambda: queue.status(first)["status"]["state"] == "completed")
+
+
+def test_group_says_what_the_watchdog_found_and_on_stall_sets_the_groups_choice(taskq, tmp_path, task_queue_id):
+    task_id = taskq("create", _task_file(tmp_path, task_queue_id)).stdout.strip()   # its own group
+    listed = taskq("group", task_id)
+    assert listed.status == 0 and "watchdog: ok (on stall: report)" in listed.stderr
+    chosen = taskq("on-stall", task_id, "cancel")
+    assert chosen.status == 0 and chosen.stdout.strip() == "watchdog: ok (on stall: cancel)"
+    assert taskq("group", task_id, "--json").json()["watchdog"]["onStall"] == "cancel"
+    refused = taskq("on-stall", task_id, "explode")
+    assert refused.status == 2 and "invalid choice" in refused.stderr

@@ -329,3 +329,27 @@ def test_a_graph_without_fan_outs_or_chains_is_drawn_as_a_readable_grid(browser,
         "textContent")
     OUTPUT.mkdir(exist_ok=True)
     browser.save_screenshot(str(OUTPUT / f"task-group-grid-{size}.png"))
+
+
+def test_what_the_watchdog_found_shows_on_the_page(browser, azurite, tmp_path):
+    """A host whose watchdog finds a group stuck within seconds: the page says so."""
+    server = start_server(azurite, tmp_path, QUEUE_WATCHDOG_STALL_SECONDS="2")
+    try:
+        queue = server.client()
+        group_id, task_queue_id = new_slugid(), f"ui-{new_slugid()[:6].lower()}x/nobody"
+        queue.createTask(new_slugid(), make_task(task_queue_id, taskGroupId=group_id))
+        browser.get(f"{server.root_url}/api/ui/task-group/{group_id}")
+        eventually(lambda: _rendered(browser), timeout=20, message="the first drawing")
+        assert not browser.find_element(By.ID, "watchdog").is_displayed()
+        data = f"{server.root_url}/api/ui/data/task-group/{group_id}/watchdog"
+        eventually(lambda: requests.get(data, timeout=10).json()["state"] == "no-workers", timeout=30,
+                   message="the verdict")
+        browser.execute_script("window.taskGroupView.showWatchdog()")   # instead of waiting for its next read
+        banner = eventually(lambda: (found := browser.find_element(By.ID, "watchdog")).is_displayed() and found,
+                            timeout=10, message="the banner")
+        assert banner.get_attribute("data-state") == "no-workers"
+        assert f"{task_queue_id}: 1 pending" in banner.text and "on stall: report" in banner.text
+        OUTPUT.mkdir(exist_ok=True)
+        browser.save_screenshot(str(OUTPUT / "task-group-watchdog.png"))
+    finally:
+        server.stop()

@@ -44,6 +44,12 @@ class ClaimResolver:
         moment = now or utcnow()
         return sum(self._handle(row, moment) for row in self.claim_table.due(to_iso(moment), max_items))
 
+    def expired(self, task_queue_id: str, task_id: str, run_id: int, worker_group: str, worker_id: str,
+                now: datetime) -> bool:
+        """A run found past its `takenUntil` by another watcher (the watchdog), whose claim
+        row may be gone: handled as its row would be when due; True if the task changed."""
+        return bool(self._handle(ClaimRow(task_queue_id, task_id, run_id, worker_group, worker_id), now))
+
     def _handle(self, row: ClaimRow, now: datetime) -> int:
         changed, record = self.updater.apply_if_found(
             row.task_id, lambda status: lifecycle.expire_claim(status, row.run_id, now), self.action)

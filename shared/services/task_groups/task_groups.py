@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Callable
 
 from shared.runtime.thread_pools import GROUP_CANCELS, TASK_READS
-from shared.domain import task_events
+from shared.domain import group_watch, task_events
 from shared.domain.errors import Conflict, NotFound
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import parse_iso, utcnow
@@ -137,7 +137,9 @@ class TaskGroups:
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:
                 return group
-            return self._announced(replace(group, resolved=resolved), task_events.group_resolved(
+            # The watchdog's verdict is over too (in the same write: see `watchdog`).
+            watch = group_watch.kept_on_resolution(group.watch)
+            return self._announced(replace(group, resolved=resolved, watch=watch), task_events.group_resolved(
                 task_group_id, group.scheduler_id, group.expires, resolved, resolved))
         # From the version this process knows (a refused write reads the row): one that says
         # resolved at or after this is right to change nothing, as the row says as much.
@@ -153,7 +155,7 @@ class TaskGroups:
         return replace(group, outbox=group.outbox + (event,)) if self.publisher.publishing else group
 
     def get(self, task_group_id: str) -> dict:
-        group = self._existing(task_group_id)
+        group = self.existing(task_group_id)
         out = {"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id, "expires": group.expires}
         if group.sealed:
             out["sealed"] = group.sealed
@@ -166,14 +168,14 @@ class TaskGroups:
                 return group
             return self._announced(replace(group, sealed=now), task_events.group_sealed(
                 task_group_id, group.scheduler_id, group.expires, now, now))
-        self._change(lambda: self._existing(task_group_id, authorize), sealed)
+        self._change(lambda: self.existing(task_group_id, authorize), sealed)
         out = self.get(task_group_id)
         self.group_table.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
         return out
 
     def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
         """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""
-        if not self._existing(task_group_id, authorize).sealed:
+        if not self.existing(task_group_id, authorize).sealed:
             raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
         size, canceled, after = 0, [], ""
         while page := self.group_table.members(task_group_id, after, READ_PAGE):
@@ -183,7 +185,7 @@ class TaskGroups:
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}
 
-    def _existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
+    def existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
         """The group, checked by `authorize(group)` (the caller's scope check) if given."""
         group = self.group_table.load(task_group_id)
         if group is None:

@@ -4,7 +4,7 @@ Every check that can refuse a request (sizes, conflicting definitions, dependenc
 groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
 Then the order of writes, so that a crash at any point loses nothing:
 1. group membership with the deadline rows (after the group's second of deadlines is
-   indexed, see `deadline_resolver`), dependency and requirement rows, and pending
+   indexed, see `deadline_resolver`, and the group for the watchdog, see `watchdog`), dependency and requirement rows, and pending
    hints (all batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
@@ -38,6 +38,7 @@ from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.claims.task_queues import TaskQueues
 from shared.services.tasks.task_updater import TaskUpdater
 from shared.services.sweeps.deadline_resolver import DeadlineWatch
+from shared.services.sweeps.watchdog import GroupWatch
 from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.event_publisher import EventPublisher
 from shared.services.claims.work_signal import WorkSignal
@@ -61,9 +62,10 @@ class Plan:
 
 class TaskCreation:
     def __init__(self, task_table: TaskTable, updater: TaskUpdater, task_groups: TaskGroups, task_queues: TaskQueues,
-                 dependency_tracker: DependencyTracker, deadline_watch: DeadlineWatch, messages: ResolutionMessages,
-                 publisher: EventPublisher, signal: WorkSignal) -> None:
+                 dependency_tracker: DependencyTracker, deadline_watch: DeadlineWatch, group_watch: GroupWatch,
+                 messages: ResolutionMessages, publisher: EventPublisher, signal: WorkSignal) -> None:
         self.deadline_watch = deadline_watch
+        self.group_watch = group_watch
         self.task_table = task_table
         self.updater = updater
         self.messages = messages
@@ -171,6 +173,7 @@ class TaskCreation:
             return registration
         def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
             self.deadline_watch.watch(new)
+            self.group_watch.watch(new)     # and the watchdog looks at a group indexed before its members
             return self.task_groups.join_many(new, plan.groups, accepted=plan.accepted)
         def withdraw_hints(task_ids, found: dict[str, TaskRecord]) -> None:
             """Hints this call wrote for tasks it does not create. One whose key the task's

@@ -43,6 +43,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import groupby, islice
 
 from azure.core import MatchConditions
@@ -52,7 +53,9 @@ from azure.data.tables import TableTransactionError, UpdateMode
 from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
 from shared.storage.client.lost_responses import WRITE_ID
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
-from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
+from shared.domain.ids import SLUGID_CHARACTERS
+from shared.storage.patterns.buckets import (IN_BUCKETS, SEPARATOR, WIDE, BucketTables, all_buckets, bucket, bucket_range,
+                                           bucket_width)
 from shared.storage.errors import ChangedSinceRead, Closed
 from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.patterns.queries import first_rows
@@ -62,6 +65,7 @@ COUNT = "count"
 CLOSED = "closed"
 REMEMBERED = 8192        # counts this process remembers
 PROBES = 2               # counts read (see `left`) before a query over every bucket
+MAX_BUCKETS = len(SLUGID_CHARACTERS) ** WIDE   # count rows an owner has at most
 EMPTIED_PAUSE = 0.01     # seconds between taking a bucket to zero and asking whether others are
 
 
@@ -279,6 +283,17 @@ class Countdown:
         if self._spread is None:
             return bool(first_rows(self._table, query, parameters, 1, ["RowKey"]))
         return bool(self._spread.query(width, query, parameters, 1, ["RowKey"]))
+
+    def totals(self, owner: str, width: int = 1) -> tuple[int, datetime | None]:
+        """How many counted rows `owner` has over all its buckets, and when storage last
+        changed one of its counts (None: no count row): one query of the count rows alone,
+        for a watcher that must not read the counted rows themselves (see `watchdog`)."""
+        query, parameters = IN_BUCKETS + " and RowKey eq @row", {**bucket_range(owner), "row": self._row}
+        select = ["PartitionKey", "RowKey", "Timestamp", COUNT]
+        rows = (first_rows(self._table, query, parameters, MAX_BUCKETS, select) if self._spread is None
+                else self._spread.query(width, query, parameters, MAX_BUCKETS, select))
+        stamps = [row.metadata.get("timestamp") for row in rows]
+        return sum(row.get(COUNT) or 0 for row in rows), max((stamp for stamp in stamps if stamp), default=None)
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""

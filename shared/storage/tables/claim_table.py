@@ -95,6 +95,14 @@ class ClaimTable:
             self._table, "takenUntil le @now and RowKey lt @workers", {"now": now, "workers": WORKERS}, limit,
             ["PartitionKey", "RowKey", "takenUntil"])]
 
+    def live(self, task_queue_id: str, now: str, limit: int) -> list[ClaimRow]:
+        """Up to `limit` of the queue's claims whose `takenUntil` is after `now`: runs whose
+        workers reclaim them (one partition, filtered server-side)."""
+        return [_row(entity) for entity in first_rows(
+            self._table, "PartitionKey eq @pk and RowKey lt @workers and takenUntil gt @now",
+            {"pk": escape_key(task_queue_id), "workers": WORKERS, "now": now}, limit,
+            ["PartitionKey", "RowKey", "takenUntil"])]
+
     def held_by(self, task_queue_id: str, worker_group: str, worker_id: str) -> list[tuple[str, int]]:
         """(taskId, runId) of the runs a worker holds (one partition, filtered server-side)."""
         rows = self._table.query_entities(

@@ -31,6 +31,7 @@ group row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -78,6 +79,8 @@ class TaskGroupRecord:
     etag: str | None = None
     outbox: tuple[Event, ...] = ()   # events not published yet
     bucket_width: int = 1            # see `buckets`
+    watch: str = ""                  # what the watchdog found at its last look, as JSON ("": nothing)
+    on_stall: str = ""               # what the watchdog does with the group once stalled ("": report)
 
     @property
     def key(self) -> str:
@@ -116,7 +119,7 @@ class TaskGroupTable:
         return self._remember(TaskGroupRecord(
             task_group_id, entity["schedulerId"], entity["expires"], entity.get("sealed", ""),
             entity.get("resolved", ""), entity.metadata.get("etag"), outbox.from_entity(entity),
-            entity.get("bucketWidth") or 1))
+            entity.get("bucketWidth") or 1, entity.get("watch") or "", entity.get("onStall") or ""))
 
     def last_known(self, task_group_id: str) -> TaskGroupRecord | None:
         """The group's row as this process last wrote or read it, if it remembers it: its
@@ -240,8 +243,14 @@ class TaskGroupTable:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
         return self._buckets.first_keys(task_group_id, self.width(task_group_id), MEMBER_PREFIX, after, limit)
 
-    def unresolved(self, task_group_id: str, limit: int = 1) -> list[str]:
-        return self._buckets.first_keys(task_group_id, self.width(task_group_id), UNRESOLVED_PREFIX, "", limit)
+    def unresolved(self, task_group_id: str, limit: int = 1, after: str = "") -> list[str]:
+        """Up to `limit` members that have not resolved once yet, in task id order after `after`."""
+        return self._buckets.first_keys(task_group_id, self.width(task_group_id), UNRESOLVED_PREFIX, after, limit)
+
+    def unresolved_totals(self, task_group_id: str) -> tuple[int, datetime | None]:
+        """How many members have not resolved once yet, and when storage last counted one in
+        or out (None: never), from the counts alone (see `Countdown.totals`)."""
+        return self._unresolved.totals(task_group_id, self.width(task_group_id))
 
     def any_unresolved(self, task_group_id: str) -> bool:
         return self._unresolved.left(task_group_id, self.width(task_group_id))
@@ -267,7 +276,8 @@ class TaskGroupTable:
     def _entity(group: TaskGroupRecord) -> dict:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
-                "resolved": group.resolved, "bucketWidth": group.bucket_width, **outbox.to_columns(group.outbox)}
+                "resolved": group.resolved, "bucketWidth": group.bucket_width, "watch": group.watch,
+                "onStall": group.on_stall, **outbox.to_columns(group.outbox)}
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,13 @@ class WorkerTable:
         delete_if_unchanged(self._table, escape_key(worker.task_queue_id), WORKERS + row_key(worker), worker.etag,
                             f"{worker.worker_group}/{worker.worker_id}")
 
+    def active_since(self, task_queue_id: str, since: str, limit: int) -> list[WorkerRecord]:
+        """Up to `limit` of the queue's workers whose last claimWork was at or after `since`
+        (one partition, filtered server-side: ISO times compare as text)."""
+        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @workers and lastDateActive ge @since",
+                          {"pk": escape_key(task_queue_id), "workers": WORKERS, "since": since}, limit)
+        return [_record(task_queue_id, entity) for entity in rows]
+
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` workers in key order, after the row key `after`."""
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",

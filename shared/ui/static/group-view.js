@@ -139,6 +139,30 @@
     return tasks;
   }
 
+  // ---- what the watchdog found (docs/watchdog.md) -------------------------------------------
+  // Read every WATCHDOG_MS: a verdict changes at most once per look, minutes apart.
+  const WATCHDOG = `/api/ui/data/task-group/${encodeURIComponent(groupId)}/watchdog`;
+  const WATCHDOG_MS = 30000;
+
+  function describeFinding(finding) {
+    if (finding.kind === "no-workers") return `${finding.taskQueueId}: ${finding.pending} pending, ${finding.detail}`;
+    return `${finding.kind}: ${finding.count} task(s)`;
+  }
+
+  async function showWatchdog() {
+    const box = $("watchdog");
+    try {
+      const found = await getJson(WATCHDOG);
+      box.dataset.state = found.state;
+      box.hidden = found.state === "ok";
+      box.textContent = found.state === "ok" ? "" : `watchdog: ${found.state} since ` +
+        `${new Date(found.since).toLocaleTimeString()} (on stall: ${found.onStall})` +
+        found.findings.map((finding) => ` · ${describeFinding(finding)}`).join("");
+    } catch (error) {
+      box.hidden = true;   // no watchdog to ask (or not allowed): nothing to show
+    }
+  }
+
   // ---- drawing ----------------------------------------------------------------------------
   // What is drawn is folded to what fits the canvas at a readable size (GroupFolding.arrange).
   // A snapshot of the same shape only restyles what is drawn: nothing moves; a new shape, or
@@ -337,7 +361,7 @@
         && view.graph.nodes.get(view.selected).kind === "task") TaskDetails.showTask($("details"), view.selected);
   }
 
-  window.taskGroupView = { render, watchGroup, stats, scale: () => view.transform.k };
+  window.taskGroupView = { render, watchGroup, stats, scale: () => view.transform.k, showWatchdog };
   $("group-id").textContent = groupId;
   document.title = `Task group ${groupId}`;
   enablePanAndZoom();
@@ -345,5 +369,7 @@
   if (!new URLSearchParams(location.search).has("static")) {
     watchGroup(render, (error) => { $("status-line").textContent = `cannot read the group: ${error.code || ""} ${error.message}`; },
                { onMode: showMode, onTasks: refreshDetails });
+    showWatchdog();
+    setInterval(showWatchdog, WATCHDOG_MS);
   }
 })();

@@ -3,6 +3,7 @@ however often rows are added or removed again, by however many writers, with wha
 process remembers of the counts; a row counted once is never written back."""
 
 import threading
+import time
 
 import pytest
 
@@ -177,3 +178,21 @@ def test_a_closed_owner_refuses_new_rows_whatever_this_process_remembers(table):
     assert sum(counted_rows(table, owner).values()) == 3
     assert left.remove(owner, first) and left.remove(owner, same_bucket)
     assert not left.remove(owner, other_bucket) and not left.left(owner)
+
+
+def test_totals_read_the_count_rows_alone_and_say_when_one_last_changed(table):
+    """What the watchdog asks of a group at each look: how many are left over all buckets, and
+    when storage last changed a count (a removal moves it, as an addition does)."""
+    counted = CountedQueries(table)
+    left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
+    assert left.totals(owner) == (0, None)
+    task_ids = [first + new_slugid()[1:] for first in "ABCA"]
+    left.add(owner, task_ids)
+    queries = counted.queries
+    total, added = left.totals(owner)
+    assert total == 4 and added is not None and counted.queries == queries + 1
+    time.sleep(0.05)
+    left.remove(owner, task_ids[1])
+    total, removed = left.totals(owner)
+    assert total == 3 and removed > added
+    assert left.totals(new_slugid()) == (0, None)       # another owner's counts are not read

@@ -1,0 +1,214 @@
+"""The watchdog (seed 003, "what could go wrong"): a timer over task groups with unresolved
+tasks that finds the ones that stopped moving, acts on what it can repair and reports the
+rest (see `domain.group_watch` for the verdicts, docs/watchdog.md for the whole design).
+
+It never scans groups or tasks. Each group has an item in the `group-watch` time index:
+written by createTask before the group's first members (once per process in a while, see
+`GroupWatch`: a group's later tasks cost nothing), and pushed forward by the look that
+handles it. A look costs one query: the count rows of the group's unresolved members (how
+many, and when storage last changed one). A group with none left is dropped (its resolution
+cleared any verdict, see `TaskGroups`); one whose counts changed within the stall time is
+looked at again later (its row read only if its item says a verdict stands, to clear it).
+Only a group where nothing joined or resolved for the stall time has its row and its
+unresolved tasks read (`group_examination`), and only one where none of them changed state
+either is acted on.
+
+Index items are hints, as in every sweep: two items of one group (creators racing, a sweep
+that died between writing the next item and removing its own) are looked at as one and
+pushed to the same next item (`group_watch.next_look`). See TRUSTED and DROPPED for why a
+member added after its group was dropped is always watched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Callable
+
+from shared.domain.group_watch import CANCEL, NO_WORKERS, STALLED, Verdict, finding, judge, next_look
+from shared.domain.timestamps import to_iso, utcnow
+from shared.runtime.thread_pools import WATCHDOG_ACTS, WATCHDOG_LOOKS
+from shared.services.dependencies.dependency_tracker import DependencyTracker
+from shared.services.sweeps.claim_resolver import ClaimResolver
+from shared.services.sweeps.sweep import Sweep
+from shared.services.task_groups.group_examination import Examination, examine
+from shared.services.task_groups.stall_reports import StallReports
+from shared.services.task_groups.worker_presence import Presence, WorkerPresence
+from shared.storage.patterns.recent_writes import RecentWrites
+from shared.storage.patterns.time_index import DueItem, TimeIndex
+from shared.storage.tables.task_group_table import TaskGroupRecord, TaskGroupTable
+from shared.storage.tables.task_table import TaskRecord, TaskTable
+
+log = logging.getLogger("queue.watchdog")
+INDEX = "group-watch"        # the time index's name
+WATCHED = 65_536             # groups this process remembers having indexed
+# A creator trusts its memory of having indexed a group for TRUSTED stall times; a group
+# with no unresolved member is dropped once its counts have been still for DROPPED stall
+# times. DROPPED > TRUSTED (with a margin for clocks): a member added after the drop was
+# added by a creator whose memory had expired, which indexed the group again.
+TRUSTED, DROPPED = 0.25, 0.5
+VERDICT = "verdict"          # an index item's value when a verdict stood as it was written
+
+
+class GroupWatch:
+    """What createTask does for the watchdog: index each group of new tasks, before they
+    join it, unless this process did lately (see TRUSTED)."""
+
+    def __init__(self, index: TimeIndex, stall: timedelta) -> None:
+        self.index = index
+        self.stall = stall
+        self._indexed: RecentWrites[float] = RecentWrites(size=WATCHED)   # group -> monotonic time
+
+    def watch(self, definitions: dict[str, dict]) -> None:
+        now = time.monotonic()
+        groups = sorted({definition["taskGroupId"] for definition in definitions.values()})
+        new = [group for group in groups
+               if (self._indexed.get(group) or -float("inf")) < now - self.stall.total_seconds() * TRUSTED]
+        if not new:
+            return
+        due = to_iso(utcnow() + self.stall)
+        self.index.add([(due, group) for group in new])
+        for group in new:
+            self._indexed.wrote(group, now)
+
+
+@dataclass(frozen=True)
+class _Look:
+    changed: int                  # tasks the look changed
+    next: datetime | None         # when to look again (None: drop the group)
+    verdict: bool = False         # whether a verdict stands on the group after it
+
+
+class Watchdog(Sweep):
+    action = "watchdog"
+
+    def __init__(self, index: TimeIndex, group_table: TaskGroupTable, task_table: TaskTable,
+                 dependency_tracker: DependencyTracker, claim_resolver: ClaimResolver, presence: WorkerPresence,
+                 reports: StallReports, cancel: Callable[[str], bool], stall: timedelta) -> None:
+        super().__init__(index)
+        self.group_table = group_table
+        self.task_table = task_table
+        self.dependency_tracker = dependency_tracker
+        self.claim_resolver = claim_resolver
+        self.presence = presence
+        self.reports = reports
+        self.cancel = cancel          # cancel a task unless it resolved; True if it did
+        self.stall = stall
+
+    def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
+        """Each group once (however many of its items came due), then their next items in
+        one write, before the due ones are removed."""
+        hinted = {}
+        for item in items:
+            hinted[item.key] = hinted.get(item.key, False) or item.value == VERDICT
+        served = _Served(self.presence, now - self.stall, now)
+        looks = dict(zip(hinted, WATCHDOG_LOOKS.map(
+            lambda group: self._look_safely(group, hinted[group], now, served), hinted)))
+        ahead = {group: look for group, look in looks.items() if look.next is not None}
+        self.index.add([(to_iso(look.next), group) for group, look in ahead.items()],
+                       {group: VERDICT for group, look in ahead.items() if look.verdict})
+        first = {}
+        for item in items:
+            first.setdefault(item.key, item)
+        return [looks[item.key].changed if first[item.key] is item else 0 for item in items]
+
+    def _look_safely(self, group_id: str, hinted: bool, now: datetime, served: _Served) -> _Look:
+        try:
+            return self._look(group_id, hinted, now, served)
+        except Exception:   # noqa: BLE001 (one group's trouble must not stop the others: looked at again later)
+            log.exception("watchdog: looking at task group %s failed", group_id, extra={"taskGroupId": group_id})
+            return _Look(0, now + self.stall, hinted)
+
+    def _look(self, group_id: str, hinted: bool, now: datetime, served: _Served) -> _Look:
+        """Look at one group (`hinted`: a verdict stood when its item was written)."""
+        left, counted = self.group_table.unresolved_totals(group_id)
+        if not left:   # resolved (which cleared any verdict but a cancel's), or gone: kept a while, then dropped
+            kept_until = counted + self.stall * DROPPED if counted else now
+            return _Look(0, kept_until if kept_until > now else None, hinted)
+        if now - counted < self.stall:
+            return self._moving(group_id, hinted, counted, now)
+        group = self.group_table.load(group_id)
+        if group is None:
+            return _Look(0, None)
+        found = examine(self.group_table, self.task_table, group_id, now)
+        quiet = max(counted, found.last_change or counted)
+        if now - quiet < self.stall:
+            return self._moving(group_id, bool(group.watch), quiet, now, group)
+        changed, verdict = self._act(group, found, quiet, now, served)
+        self.reports.record(group, verdict, now)
+        if verdict is None:
+            log.info("task group %s quiet since %s with %d run(s) alive: %s", group_id, to_iso(quiet), found.live,
+                     found.counts, extra={"taskGroupId": group_id, "counts": found.counts})
+        return _Look(changed, now + self.stall if changed else next_look(quiet, now, self.stall), verdict is not None)
+
+    def _moving(self, group_id: str, hinted: bool, since: datetime, now: datetime,
+                group: TaskGroupRecord | None = None) -> _Look:
+        """The group changed within the stall time: a verdict that stood is over (the group's
+        row is read for it only if one did)."""
+        group = group or (self.group_table.load(group_id) if hinted else None)
+        if group is not None and group.watch:
+            self.reports.record(group, None, now)
+        return _Look(0, next_look(since, now, self.stall))
+
+    def _act(self, group: TaskGroupRecord, found: Examination, quiet: datetime, now: datetime,
+             served: _Served) -> tuple[int, Verdict | None]:
+        """Repair what can be repaired, find what nothing serves, cancel if the group asked."""
+        scheduled = self._schedule(group.task_group_id, found.maybe_ready)
+        handed = [record.task_id for record, done in zip(found.expired, WATCHDOG_ACTS.map(
+            lambda record: self._hand_over(record, now), found.expired)) if done]
+        findings = [finding("scheduled", scheduled)] if scheduled else []
+        findings += [finding("claim-expired", handed)] if handed else []
+        queues = [(queue, count, served(queue)) for queue, count in sorted(found.pending.items())]
+        findings += [finding(NO_WORKERS, taskQueueId=queue, pending=count, detail=presence.detail)
+                     for queue, count, presence in queues if not presence.served]
+        state = judge(bool(scheduled or handed), any(item["kind"] == NO_WORKERS for item in findings), found.live)
+        changed = len(scheduled) + len(handed)
+        if state is None:
+            return changed, None
+        if state == STALLED and group.on_stall == CANCEL:
+            cancelled = [task_id for task_id, done in zip(found.unresolved,
+                                                          WATCHDOG_ACTS.map(self.cancel, found.unresolved)) if done]
+            findings.append(finding("cancelled", cancelled))
+            changed += len(cancelled)
+        return changed, Verdict(state, found.counts, to_iso(quiet), tuple(findings))
+
+    def _schedule(self, group_id: str, task_ids: list[str]) -> list[str]:
+        """Schedule the tasks whose dependencies are all resolved as their `requires` demands
+        (the tracker decides, as for a repair intent): each one is a message that was lost."""
+        scheduled = [task_id for task_id, done in zip(
+            task_ids, WATCHDOG_ACTS.map(self.dependency_tracker.schedule_if_ready, task_ids)) if done]
+        for task_id in scheduled:
+            log.warning("repaired: task %s of group %s had every dependency resolved as its requires demands but was "
+                        "unscheduled (the message that would have scheduled it was lost); the watchdog scheduled it",
+                        task_id, group_id, extra={"taskId": task_id, "taskGroupId": group_id, "repair": "watchdog"})
+        return scheduled
+
+    def _hand_over(self, record: TaskRecord, now: datetime) -> bool:
+        run = record.status.latest
+        log.warning("task %s run %s still running past its takenUntil %s: handed to the claim resolver",
+                    record.task_id, run.run_id, run.taken_until,
+                    extra={"taskId": record.task_id, "taskGroupId": record.summary["taskGroupId"],
+                           "repair": "watchdog-claim"})
+        return self.claim_resolver.expired(record.summary["taskQueueId"], record.task_id, run.run_id,
+                                           run.worker_group or "", run.worker_id or "", now)
+
+
+class _Served:
+    """Presence by task queue, asked once per sweep batch (groups share queues)."""
+
+    def __init__(self, presence: WorkerPresence, since: datetime, now: datetime) -> None:
+        self._presence, self._since, self._now = presence, since, now
+        self._known: dict[str, Presence] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, task_queue_id: str) -> Presence:
+        with self._lock:
+            known = self._known.get(task_queue_id)
+        if known is None:
+            known = self._presence.presence(task_queue_id, self._since, self._now)
+            with self._lock:
+                self._known[task_queue_id] = known
+        return known
