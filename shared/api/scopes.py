@@ -78,6 +78,10 @@ def _body(*names: str) -> Callable[[dict, object], dict]:
     return lambda params, body: {name: body[name] for name in names}
 
 
+def _task_ids(params: dict, body) -> dict:
+    return {"taskIds": body.get("taskIds", [])}   # the schema's default: none
+
+
 def _names(params: dict, body) -> dict:
     return {"names": [params["name"]]}
 
@@ -101,9 +105,9 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "task": Requirement("queue:get-task:<taskId>"),
     "status": Requirement("queue:status:<taskId>"),
     "tasks": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:get-task:<taskId>"}]},
-                         request=_body("taskIds")),
+                         request=_task_ids),
     "statuses": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:status:<taskId>"}]},
-                            request=_body("taskIds")),
+                            request=_task_ids),
     "listDependentTasks": Requirement("queue:list-dependent-tasks:<taskId>"),
     "createTask": Requirement(stored_scopes=CREATE_TASK, stored=lambda definition, params: task_creation(definition)),
     "scheduleTask": _task_action("schedule-task"),

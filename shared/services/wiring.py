@@ -41,6 +41,7 @@ from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineW
 from shared.services.sweeps.task_expiry import TaskExpiry
 from shared.services.task_groups.group_feeds import GroupFeeds
 from shared.services.task_groups.task_groups import TaskGroups
+from shared.services.tasks.priorities import Priorities
 from shared.services.tasks.resolutions import Resolutions
 from shared.services.tasks.task_calls import TaskCalls
 from shared.services.tasks.task_creation import TaskCreation
@@ -66,6 +67,7 @@ DAY, FIVE_MINUTES = timedelta(days=1), timedelta(minutes=5)
 @dataclass(frozen=True)
 class Services:
     task_calls: TaskCalls
+    priorities: Priorities
     work_claimer: WorkClaimer
     resolutions: Resolutions
     task_groups: TaskGroups
@@ -133,7 +135,7 @@ class Services:
         # What makes runs pending: creation, the dependency tracker, the scheduler
         scheduling = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                                  follow_up=messages)
-        queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry)
+        queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry, task_table)
         tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
         groups = TaskGroups(group_table, task_table, publisher)
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
@@ -152,6 +154,7 @@ class Services:
                               publisher, settings.public_url or LOCAL_ROOT_URL)
         return cls(
             task_calls=TaskCalls(task_table, updater, groups, tracker, creation),
+            priorities=Priorities(task_table, pending_table, updater, groups, publisher),
             work_claimer=WorkClaimer(task_table, pending_table, claim_table, updater, signal, queues, issuer, workers,
                                      settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
