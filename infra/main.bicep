@@ -186,6 +186,8 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'QUEUE_CLAIM_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_DEADLINE_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
         { name: 'QUEUE_EXPIRATION_SCHEDULE', value: '0 0 * * * *' }
+        // A hook's scheduled fire is made at the first run after its time.
+        { name: 'HOOKS_SCHEDULER_SCHEDULE', value: '*/10 * * * * *' }
         // Managed identity through DefaultAzureCredential; EVENTS_SERVICE_BUS_CONNECTION (a
         // connection string) is the alternative where a namespace keeps SAS keys.
         { name: 'EVENTS_SERVICE_BUS_NAMESPACE', value: serviceBusHost }

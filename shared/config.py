@@ -43,6 +43,8 @@ class Settings:
     roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
+    secrets_encryption_keys: str = ""   # SECRETS_ENCRYPTION_KEYS: sealing keys (secret), see services/secrets/encryption.py
+    hooks_clock_file: str = ""   # HOOKS_CLOCK_FILE: tests and drills only, see runtime/clock.py
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -65,6 +67,8 @@ class Settings:
             roles=os.environ.get("QUEUE_ROLES", ""),
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
+            secrets_encryption_keys=os.environ.get("SECRETS_ENCRYPTION_KEYS", ""),
+            hooks_clock_file=os.environ.get("HOOKS_CLOCK_FILE", "").strip(),
         )
 
 

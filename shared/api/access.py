@@ -28,6 +28,7 @@ import logging
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 from urllib.parse import urlsplit
 
 from shared.auth import expressions
@@ -202,6 +203,16 @@ def _held(caller: Caller) -> str:
 
 def _shown(expression) -> str:
     return expression if isinstance(expression, str) else json.dumps(expression, indent=2)
+
+
+def create_task_as(realm: Realm) -> Callable[[str], Callable[[object], None]]:
+    """For a service that creates tasks in a role's name (a hook's, `assume:hook-id:<g>/<h>`):
+    given the role's scope, the check createTask makes of a definition, against what that
+    role expands to and nothing else (not the caller's scopes, not the service's own)."""
+    def checker(role_scope: str) -> Callable[[object], None]:
+        caller = Caller(role_scope.removeprefix("assume:"), realm.expand((role_scope,)))
+        return Guard(requirement("createTask"), caller, {}).authorize
+    return checker
 
 
 @lru_cache(maxsize=1)

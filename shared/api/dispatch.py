@@ -48,6 +48,11 @@ class Call:
         """The Queue's services (built on first use, so a bad request costs no storage)."""
         return self.get_services()
 
+    @property
+    def client_id(self) -> str | None:
+        """Who is calling (None without credentials), as a hook's context names it."""
+        return self.guard.caller.client_id
+
     def authorize(self, loaded) -> None:
         """For the service: check what the endpoint requires of what it loaded (a task or
         group record, definitions), before its first write. See `api/scopes.py`."""

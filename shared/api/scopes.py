@@ -1,8 +1,8 @@
 """What each endpoint requires of its caller: one table, keyed by endpoint name.
 
-The expressions are Taskcluster's (its API reference, `queue-api.json` and
-`object-api.json`, in the notation of `shared/auth/expressions.py`), plus the scheduler's
-own. A `Requirement` says where each parameter comes from:
+The expressions are Taskcluster's (its API references, `queue-api.json`,
+`object-api.json` and `hooks-api.json`, in the notation of `shared/auth/expressions.py`),
+plus the scheduler's own. A `Requirement` says where each parameter comes from:
 - `scopes` is checked before the handler runs, with the URL's parameters and those
   `request(params, body)` reads from the body;
 - `stored_scopes` is checked by the service, with what `stored(loaded, params)` reads from
@@ -97,6 +97,9 @@ _UPLOAD = Requirement("object:upload:<projectId>:<name>", request=_body("project
 _DOWNLOAD = Requirement("object:download:<name>")
 _READ_GRAPH = Requirement("scheduler:get-task-graph:<taskGraphId>")
 _WORKER = "<provisionerId>/<workerType>/<workerGroup>/<workerId>"
+# Who writes a hook must hold its role: what its tasks may do is what the writer may grant.
+_MODIFY_HOOK_AS_ITS_ROLE = Requirement({"AllOf": ["hooks:modify-hook:<hookGroupId>/<hookId>",
+                                                  "assume:hook-id:<hookGroupId>/<hookId>"]})
 
 REQUIREMENTS: dict[str, Requirement | None] = {
     # public
@@ -183,6 +186,19 @@ REQUIREMENTS: dict[str, Requirement | None] = {
                                    stored=_graph_tasks),
     "getTaskGraphStatus": _READ_GRAPH,
     "inspectTaskGraph": _READ_GRAPH,
+    # the hooks service (hooks-api.json); a trigger token is its own authority
+    "listHookGroups": Requirement("hooks:list-hooks:"),
+    "listHooks": Requirement("hooks:list-hooks:<hookGroupId>"),
+    "hook": Requirement("hooks:get:<hookGroupId>:<hookId>"),
+    "getHookStatus": Requirement("hooks:status:<hookGroupId>/<hookId>"),
+    "createHook": _MODIFY_HOOK_AS_ITS_ROLE,
+    "updateHook": _MODIFY_HOOK_AS_ITS_ROLE,
+    "removeHook": Requirement("hooks:modify-hook:<hookGroupId>/<hookId>"),
+    "triggerHook": Requirement("hooks:trigger-hook:<hookGroupId>/<hookId>"),
+    "getTriggerToken": Requirement("hooks:get-trigger-token:<hookGroupId>/<hookId>"),
+    "resetTriggerToken": Requirement("hooks:reset-trigger-token:<hookGroupId>/<hookId>"),
+    "triggerHookWithToken": None,
+    "listLastFires": Requirement("hooks:list-last-fires:<hookGroupId>/<hookId>"),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

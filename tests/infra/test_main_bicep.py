@@ -37,7 +37,7 @@ def test_every_local_setting_is_deployed_too():
 def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     settings = deployed_settings()
     schedules = {name: value.strip("'") for name, value in settings.items() if name.endswith("_SCHEDULE")}
-    assert len(schedules) == 4 and all(len(value.split()) == 6 for value in schedules.values())
+    assert len(schedules) == 5 and all(len(value.split()) == 6 for value in schedules.values())
     assert settings["QUEUE_CREDENTIALS_ACCESS_TOKEN"] == "credentialsAccessToken"
     assert "@secure()\n@description('Access token" in BICEP
     assert settings["STATIC_CLIENTS"] == "staticClients"
