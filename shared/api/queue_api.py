@@ -51,6 +51,13 @@ def _worker(call: Call) -> tuple[str, str, str]:
     return _task_queue_id(call), call.params["workerGroup"], call.params["workerId"]
 
 
+def _declare_worker(call: Call) -> dict:
+    """The worker's queue is seen too, kept at least as long (as Taskcluster's does)."""
+    expires = normalize_iso(call.body["expires"])
+    call.services.task_queues.seen(_task_queue_id(call), expires)
+    return call.services.workers.declare(*_worker(call), expires, utcnow())
+
+
 WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
 
 ENDPOINTS = [
@@ -153,5 +160,7 @@ ENDPOINTS = [
              lambda call: call.services.workers.quarantine(*_worker(call), normalize_iso(call.body["quarantineUntil"]),
                                                         call.body.get("quarantineInfo", ""), utcnow()),
              input_schema="quarantine-worker-request", output_schema="worker-response"),
+    Endpoint("declareWorker", "PUT", "/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>",
+             _declare_worker, input_schema="update-worker-request", output_schema="worker-response"),
     *ARTIFACT_ENDPOINTS,
 ]
