@@ -8,7 +8,7 @@ import sys
 import requests
 import taskcluster
 
-from taskq import commands
+from taskq import commands, hooks
 from taskq.connection import queue
 from taskq.output import error_line
 from taskq.task_files import TaskFileError
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     each.add_argument("--exchange", action="append", help="e.g. task-completed (repeatable; default: all)")
     each.add_argument("--count", type=int, help="stop after this many events")
     each.add_argument("--amqp-url", help="default: EVENTS_AMQP_URL")
+    hooks.add_commands(sub)
     return parser
 
 

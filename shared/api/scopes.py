@@ -199,6 +199,8 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "resetTriggerToken": Requirement("hooks:reset-trigger-token:<hookGroupId>/<hookId>"),
     "triggerHookWithToken": None,
     "listLastFires": Requirement("hooks:list-last-fires:<hookGroupId>/<hookId>"),
+    # The browser view's hooks with their last fires (ours): whoever may list them all.
+    "hookFires": Requirement({"AllOf": ["hooks:list-hooks:*", "hooks:list-last-fires:*"]}),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

@@ -86,6 +86,24 @@ class Hooks:
         fires, last = self.fires.page(hook_group_id, hook_id, after, limit)
         if not fires:
             raise NotFound("No such hook or never fired")
+        return {"lastFires": self._with_tasks(fires)}, last
+
+    def overview(self, fires_per_hook: int) -> dict:
+        """Every hook with its next scheduled fire and its latest fires, for people (the
+        browser view): not a Taskcluster call, and not a hot path (a read per group and hook)."""
+        hooks = [hook for group in sorted(self.table.groups()) for hook in self.table.hooks(group) if not hook.deleted]
+        out = []
+        for hook in hooks:
+            fires, _ = self.fires.page(hook.hook_group_id, hook.hook_id, "", fires_per_hook)
+            out.append({"hookGroupId": hook.hook_group_id, "hookId": hook.hook_id,
+                        "name": hook.definition["metadata"].get("name", ""), "schedule": hook.definition["schedule"],
+                        "nextScheduledDate": hook.next_fire or None,
+                        "lastFires": self._with_tasks(fires, with_group=True)})
+        return {"hooks": out}
+
+    def _with_tasks(self, fires: list, with_group: bool = False) -> list[dict]:
+        """Fires as listLastFires shows them, each with its task's state now (its last run's);
+        `with_group`: and the task's group, None where there is no task (for a link to it)."""
         task_ids = list(dict.fromkeys(fire.task_id for fire in fires))
         records = dict(zip(task_ids, self.task_table.load_many(task_ids)))
         out = []
@@ -93,7 +111,9 @@ class Hooks:
             record = records.get(fire.task_id)
             runs = record.status.runs if record is not None else ()
             out.append({**fire.to_json(), "taskState": runs[-1].state.value if runs else "unknown"})
-        return {"lastFires": out}, last
+            if with_group:
+                out[-1]["taskGroupId"] = record.summary["taskGroupId"] if record is not None else None
+        return out
 
     # -- writing -----------------------------------------------------------------------------
     def create(self, hook_group_id: str, hook_id: str, body: dict) -> dict:
