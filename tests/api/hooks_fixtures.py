@@ -7,9 +7,10 @@ import json
 import secrets
 import uuid
 
+import pytest
 import taskcluster
 
-from tests.conftest import ROOT_CREDENTIALS, Server
+from tests.conftest import ROOT_CREDENTIALS, Server, start_server
 
 GROUP = "tests"
 PROVISIONER = "hooks-tests"
@@ -28,6 +29,14 @@ SETTINGS = {
                                  + [{**CREDENTIALS[name], "scopes": scopes} for name, scopes in CLIENTS.items()]),
     "QUEUE_ROLES": json.dumps([{"roleId": f"hook-id:{GROUP}/*", "scopes": ROLE_SCOPES}]),
 }
+
+
+@pytest.fixture(scope="module")
+def hooks_server(azurite, tmp_path_factory):
+    """A host with SETTINGS' clients and roles, for a test module (import the fixture there)."""
+    server = start_server(azurite, tmp_path_factory.mktemp("hooks"), **SETTINGS)
+    yield server
+    server.stop()
 
 
 def hooks_client(server: Server, who: str | None = "root") -> taskcluster.Hooks:

@@ -10,19 +10,12 @@ import taskcluster
 from shared.domain.ids import new_slugid
 from shared.validation import check_response
 from tests.api.conftest import refusal
-from tests.api.hooks_fixtures import GROUP, SETTINGS, hook_definition, hooks_client, new_queue
-from tests.conftest import start_server
+from tests.api.hooks_fixtures import GROUP, hook_definition, hooks_client, new_queue
+from tests.api.hooks_fixtures import hooks_server  # noqa: F401 (a fixture the tests take by name)
 from tests.events.amqp_consumer import Consumer
 from tests.reference import schema_errors
 
 SCHEMAS = "hooks-schemas-json"
-
-
-@pytest.fixture(scope="module")
-def hooks_server(azurite, tmp_path_factory):
-    server = start_server(azurite, tmp_path_factory.mktemp("hooks"), **SETTINGS)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

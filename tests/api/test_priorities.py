@@ -15,7 +15,6 @@ import taskcluster
 from shared.domain.ids import new_slugid
 from shared.validation import check_response
 from tests.api.conftest import refusal, temporary
-from tests.conftest import eventually
 from tests.events.amqp_consumer import Consumer
 from tests.reference import schema_errors
 

@@ -7,16 +7,9 @@ import json
 
 import pytest
 
-from tests.api.hooks_fixtures import GROUP, SETTINGS, hook_definition, hooks_client, new_queue
-from tests.conftest import start_server
+from tests.api.hooks_fixtures import GROUP, hook_definition, hooks_client, new_queue
+from tests.api.hooks_fixtures import hooks_server  # noqa: F401 (a fixture the tests take by name)
 from tests.taskq.conftest import run_taskq
-
-
-@pytest.fixture(scope="module")
-def hooks_server(azurite, tmp_path_factory):
-    server = start_server(azurite, tmp_path_factory.mktemp("taskq-hooks"), **SETTINGS)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

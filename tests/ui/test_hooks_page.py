@@ -11,18 +11,12 @@ import pytest
 import requests
 from selenium.webdriver.common.by import By
 
-from tests.api.hooks_fixtures import GROUP, SETTINGS, hook_definition, hooks_client, new_queue
-from tests.conftest import eventually, start_server
+from tests.api.hooks_fixtures import GROUP, hook_definition, hooks_client, new_queue
+from tests.api.hooks_fixtures import hooks_server  # noqa: F401 (a fixture the tests take by name)
+from tests.conftest import eventually
 from tests.ui.browser import headless_chromium
 
 OUTPUT = Path(__file__).resolve().parents[1] / "output"
-
-
-@pytest.fixture(scope="module")
-def hooks_server(azurite, tmp_path_factory):
-    server = start_server(azurite, tmp_path_factory.mktemp("hooks-page"), **SETTINGS)
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
