@@ -143,6 +143,8 @@ def test_trigger_with_token_and_the_token_reset(hooks_server, hooks, queue):
     assert status == 404
     fires = hooks.listLastFires(GROUP, hook_id)["lastFires"]
     assert [fire["firedBy"] for fire in fires] == ["triggerHookWithToken"] * 2
+    log = hooks_server.log_path.read_text()
+    assert f"{hook_id}/trigger/(token)" in log and token not in log and fresh not in log   # a secret: never logged
 
 
 def test_the_task_can_use_only_what_the_hooks_role_grants(hooks_server, hooks, queue):
