@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from shared.domain.task_definition import PRIORITIES
+from shared.domain.task_scopes import CREATE_TASK, task_creation
 
 
 @dataclass(frozen=True)
@@ -32,31 +32,6 @@ class Requirement:
     run_bound: bool = False
 
 
-def task_creation(definition: dict) -> dict:
-    """The parameters of CREATE_TASK for a (normalized) task definition. A caller allowed a
-    priority may create tasks of any lower one."""
-    return {
-        "scopes": definition["scopes"],
-        "routes": definition["routes"],
-        "schedulerId": definition["schedulerId"],
-        "projectId": definition["projectId"],
-        "priorities": PRIORITIES[:PRIORITIES.index(definition["priority"]) + 1],
-        "provisionerId": definition["provisionerId"],
-        "workerType": definition["workerType"],
-    }
-
-
-# Taskcluster's, and (the form seed 001 gives) `queue:create-task:<priority>/<taskQueueId>`.
-CREATE_TASK = {"AllOf": [
-    {"for": "scope", "in": "scopes", "each": "<scope>"},
-    {"for": "route", "in": "routes", "each": "queue:route:<route>"},
-    "queue:create-task:project:<projectId>",
-    "queue:scheduler-id:<schedulerId>",
-    {"AnyOf": [
-        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>:<provisionerId>/<workerType>"},
-        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>/<provisionerId>/<workerType>"},
-    ]},
-]}
 GET_ARTIFACT = {"AllOf": [{"for": "name", "in": "names", "each": "queue:get-artifact:<name>"}]}
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 
-from shared.api.access import create_task_as
 from shared.auth.clients import Realm
 from shared.config import Settings
 from shared.events.bus import EventBus
@@ -42,7 +41,8 @@ from shared.services.hooks.scheduler import HookScheduler
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
-from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from shared.services.artifacts.expiry_index import INDEX as ARTIFACT_EXPIRES
+from shared.services.sweeps.artifact_expiry import ArtifactExpiry
 from shared.services.sweeps.claim_resolver import ClaimResolver
 from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineWatch
 from shared.services.sweeps.task_expiry import TaskExpiry
@@ -172,8 +172,7 @@ class Services:
         hook_secrets = HookSecrets(cache(lambda: sealing_box(settings.secrets_encryption_keys,
                                                              settings.credentials_access_token)))
         hook_fires = HookFireTable(account)
-        firing = HookFiring(task_calls, lambda role: create_task_as(realm())(role), hook_fires, hook_secrets,
-                            hook_clock)
+        firing = HookFiring(task_calls, lambda role: realm().expand((role,)), hook_fires, hook_secrets, hook_clock)
         hooks = Hooks(HookTable(account, marks), hook_fires, hook_index, firing, hook_secrets, task_table, publisher,
                       hook_clock)
         return cls(

@@ -92,3 +92,11 @@ def test_the_artifacts_container_is_private_and_named_by_its_setting():
     assert deployed_settings()["QUEUE_ARTIFACTS_CONTAINER"] == "artifactsContainer.name"
     assert "allowBlobPublicAccess: false" in BICEP
     assert "QUEUE_PUBLIC_URL" in deployed_settings()
+
+
+def test_people_who_listen_to_the_events_may_make_their_feeds():
+    assert "param eventListenerPrincipalIds array = []" in BICEP
+    listeners = resource("listenersReadEvents")
+    assert "[for principal in eventListenerPrincipalIds:" in listeners and "scope: serviceBus\n" in listeners
+    assert "principalId: principal" in listeners and "roleDefinitions', serviceBusDataOwner)" in listeners
+    assert "name: guid(serviceBus.id, principal, serviceBusDataOwner)" in listeners   # one per person, stable

@@ -3,9 +3,9 @@ with JSON-e, created by the Queue with the hook's role, and the fire recorded, s
 error, for listLastFires.
 
 The task is created in this process, through the Queue's own createTask (the same checks of
-the definition), authorized by `create_task_as(role)`: what the role
-`assume:hook-id:<hookGroupId>/<hookId>` expands to, and nothing of the caller's or of the
-service's own. A scheduled fire's taskId is derived from the hook and the time (see
+the definition), authorized against what the role `assume:hook-id:<hookGroupId>/<hookId>`
+expands to (`role_scopes`, from the deployment's roles), and nothing of the caller's or of
+the service's own. A scheduled fire's taskId is derived from the hook and the time (see
 `domain.hooks`); if that task exists already the fire was made before (a timer that ran
 twice, a host that died before moving the hook on) and is recorded again, not repeated.
 
@@ -23,10 +23,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Callable
 
+from shared.auth import expressions
+from shared.auth.clients import Caller
 from shared.auth.errors import AuthError, InsufficientScopes
+from shared.auth.refusals import insufficient
+from shared.auth.scopes import ScopeSet
 from shared.domain.errors import Conflict, InputError, QueueError
 from shared.domain.hooks import fire_context, fire_task_id, fire_time, hook_role, requested_task_id
 from shared.domain.ids import new_slugid
+from shared.domain.task_scopes import CREATE_TASK, task_creation
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.hooks.hook_secrets import HookSecrets
 from shared.services.hooks.task_template import TemplateFailed, render_task
@@ -41,10 +46,10 @@ Clock = Callable[[], datetime]
 
 
 class HookFiring:
-    def __init__(self, task_calls: TaskCalls, create_task_as: Callable[[str], Callable[[object], None]],
-                 fires: HookFireTable, secrets: HookSecrets, clock: Clock) -> None:
+    def __init__(self, task_calls: TaskCalls, role_scopes: Callable[[str], ScopeSet], fires: HookFireTable,
+                 secrets: HookSecrets, clock: Clock) -> None:
         self.task_calls = task_calls
-        self.create_task_as = create_task_as
+        self.role_scopes = role_scopes
         self.fires = fires
         self.secrets = secrets
         self.clock = clock
@@ -82,10 +87,20 @@ class HookFiring:
     def _create(self, hook: HookRecord, task_id: str, task: dict, repeatable: bool) -> None:
         try:
             validate("create-task-request", task)
-            self.task_calls.create(task_id, task, self.create_task_as(hook_role(hook.hook_group_id, hook.hook_id)))
+            self.task_calls.create(task_id, task, self._as_role(hook_role(hook.hook_group_id, hook.hook_id)))
         except Conflict:
             if not (repeatable and self._exists(task_id)):
                 raise   # a scheduled fire made again at another time: the first made the task
+
+    def _as_role(self, role_scope: str) -> Callable[[dict], None]:
+        """createTask's check of a definition (see `domain.task_scopes`), against the role alone."""
+        caller = Caller(role_scope.removeprefix("assume:"), self.role_scopes(role_scope))
+
+        def authorize(definition: dict) -> None:
+            required = expressions.render(CREATE_TASK, task_creation(definition))
+            if not caller.scopes.satisfies(required):
+                raise InsufficientScopes(insufficient(caller, required))
+        return authorize
 
     def _exists(self, task_id: str) -> bool:
         return self.task_calls.task_table.load(task_id) is not None

@@ -7,11 +7,11 @@ announce, in the group row's outbox, and published right after it (see `event_pu
 from __future__ import annotations
 
 import base64
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
+from shared.runtime.thread_pools import GROUP_CANCELS, GROUP_PRIORITIES
 from shared.domain import task_events
 from shared.domain.errors import Conflict, InvalidInput, NotFound
 from shared.domain.task_status import render_status
@@ -28,7 +28,6 @@ READ_PAGE = 1000   # members read at once when a whole group is walked
 # added) unless its expiry is this near: once that passes it may be deleted and made anew.
 TRUST_BEFORE_EXPIRY = timedelta(hours=1)
 Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
 
 
 class TaskGroups:
@@ -180,7 +179,7 @@ class TaskGroups:
         size, canceled, after = 0, [], ""
         while page := self.group_table.members(task_group_id, after, READ_PAGE):
             size += len(page)
-            canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
+            canceled += [task_id for task_id, done in zip(page, GROUP_CANCELS.map(cancel_task, page)) if done]
             after = page[-1]
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}
@@ -192,7 +191,7 @@ class TaskGroups:
         group = self._existing(task_group_id, authorize)
         changed, after = [], ""
         while page := self.group_table.members(task_group_id, after, READ_PAGE):
-            changed += [task_id for task_id, done in zip(page, _READERS.map(change_task, page)) if done]
+            changed += [task_id for task_id, done in zip(page, GROUP_PRIORITIES.map(change_task, page)) if done]
             after = page[-1]
         event = task_events.group_priority_changed(task_group_id, group.scheduler_id, priority, len(changed),
                                                    to_iso(utcnow()))

@@ -18,7 +18,6 @@ announces are written with it, in the row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -26,6 +25,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.runtime.thread_pools import TASK_INSERTS, TASK_READS
 from shared.domain import task_events
 from shared.domain.dependencies import Dependent
 from shared.domain.runs import Run
@@ -42,10 +42,6 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.recent_writes import RecentWrites
 
 PARTITION_CHARS = 1
-# The transactions of one insert_many, at once (a part of a graph spans tens of partitions).
-_INSERTERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-insert")
-# The point reads of one listing (a page of a group, a batch read), at once.
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-read")
 # Characters of definitions a transaction of new rows carries at most (a request holds 4 MiB).
 BATCH_CHARS = 2_000_000
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
@@ -149,7 +145,7 @@ class TaskTable:
         request too large) is done again row by row."""
         outcomes: dict[str, TaskRecord | AlreadyExists] = {}
         chunks = _chunks([self._new_row(task) for task in tasks])
-        inserted = _INSERTERS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)
+        inserted = TASK_INSERTS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)
         for found in inserted:
             outcomes.update(found)
         return [outcomes[task.status.task_id] for task in tasks]
@@ -207,7 +203,7 @@ class TaskTable:
 
     def load_many(self, task_ids: list[str], with_definition: bool = False) -> list[TaskRecord | None]:
         """`load` of each task, the reads at once; in the order given."""
-        return list(_READERS.map(lambda task_id: self.load(task_id, with_definition), task_ids))
+        return list(TASK_READS.map(lambda task_id: self.load(task_id, with_definition), task_ids))
 
     def save_status(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status`, and the events of the change into the outbox, if the row is still
