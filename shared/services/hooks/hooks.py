@@ -30,6 +30,7 @@ from shared.services.hooks.firing import HookFiring
 from shared.services.hooks.hook_secrets import HookSecrets
 from shared.services.hooks.trigger_schema import check_trigger_schema
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
+from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.patterns.keys import bounded_key
 from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.hook_fire_table import HookFireTable
@@ -37,7 +38,6 @@ from shared.storage.tables.hook_table import HookRecord, HookTable
 from shared.storage.tables.task_table import TaskTable
 
 BURY_AFTER = timedelta(minutes=1)   # when the scheduler looks at a removed hook's tombstone
-ATTEMPTS = 10
 
 
 class Hooks:
@@ -126,26 +126,24 @@ class Hooks:
                          self._schedule_next(hook_group_id, hook_id, definition["schedule"]),
                          outbox=self._event("created", hook_group_id, hook_id))
         self.table.touch_group(hook_group_id)
-        for _ in range(ATTEMPTS):
+
+        def write(existing: HookRecord | None) -> dict:
             try:
-                saved, carried = self.table.insert(new), ()
-            except AlreadyExists:
-                existing = self.table.get(hook_group_id, hook_id)
                 if existing is None:
-                    continue   # removed meanwhile
-                if not existing.deleted:
+                    saved, carried = self.table.insert(new), ()
+                elif not existing.deleted:
                     if existing.definition == definition:
                         return definition
                     raise Conflict(f"hook `{hook_group_id}/{hook_id}` already exists.")
-                try:   # a tombstone whose hook-deleted may not be out: it is kept in the outbox
+                else:   # a tombstone, whose hook-deleted may not be out: it is kept in the outbox
                     saved, carried = self.table.save(replace(new, etag=existing.etag,
                                                              outbox=existing.outbox + new.outbox)), existing.outbox
-                except ChangedSinceRead:
-                    continue
+            except AlreadyExists:
+                raise ChangedSinceRead(new.key) from None   # made meanwhile: read it and decide again
             self.table.touch_group(hook_group_id)   # after the row too: see `hook_table`
             self.publisher.written(self.table, saved, carried)
             return definition
-        raise Conflict(f"hook `{hook_group_id}/{hook_id}` is changing too quickly; try again")
+        return until_written(lambda: self.table.get(hook_group_id, hook_id), write)
 
     def update(self, hook_group_id: str, hook_id: str, body: dict) -> dict:
         """updateHook: a new definition (bindings kept when the body has none) and the next

@@ -22,19 +22,18 @@ from datetime import datetime
 from typing import Callable
 
 from shared.domain import lifecycle, task_events
-from shared.domain.errors import Conflict, NotFound, QueueError
+from shared.domain.errors import Conflict, NotFound
 from shared.domain.task_definition import priority_rank
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.event_publisher import EventPublisher
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_updater import TaskUpdater
-from shared.storage.errors import ChangedSinceRead
+from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 
 log = logging.getLogger("queue.tasks")
-MAX_ATTEMPTS = 20
 
 
 class Priorities:
@@ -51,20 +50,17 @@ class Priorities:
         """changeTaskPriority: the task's status once it has `priority`, announced by
         task-priority-changed; Conflict if the task is resolved, past its deadline or has
         that priority already (as Taskcluster, which answers 409 to all three)."""
-        for _ in range(MAX_ATTEMPTS):
-            record = self.task_table.load(task_id)
+        def write(record: TaskRecord | None) -> TaskRecord:
             if record is None:
                 raise NotFound(f"Task `{task_id}` not found. Are you sure it was created?")
             if authorize is not None:
                 authorize(record)
-                authorize = None
             refusal = _refusal(record, priority, utcnow())
             if refusal:
                 raise Conflict(refusal)
-            saved = self._write(record, priority, announce=True)
-            if saved is not None:
-                return {"status": render_status(saved.summary, saved.status)}
-        raise QueueError(f"Task {task_id} is changing too quickly to change its priority; try again")
+            return self._write(record, priority, announce=True)
+        saved = until_written(lambda: self.task_table.load(task_id), write)
+        return {"status": render_status(saved.summary, saved.status)}
 
     def change_group(self, task_group_id: str, priority: str, authorize: Callable | None = None) -> dict:
         """changeTaskGroupPriority: every unresolved member still before its deadline gets
@@ -74,17 +70,16 @@ class Priorities:
 
     def _change_member(self, task_id: str, priority: str) -> bool:
         """A member's change (no event of its own); whether this call made it."""
-        for _ in range(MAX_ATTEMPTS):
-            record = self.task_table.load(task_id)
+        def write(record: TaskRecord | None) -> bool:
             if record is None or _refusal(record, priority, utcnow()):
                 return False
-            if self._write(record, priority, announce=False) is not None:
-                return True
-        raise QueueError(f"Task {task_id} is changing too quickly to change its priority; try again")
+            self._write(record, priority, announce=False)
+            return True
+        return until_written(lambda: self.task_table.load(task_id), write)
 
-    def _write(self, record: TaskRecord, priority: str, announce: bool) -> TaskRecord | None:
-        """The row with the new priority, its pending run's hint moved; None if the row
-        changed since `record` was read (the new hint then stays, a harmless pointer)."""
+    def _write(self, record: TaskRecord, priority: str, announce: bool) -> TaskRecord:
+        """The row with the new priority, its pending run's hint moved; ChangedSinceRead if
+        the row changed since `record` was read (the new hint then stays, a harmless pointer)."""
         old, pending, queue_id = record.summary["priority"], record.status.pending_run, record.summary["taskQueueId"]
         old_hint = (queue_id, priority_rank(old), pending.scheduled, record.task_id, pending.run_id) if pending else None
         version = self.pending_table.version(*old_hint) if pending else None
@@ -94,10 +89,7 @@ class Priorities:
         def events(summary: dict) -> list[task_events.Event]:
             return [task_events.priority_changed(summary, record.notice, record.status, old, priority,
                                                  to_iso(utcnow()))] if announce else []
-        try:
-            saved = self.task_table.save_priority(record, priority, events)
-        except ChangedSinceRead:
-            return None
+        saved = self.task_table.save_priority(record, priority, events)
         log.info("task %s priority: %s -> %s", record.task_id, old, priority,
                  extra={"taskId": record.task_id, "action": "change priority"})
         if version:
