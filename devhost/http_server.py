@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import queue
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -79,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self._headers_buffer.append(payload)
         self.flush_headers()
-        log.info("%s %s -> %d (%.0f ms)", self.command, parts.path, status, (time.monotonic() - started) * 1000)
+        log.info("%s %s -> %d (%.0f ms)", self.command, _shown(parts.path), status, (time.monotonic() - started) * 1000)
 
     def _read_body(self) -> bytes:
         # A chunked body must be read to its end too: left unread, it would be taken for the
@@ -178,3 +179,12 @@ def make_server(host: str, port: int, functions: list[HttpFunction]) -> HTTPServ
     ordered = sorted(functions, key=lambda function: function.template.precedence)
     handler = type("Handler", (_Handler,), {"functions": ordered})
     return _Server((host, port), handler)
+
+
+# A hook's trigger token travels in the path (`.../trigger/<token>`, Taskcluster's design): a
+# secret, so the log shows where it was, not what.
+_TRIGGER_TOKEN = re.compile(r"(/trigger/)[^/]+$")
+
+
+def _shown(path: str) -> str:
+    return _TRIGGER_TOKEN.sub(r"\1(token)", path)

@@ -223,6 +223,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'QUEUE_EXPIRATION_SCHEDULE', value: '0 0 * * * *' }
         { name: 'QUEUE_WATCHDOG_SCHEDULE', value: '0 * * * * *' }
         { name: 'QUEUE_WATCHDOG_STALL_SECONDS', value: '600' }
+        // A hook's scheduled fire is made at the first run after its time.
+        { name: 'HOOKS_SCHEDULER_SCHEDULE', value: '*/10 * * * * *' }
         // Managed identity through DefaultAzureCredential; EVENTS_SERVICE_BUS_CONNECTION (a
         // connection string) is the alternative where a namespace keeps SAS keys.
         { name: 'EVENTS_SERVICE_BUS_NAMESPACE', value: serviceBusHost }

@@ -48,6 +48,8 @@ class Settings:
     # AzureWebJobsStorage holds no connection string (see storage/client/identity.py)
     storage_identity: dict = field(default_factory=dict)
     watchdog_stall: int = 600    # QUEUE_WATCHDOG_STALL_SECONDS: how long a group's tasks may all stay as they are
+    secrets_encryption_keys: str = ""   # SECRETS_ENCRYPTION_KEYS: sealing keys (secret), see services/secrets/encryption.py
+    hooks_clock_file: str = ""   # HOOKS_CLOCK_FILE: tests and drills only, see runtime/clock.py
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -74,6 +76,8 @@ class Settings:
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
             watchdog_stall=max(_int("QUEUE_WATCHDOG_STALL_SECONDS", 600), 1),
+            secrets_encryption_keys=os.environ.get("SECRETS_ENCRYPTION_KEYS", ""),
+            hooks_clock_file=os.environ.get("HOOKS_CLOCK_FILE", "").strip(),
         )
 
 

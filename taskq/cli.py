@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taskq import commands
+from taskq import commands, hooks
 from taskq.connection import queue
 from taskq.failures import debugging, describe
 from taskq.ids import slug_argument
@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     each.add_argument("--service-bus", metavar="NAMESPACE",
                       help="read from this Azure Service Bus namespace (<name>.servicebus.windows.net; default: "
                            "EVENTS_SERVICE_BUS_NAMESPACE), signed in as `az login` did")
+    hooks.add_commands(sub)
     return parser
 
 

@@ -36,6 +36,7 @@ from devhost.throttling.targets import Throttle
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.secrets.encryption import new_key_entry
 from shared.services.wiring import Services
 from shared.storage.client.account import StorageAccount
 from tests.memory_bus import MemoryBus
@@ -45,6 +46,8 @@ from tests.signing import HawkAuth
 ROOT = Path(__file__).resolve().parent.parent
 # Every test server trusts this client with `*` (STATIC_CLIENTS), and its clients use it.
 ROOT_CREDENTIALS = {"clientId": "static/tests-root", "accessToken": secrets.token_urlsafe(33)}
+# Every test server seals secrets (a hook's trigger token) under this key.
+TEST_SEALING_KEYS = new_key_entry("tests")
 
 
 def unique_prefix() -> str:
@@ -288,6 +291,8 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "QUEUE_WATCHDOG_SCHEDULE": "*/1 * * * * *",
+        "HOOKS_SCHEDULER_SCHEDULE": "*/1 * * * * *",
+        "SECRETS_ENCRYPTION_KEYS": TEST_SEALING_KEYS,
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",

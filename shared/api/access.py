@@ -23,7 +23,6 @@ that does not hold that run at all.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from shared.auth import expressions
 from shared.auth.clients import Caller, Realm
 from shared.auth.errors import InsufficientScopes
 from shared.auth.hawk import SignedRequest, authenticate
+from shared.auth.refusals import held, insufficient, shown
 from shared.auth.scopes import all_of
 from shared.config import DEFAULT_CREDENTIALS_TOKEN, Settings
 from shared.domain.errors import NotFound
@@ -175,33 +175,13 @@ class Guard:
         task_id, run_id, worker_group, worker_id = self.bound
         required = expressions.render(self.needed.scopes, self.params)
         return (f"Client ID {self.caller.client_id} holds credentials issued by a claim of run {run_id} of task "
-                f"{task_id} for worker {worker_group}/{worker_id}; they satisfy `{_shown(required)}` for that run "
+                f"{task_id} for worker {worker_group}/{worker_id}; they satisfy `{shown(required)}` for that run "
                 f"only while it is running and claimed by that worker, and it {why}.\n\n"
-                f"The client has the scopes:\n\n```\n{_held(self.caller)}\n```")
+                f"The client has the scopes:\n\n```\n{held(self.caller)}\n```")
 
     def _check(self, expression) -> None:
         if not self.caller.scopes.satisfies(expression):
             raise InsufficientScopes(insufficient(self.caller, expression))
-
-
-def insufficient(caller: Caller, required) -> str:
-    """Taskcluster's InsufficientScopes message, with the scopes the caller had."""
-    held = _held(caller)
-    if caller.client_id is None:
-        return ("This request requires Taskcluster credentials that satisfy the following scope expression:\n\n"
-                f"```\n{_shown(required)}\n```\n\nWithout credentials, a caller has the scopes:\n\n```\n{held}\n```")
-    return (f"Client ID {caller.client_id} does not have sufficient scopes and is missing the following scopes:\n\n"
-            f"```\n{_shown(caller.scopes.missing(required))}\n```\n\n"
-            "This request requires the client to satisfy the following scope expression:\n\n"
-            f"```\n{_shown(required)}\n```\n\nThe client has the scopes:\n\n```\n{held}\n```")
-
-
-def _held(caller: Caller) -> str:
-    return "\n".join(caller.scopes.scopes) or "(none)"
-
-
-def _shown(expression) -> str:
-    return expression if isinstance(expression, str) else json.dumps(expression, indent=2)
 
 
 @lru_cache(maxsize=1)

@@ -48,6 +48,11 @@ class Call:
         """The Queue's services (built on first use, so a bad request costs no storage)."""
         return self.get_services()
 
+    @property
+    def client_id(self) -> str | None:
+        """Who is calling (None without credentials), as a hook's context names it."""
+        return self.guard.caller.client_id
+
     def authorize(self, loaded) -> None:
         """For the service: check what the endpoint requires of what it loaded (a task or
         group record, definitions), before its first write. See `api/scopes.py`."""
@@ -84,8 +89,18 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
     except (QueueError, AuthError) as error:
         return _refused(guard.refusal(error) if guard else error, endpoint.name, params, payload)
     except Exception:  # a storage outage or a bug: say so in Taskcluster's shape
-        log.exception("%s %s failed", endpoint.name, request.path)
+        log.exception("%s %s failed", endpoint.name, _shown(endpoint, params))
         return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
+
+
+SECRET_PARAMS = ("token",)   # a hook's trigger token: never in a log line
+
+
+def _shown(endpoint: Endpoint, params: dict) -> str:
+    """The request's path for a log line, its secret parameters masked."""
+    return "/" + "/".join(f"({segment[1:-1]})" if segment[1:-1] in SECRET_PARAMS
+                          else params.get(segment[1:-1], segment) if segment.startswith("<") else segment
+                          for segment in endpoint.segments)
 
 
 def _refused(error, endpoint: str, params: dict, payload) -> ApiResponse:

@@ -9,6 +9,7 @@ rewritten to point there, so it stands alone.
 from __future__ import annotations
 
 import json
+import posixpath
 
 from shared.validation import BASE_URI, SCHEMA_DIR
 from shared.api import scopes
@@ -68,7 +69,7 @@ def _parameter(name: str, where: str, schema: dict) -> dict:
 
 
 def _json(schema_name: str | None) -> dict:
-    schema = {"$ref": COMPONENTS + schema_name} if schema_name else {"type": "object"}
+    schema = {"$ref": COMPONENTS + _component(schema_name)} if schema_name else {"type": "object"}
     return {"application/json": {"schema": schema}}
 
 
@@ -81,7 +82,13 @@ def _bundle(names: set[str]) -> dict[str, dict]:
         if name not in bundled:
             schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
             bundled[name] = _rewrite(schema, name, waiting)
-    return dict(sorted(bundled.items()))
+    return {_component(name): schema for name, schema in sorted(bundled.items())}
+
+
+def _component(name: str) -> str:
+    """A schema's name among the components (`hooks/hook-definition`: `hooks.hook-definition`,
+    as a `/` would be read as a step of the JSON pointer)."""
+    return name.replace("/", ".")
 
 
 def _rewrite(value, name: str, found: list[str]):
@@ -94,7 +101,9 @@ def _rewrite(value, name: str, found: list[str]):
     out = {key: _rewrite(item, name, found) for key, item in value.items() if key not in ("$id", "$schema")}
     if isinstance(value.get("$ref"), str):
         target, _, pointer = value["$ref"].removeprefix(BASE_URI).partition("#")
-        target = target.removesuffix(".json") or name
+        # Relative to the schema's own folder (a service's schemas sit in one: hooks/...).
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), target.removesuffix(".json"))) \
+            if target else name
         found.append(target)
-        out["$ref"] = COMPONENTS + target + pointer
+        out["$ref"] = COMPONENTS + _component(target) + pointer
     return out

@@ -51,6 +51,13 @@ def _worker(call: Call) -> tuple[str, str, str]:
     return _task_queue_id(call), call.params["workerGroup"], call.params["workerId"]
 
 
+def _declare_worker(call: Call) -> dict:
+    """The worker's queue is seen too, kept at least as long (as Taskcluster's does)."""
+    expires = normalize_iso(call.body["expires"])
+    call.services.task_queues.seen(_task_queue_id(call), expires)
+    return call.services.workers.declare(*_worker(call), expires, utcnow())
+
+
 WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
 
 ENDPOINTS = [
@@ -66,6 +73,12 @@ ENDPOINTS = [
     Endpoint("status", "GET", "/task/<taskId>/status",
              lambda call: {"status": call.services.task_calls.status(call.params["taskId"])},
              output_schema="task-status-response"),
+    Endpoint("tasks", "POST", "/tasks",
+             lambda call: paged(call.query, partial(call.services.task_calls.definitions, call.body.get("taskIds", []))),
+             input_schema="tasks-request", query=("continuationToken", "limit"), output_schema="tasks-response"),
+    Endpoint("statuses", "POST", "/tasks/status",
+             lambda call: paged(call.query, partial(call.services.task_calls.statuses, call.body.get("taskIds", []))),
+             input_schema="tasks-request", query=("continuationToken", "limit"), output_schema="tasks-statuses-response"),
     Endpoint("createTask", "PUT", "/task/<taskId>",
              lambda call: {"status": call.services.task_calls.create(call.params["taskId"], call.body, call.authorize)},
              input_schema="create-task-request", output_schema="task-status-response"),
@@ -78,6 +91,10 @@ ENDPOINTS = [
     Endpoint("cancelTask", "POST", "/task/<taskId>/cancel",
              lambda call: {"status": call.services.task_calls.cancel(call.params["taskId"], call.authorize)},
              output_schema="task-status-response"),
+    Endpoint("changeTaskPriority", "POST", "/task/<taskId>/priority",
+             lambda call: call.services.priorities.change_task(call.params["taskId"], call.body["newPriority"],
+                                                               call.authorize),
+             input_schema="change-task-priority-request", output_schema="task-status-response"),
     Endpoint("claimWork", "POST", "/claim-work/<taskQueueId>", _claim_work,
              input_schema="claim-work-request", output_schema="claim-work-response"),
     Endpoint("reclaimTask", "POST", "/task/<taskId>/runs/<runId>/reclaim",
@@ -103,6 +120,10 @@ ENDPOINTS = [
              lambda call: call.services.task_groups.cancel(call.params["taskGroupId"],
                                                         call.services.task_calls.cancel_if_unresolved, call.authorize),
              output_schema="cancel-task-group-response"),
+    Endpoint("changeTaskGroupPriority", "POST", "/task-group/<taskGroupId>/priority",
+             lambda call: call.services.priorities.change_group(call.params["taskGroupId"], call.body["newPriority"],
+                                                                call.authorize),
+             input_schema="change-task-priority-request", output_schema="task-group-priority-change-response"),
     Endpoint("listDependentTasks", "GET", "/task/<taskId>/dependents",
              lambda call: paged(call.query, partial(call.services.task_calls.dependents, call.params["taskId"])),
              query=("continuationToken", "limit"), output_schema="list-dependent-tasks-response"),
@@ -115,6 +136,12 @@ ENDPOINTS = [
     Endpoint("taskQueueCounts", "GET", "/task-queues/<taskQueueId>/counts",
              lambda call: call.services.task_queues.counts(call.params["taskQueueId"]),
              output_schema="task-queue-counts-response"),
+    Endpoint("listPendingTasks", "GET", "/task-queues/<taskQueueId>/pending",
+             lambda call: paged(call.query, partial(call.services.task_queues.pending_runs, call.params["taskQueueId"])),
+             query=("continuationToken", "limit"), output_schema="list-pending-tasks-response"),
+    Endpoint("listClaimedTasks", "GET", "/task-queues/<taskQueueId>/claimed",
+             lambda call: paged(call.query, partial(call.services.task_queues.claimed_runs, call.params["taskQueueId"])),
+             query=("continuationToken", "limit"), output_schema="list-claimed-tasks-response"),
     Endpoint("listTaskQueues", "GET", "/task-queues",
              lambda call: paged(call.query, lambda after, limit: call.services.task_queues.list(after, limit, utcnow())),
              query=("continuationToken", "limit"), output_schema="list-taskqueues-response"),
@@ -133,5 +160,7 @@ ENDPOINTS = [
              lambda call: call.services.workers.quarantine(*_worker(call), normalize_iso(call.body["quarantineUntil"]),
                                                         call.body.get("quarantineInfo", ""), utcnow()),
              input_schema="quarantine-worker-request", output_schema="worker-response"),
+    Endpoint("declareWorker", "PUT", "/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>",
+             _declare_worker, input_schema="update-worker-request", output_schema="worker-response"),
     *ARTIFACT_ENDPOINTS,
 ]

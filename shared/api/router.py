@@ -32,6 +32,11 @@ PARAM_PATTERNS = {
     "name": r"^[\x20-\x7e]{1,2048}$",
     # A feed of the browser view: 16 random bytes, URL-safe base64 (services/task_groups/group_feeds.py).
     "feedId": r"^[A-Za-z0-9_-]{22}$",
+    # Taskcluster's hooks service's (a hookId may hold '/', sent as %2F).
+    "hookGroupId": r"^[a-zA-Z0-9-_]{1,1000}$",
+    "hookId": r"^[a-zA-Z0-9-_/]{1,1000}$",
+    # A trigger token: one that is not the hook's is refused as such (401), whatever it holds.
+    "token": r"^[\x20-\x7e]{1,1000}$",
 }
 REST_OF_PATH = "<name>"   # a final segment that takes every segment left
 

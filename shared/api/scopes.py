@@ -1,8 +1,8 @@
 """What each endpoint requires of its caller: one table, keyed by endpoint name.
 
-The expressions are Taskcluster's (its API reference, `queue-api.json` and
-`object-api.json`, in the notation of `shared/auth/expressions.py`), plus the scheduler's
-own. A `Requirement` says where each parameter comes from:
+The expressions are Taskcluster's (its API references, `queue-api.json`,
+`object-api.json` and `hooks-api.json`, in the notation of `shared/auth/expressions.py`),
+plus the scheduler's own. A `Requirement` says where each parameter comes from:
 - `scopes` is checked before the handler runs, with the URL's parameters and those
   `request(params, body)` reads from the body;
 - `stored_scopes` is checked by the service, with what `stored(loaded, params)` reads from
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from shared.domain.task_definition import PRIORITIES
+from shared.domain.task_scopes import CREATE_TASK, task_creation
 
 
 @dataclass(frozen=True)
@@ -32,31 +32,6 @@ class Requirement:
     run_bound: bool = False
 
 
-def task_creation(definition: dict) -> dict:
-    """The parameters of CREATE_TASK for a (normalized) task definition. A caller allowed a
-    priority may create tasks of any lower one."""
-    return {
-        "scopes": definition["scopes"],
-        "routes": definition["routes"],
-        "schedulerId": definition["schedulerId"],
-        "projectId": definition["projectId"],
-        "priorities": PRIORITIES[:PRIORITIES.index(definition["priority"]) + 1],
-        "provisionerId": definition["provisionerId"],
-        "workerType": definition["workerType"],
-    }
-
-
-# Taskcluster's, and (the form seed 001 gives) `queue:create-task:<priority>/<taskQueueId>`.
-CREATE_TASK = {"AllOf": [
-    {"for": "scope", "in": "scopes", "each": "<scope>"},
-    {"for": "route", "in": "routes", "each": "queue:route:<route>"},
-    "queue:create-task:project:<projectId>",
-    "queue:scheduler-id:<schedulerId>",
-    {"AnyOf": [
-        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>:<provisionerId>/<workerType>"},
-        {"for": "priority", "in": "priorities", "each": "queue:create-task:<priority>/<provisionerId>/<workerType>"},
-    ]},
-]}
 GET_ARTIFACT = {"AllOf": [{"for": "name", "in": "names", "each": "queue:get-artifact:<name>"}]}
 
 
@@ -78,6 +53,10 @@ def _body(*names: str) -> Callable[[dict, object], dict]:
     return lambda params, body: {name: body[name] for name in names}
 
 
+def _task_ids(params: dict, body) -> dict:
+    return {"taskIds": body.get("taskIds", [])}   # the schema's default: none
+
+
 def _names(params: dict, body) -> dict:
     return {"names": [params["name"]]}
 
@@ -93,6 +72,9 @@ _UPLOAD = Requirement("object:upload:<projectId>:<name>", request=_body("project
 _DOWNLOAD = Requirement("object:download:<name>")
 _READ_GRAPH = Requirement("scheduler:get-task-graph:<taskGraphId>")
 _WORKER = "<provisionerId>/<workerType>/<workerGroup>/<workerId>"
+# Who writes a hook must hold its role: what its tasks may do is what the writer may grant.
+_MODIFY_HOOK_AS_ITS_ROLE = Requirement({"AllOf": ["hooks:modify-hook:<hookGroupId>/<hookId>",
+                                                  "assume:hook-id:<hookGroupId>/<hookId>"]})
 
 REQUIREMENTS: dict[str, Requirement | None] = {
     # public
@@ -101,9 +83,9 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "task": Requirement("queue:get-task:<taskId>"),
     "status": Requirement("queue:status:<taskId>"),
     "tasks": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:get-task:<taskId>"}]},
-                         request=_body("taskIds")),
+                         request=_task_ids),
     "statuses": Requirement({"AllOf": [{"for": "taskId", "in": "taskIds", "each": "queue:status:<taskId>"}]},
-                            request=_body("taskIds")),
+                            request=_task_ids),
     "listDependentTasks": Requirement("queue:list-dependent-tasks:<taskId>"),
     "createTask": Requirement(stored_scopes=CREATE_TASK, stored=lambda definition, params: task_creation(definition)),
     "scheduleTask": _task_action("schedule-task"),
@@ -184,6 +166,21 @@ REQUIREMENTS: dict[str, Requirement | None] = {
                                    stored=_graph_tasks),
     "getTaskGraphStatus": _READ_GRAPH,
     "inspectTaskGraph": _READ_GRAPH,
+    # the hooks service (hooks-api.json); a trigger token is its own authority
+    "listHookGroups": Requirement("hooks:list-hooks:"),
+    "listHooks": Requirement("hooks:list-hooks:<hookGroupId>"),
+    "hook": Requirement("hooks:get:<hookGroupId>:<hookId>"),
+    "getHookStatus": Requirement("hooks:status:<hookGroupId>/<hookId>"),
+    "createHook": _MODIFY_HOOK_AS_ITS_ROLE,
+    "updateHook": _MODIFY_HOOK_AS_ITS_ROLE,
+    "removeHook": Requirement("hooks:modify-hook:<hookGroupId>/<hookId>"),
+    "triggerHook": Requirement("hooks:trigger-hook:<hookGroupId>/<hookId>"),
+    "getTriggerToken": Requirement("hooks:get-trigger-token:<hookGroupId>/<hookId>"),
+    "resetTriggerToken": Requirement("hooks:reset-trigger-token:<hookGroupId>/<hookId>"),
+    "triggerHookWithToken": None,
+    "listLastFires": Requirement("hooks:list-last-fires:<hookGroupId>/<hookId>"),
+    # The browser view's hooks with their last fires (ours): whoever may list them all.
+    "hookFires": Requirement({"AllOf": ["hooks:list-hooks:*", "hooks:list-last-fires:*"]}),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

@@ -2,9 +2,9 @@
 
 Everything about a group's tasks comes from the Queue API itself (listTaskGroup, task,
 status, artifacts); here are only what Taskcluster has no call for: the list of recent
-groups, what the watchdog found about a group, and the feeds that carry a group's events to
+groups, what the watchdog found about a group, the feeds that carry a group's events to
 the page (`services/task_groups/group_feeds.py`: a long poll, since a Functions HTTP answer is
-one body).
+one body), and every hook with its latest fires in one answer (the hooks page).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from shared.api.router import Endpoint
 
 SERVICE_ROOT = "/ui/data"
 RECENT_GROUPS = 50
+FIRES_PER_HOOK = 10
 NAMED_TASKS = 3     # a group is shown by the names of its first few tasks
 
 
@@ -59,4 +60,5 @@ ENDPOINTS = [
                                                          call.query.get("wait", MAX_WAIT),
                                                          call.query.get("limit", MAX_EVENTS)),
              query=("wait", "limit")),
+    Endpoint("hookFires", "GET", "/hooks", lambda call: call.services.hooks.overview(FIRES_PER_HOOK)),
 ]

@@ -21,9 +21,14 @@ from shared.auth.scopes import ScopeSet, valid_scope
 
 ANONYMOUS_ROLE = "anonymous"
 ASSUME_ANONYMOUS = "assume:" + ANONYMOUS_ROLE
-# Taskcluster's documented `anonymous` role of a public deployment, its Queue part (reading
-# tasks, groups, workers and public artifacts), and reading task graphs (their tasks).
+# Taskcluster's documented `anonymous` role of a public deployment, its Queue and hooks parts
+# (reading tasks, groups, workers, public artifacts, hooks and their fires), and reading task
+# graphs (their tasks).
 DEFAULT_ANONYMOUS_SCOPES = (
+    "hooks:get:*",
+    "hooks:list-hooks:*",
+    "hooks:list-last-fires:*",
+    "hooks:status:*",
     "queue:get-artifact:public/*",
     "queue:get-provisioner:*",
     "queue:get-task:*",

@@ -19,6 +19,14 @@ class InvalidInput(QueueError):
     code = "InputValidationError"
 
 
+class InputError(InvalidInput):
+    """A rule of a service other than the Queue's is broken: Taskcluster's hooks and worker
+    manager answer these with the code InputError (400), where its Queue says
+    InputValidationError."""
+
+    code = "InputError"
+
+
 class MalformedPayload(QueueError):
     """The request body is not JSON at all."""
 

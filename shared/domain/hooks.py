@@ -21,16 +21,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Iterable
 
 from shared.domain.cron import CronError, CronPattern
-from shared.domain.errors import InvalidInput
+from shared.domain.errors import InputError
 from shared.domain.ids import is_slugid, slugid_from_digest
+from shared.domain.task_events import Event
 from shared.domain.timestamps import to_iso
 
 FIRED_BY = ("schedule", "triggerHook", "triggerHookWithToken", "pulseMessage")
+# A scheduled fire is rendered with `now` = the time it was scheduled for, as Taskcluster does,
+# unless it is made up later than this (the app was down): the queue refuses a task created
+# more than 15 minutes ago, so such a fire takes the time it is made up at.
+LATE = timedelta(minutes=10)
+MAX_DEFINITION_CHARS = 300_000   # of a hook's definition as JSON (a row holds 1 MiB)
+DEFAULT_TRIGGER_SCHEMA = {"type": "object", "additionalProperties": False}
 
 
 def hook_role(hook_group_id: str, hook_id: str) -> str:
@@ -38,10 +46,40 @@ def hook_role(hook_group_id: str, hook_id: str) -> str:
     return f"assume:hook-id:{hook_group_id}/{hook_id}"
 
 
+def hook_definition(hook_group_id: str, hook_id: str, body: dict) -> dict:
+    """The definition stored for a createHook or updateHook body (already checked against
+    create-hook-request), with Taskcluster's defaults; InputError if its ids are not the
+    URL's. The schedule and the triggerSchema are checked by their own rules."""
+    if body.get("hookGroupId", hook_group_id) != hook_group_id:
+        raise InputError("Hook Group Ids do not match")
+    if body.get("hookId", hook_id) != hook_id:
+        raise InputError("Hook Ids do not match")
+    definition = {"hookGroupId": hook_group_id, "hookId": hook_id, "bindings": body.get("bindings", []),
+                  "metadata": {"emailOnError": True, **body["metadata"]}, "task": body["task"],
+                  "schedule": body.get("schedule", []), "triggerSchema": body.get("triggerSchema",
+                                                                                   DEFAULT_TRIGGER_SCHEMA)}
+    if len(json.dumps(definition, separators=(",", ":"))) > MAX_DEFINITION_CHARS:
+        raise InputError(f"task: the hook's definition is larger than {MAX_DEFINITION_CHARS} characters of JSON")
+    return definition
+
+
+def hook_changed(change: str, hook_group_id: str, hook_id: str, at: str) -> Event:
+    """hook-created, hook-updated or hook-deleted (`change`), as Taskcluster's hooks service
+    announces them: the ids alone, routing key `_` (its only word is the reserved one)."""
+    exchange = f"hook-{change}"
+    return Event(exchange, "_", {"hookGroupId": hook_group_id, "hookId": hook_id},
+                 f"hooks/{hook_group_id}/{hook_id}/{exchange}/{at}", at)
+
+
+def fire_time(scheduled: datetime, now: datetime) -> datetime:
+    """The `now` of a scheduled fire made at `now` (see LATE)."""
+    return scheduled if abs(now - scheduled) <= LATE else now
+
+
 # -- schedule ---------------------------------------------------------------------------------
 
 def check_schedule(schedule: Iterable[str], now: datetime, where: str = "schedule") -> list[CronPattern]:
-    """Each pattern parsed, and able to fire (its next time found); else InvalidInput naming
+    """Each pattern parsed, and able to fire (its next time found); else InputError naming
     the pattern, as Taskcluster's `<message> in <pattern>`."""
     patterns = []
     for position, text in enumerate(schedule):
@@ -49,7 +87,7 @@ def check_schedule(schedule: Iterable[str], now: datetime, where: str = "schedul
             pattern = CronPattern(text)
             pattern.next_after(now)
         except CronError as error:
-            raise InvalidInput(f"{where}[{position}]: {error} in {text!r}") from None
+            raise InputError(f"{where}[{position}]: {error} in {text!r}") from None
         patterns.append(pattern)
     return patterns
 
@@ -111,10 +149,10 @@ def fire_context(fired_by: str, task_id: str, now: datetime, payload: object = N
 
 
 def requested_task_id(payload: object) -> str | None:
-    """A trigger's payload may name the taskId to use (a slugid); InvalidInput otherwise."""
+    """A trigger's payload may name the taskId to use (a slugid); InputError otherwise."""
     chosen = payload.get("taskId") if isinstance(payload, dict) else None
     if not chosen:                         # Taskcluster: only a truthy value counts
         return None
     if not is_slugid(chosen):
-        raise InvalidInput(f"payload.taskId: invalid taskId format: {chosen!r}")
+        raise InputError(f"payload.taskId: invalid taskId format: {chosen!r}")
     return chosen

@@ -15,7 +15,10 @@ Taskcluster's rules, kept here:
   reference, link or error at once, and again when replaced; s3 artifacts are not announced);
 - a group is announced resolved when its last unresolved member resolves, and sealed;
 - (ours, not Taskcluster's) a group is announced stalled when the watchdog records a verdict
-  about it (see `domain.group_watch`).
+  about it (see `domain.group_watch`);
+- changeTaskPriority announces task-priority-changed (the status and both priorities, no
+  run in its routing key); changeTaskGroupPriority announces task-group-priority-changed
+  once, when it is done, and nothing for each task.
 """
 
 from __future__ import annotations
@@ -134,6 +137,19 @@ def artifact_created(summary: dict, notice: dict, status: TaskStatus, run_id: in
     body = {key: value for key, value in event.body.items() if key != "task"}   # Taskcluster's has no tags
     body["artifact"] = meta
     return Event(event.exchange, event.routing_key, body, f"{event.id}/{digest}", at, event.routes)
+
+
+def priority_changed(summary: dict, notice: dict, status: TaskStatus, old: str, new: str, at: str) -> Event:
+    """`summary` holds the new priority already."""
+    event = _task_event("task-priority-changed", summary, notice, status, None, at)
+    body = {"version": 1, "status": event.body["status"], "oldPriority": old, "newPriority": new}
+    return Event(event.exchange, event.routing_key, body, f"{event.id}/{old}-{new}/{at}", at, event.routes)
+
+
+def group_priority_changed(task_group_id: str, scheduler_id: str, new: str, affected: int, at: str) -> Event:
+    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "newPriority": new,
+            "tasksAffected": affected}
+    return _group_event("task-group-priority-changed", body, f"{task_group_id}/task-group-priority-changed/{at}", at)
 
 
 def group_resolved(task_group_id: str, scheduler_id: str, expires: str, resolved: str, at: str) -> Event:

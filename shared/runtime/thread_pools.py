@@ -86,6 +86,7 @@ CLAIMS = _declare("claim", 32, 4, "the runs one claimWork takes, claimed at once
 RESOLUTION_GROUPS = _declare("resolution-group", 16, 4, "a resolution's group and graph, beside its dependents")
 GROUP_DESCRIPTIONS = _declare("ui-groups", 8, 4, "the browser's list of groups, each described from its first tasks")
 FAN_OUTS = _declare("resolution-fan-out", 4, 4, "long fan-outs, after the call that resolved their task answered")
+GROUP_PRIORITIES = _declare("group-priority", 16, 4, "changeTaskGroupPriority's tasks, each given the priority")
 
 # -- layer 5: what resolves tasks from a pool -------------------------------------------------
 GROUP_CANCELS = _declare("group-cancel", 16, 5, "cancelTaskGroup's tasks, each resolved and followed up")

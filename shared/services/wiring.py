@@ -15,7 +15,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 
+from shared.auth.clients import Realm
 from shared.config import Settings
 from shared.events.bus import EventBus
 from shared.events.connect import event_bus, event_feeds
@@ -32,6 +34,10 @@ from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.dependencies.repairs import Repairs
 from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.event_publisher import EventPublisher
+from shared.services.hooks.firing import HookFiring
+from shared.services.hooks.hook_secrets import HookSecrets, sealing_box
+from shared.services.hooks.hooks import Hooks
+from shared.services.hooks.scheduler import HookScheduler
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
@@ -45,16 +51,20 @@ from shared.services.task_groups.group_feeds import GroupFeeds
 from shared.services.task_groups.stall_reports import StallReports
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.task_groups.worker_presence import SeenWorkers, WorkerPresence
+from shared.services.tasks.priorities import Priorities
 from shared.services.tasks.resolutions import Resolutions
 from shared.services.tasks.task_calls import TaskCalls
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.tasks.task_updater import TaskUpdater
+from shared.runtime.clock import clock_of
 from shared.storage.client.account import StorageAccount
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.artifact_table import ArtifactTable
 from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.dependency_table import DependencyTable
+from shared.storage.tables.hook_fire_table import HookFireTable
+from shared.storage.tables.hook_table import HookTable
 from shared.storage.tables.object_table import ObjectTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.requirement_table import RequirementTable
@@ -64,12 +74,13 @@ from shared.storage.tables.task_queue_table import TaskQueueTable
 from shared.storage.tables.task_table import TaskTable
 from shared.storage.tables.worker_table import WorkerTable
 
-DAY, FIVE_MINUTES = timedelta(days=1), timedelta(minutes=5)
+DAY, HOUR, FIVE_MINUTES = timedelta(days=1), timedelta(hours=1), timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
 class Services:
     task_calls: TaskCalls
+    priorities: Priorities
     work_claimer: WorkClaimer
     resolutions: Resolutions
     task_groups: TaskGroups
@@ -92,6 +103,8 @@ class Services:
     group_feeds: GroupFeeds
     watchdog: Watchdog
     stall_reports: StallReports
+    hooks: Hooks
+    hook_scheduler: HookScheduler
 
     @property
     def bus(self) -> EventBus | None:
@@ -142,7 +155,7 @@ class Services:
         # What makes runs pending: creation, the dependency tracker, the scheduler
         scheduling = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                                  follow_up=messages)
-        queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry)
+        queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry, task_table)
         tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
         groups = TaskGroups(group_table, task_table, publisher)
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
@@ -165,8 +178,19 @@ class Services:
         stall_reports = StallReports(groups, stall)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, settings.public_url or LOCAL_ROOT_URL)
+
+        # Hooks: tasks created in a hook's role, checked against what the roles grant it
+        realm = cache(lambda: Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes))
+        hook_clock, hook_index = clock_of(settings.hooks_clock_file), TimeIndex(account, "hook-fires", bucket=HOUR)
+        hook_secrets = HookSecrets(cache(lambda: sealing_box(settings.secrets_encryption_keys,
+                                                             settings.credentials_access_token)))
+        hook_fires = HookFireTable(account)
+        firing = HookFiring(task_calls, lambda role: realm().expand((role,)), hook_fires, hook_secrets, hook_clock)
+        hooks = Hooks(HookTable(account, marks), hook_fires, hook_index, firing, hook_secrets, task_table, publisher,
+                      hook_clock)
         return cls(
             task_calls=task_calls,
+            priorities=Priorities(task_table, pending_table, updater, groups, publisher),
             work_claimer=WorkClaimer(task_table, pending_table, claim_table, updater, signal, queues, issuer, workers,
                                      settings.claim_timeout, settings.claim_work_wait),
             resolutions=Resolutions(updater),
@@ -191,6 +215,8 @@ class Services:
             watchdog=Watchdog(watch_index, group_table, task_table, tracker, claim_resolver, presence, stall_reports,
                               task_calls.cancel_if_unresolved, stall),
             stall_reports=stall_reports,
+            hooks=hooks,
+            hook_scheduler=HookScheduler(hook_index, hooks, hook_clock),
         )
 
 

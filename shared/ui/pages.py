@@ -32,6 +32,8 @@ def page(path: str) -> Page:
         return _file("index.html")
     if TASK_GROUP.match(path):
         return _file("task-group.html")
+    if path == "hooks":
+        return _file("hooks.html")
     if path.startswith("static/") and path[len("static/"):] in FILES:
         return _file(path[len("static/"):])
     return Page(404, b"Not found. The task groups are listed at /api/ui/\n", "text/plain", "no-store")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.api import openapi, queue_api, scheduler_api, ui_api
+from shared.api import hooks_api, openapi, queue_api, scheduler_api, ui_api
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -24,7 +24,8 @@ REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 
 def test_every_endpoint_is_in_the_table():
-    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS]
+    served = [endpoint.name for endpoint in
+              queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS + hooks_api.ENDPOINTS]
     assert [name for name in served + QUEUE_REFERENCE + OBJECT_REFERENCE if name not in REQUIREMENTS] == []
     assert requirement("somethingNew") is UNLISTED and UNLISTED.scopes == "*"
 
@@ -36,11 +37,11 @@ def test_following_a_groups_events_asks_what_listing_it_asks():
 
 def test_only_the_service_endpoints_are_public():
     public = {name for name, needed in REQUIREMENTS.items() if needed is None}
-    assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi"}
+    assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi", "triggerHookWithToken"}
 
 
 @pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
-@pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json"])
+@pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json"])
 def test_the_expressions_are_taskclusters(reference):
     for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
         ours, theirs = expression(entry["name"]), entry.get("scopes")
@@ -49,6 +50,13 @@ def test_the_expressions_are_taskclusters(reference):
             assert theirs["AllOf"][4]["AnyOf"][0] in ours["AllOf"][4]["AnyOf"]
         else:
             assert ours == theirs, entry["name"]
+
+
+@pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
+def test_the_hooks_api_is_taskclusters_every_call_at_its_route():
+    ours = {endpoint.name: (endpoint.method, endpoint.route) for endpoint in hooks_api.ENDPOINTS}
+    for entry in json.loads((REFERENCE_DIR / "hooks-api.json").read_text())["entries"]:
+        assert ours[entry["name"]] == (entry["method"].upper(), entry["route"]), entry["name"]
 
 
 def test_the_openapi_documents_show_each_operations_scopes():

@@ -1,4 +1,5 @@
-"""Workers through the official client: known from their claims, listed, and quarantined."""
+"""Workers through the official client: known from their claims or declared, listed, and
+quarantined."""
 
 import time
 from datetime import timedelta
@@ -8,6 +9,7 @@ import taskcluster
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from tests.api.conftest import refusal, temporary
 from tests.api.test_task_lifecycle import claim_one, conforms
 
 
@@ -91,3 +93,26 @@ def test_unknown_workers_and_bad_input(queue, task_queue_id):
     with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
         queue.listWorkers(*split(task_queue_id), query={"quarantined": "maybe"})
     assert caught.value.status_code == 400 and "quarantined" in caught.value.body["message"]
+
+
+def test_declare_worker_makes_it_known_and_its_expiry_never_moves_back(server, queue, new_task, task_queue_id):
+    later, sooner = utcnow() + timedelta(days=10), utcnow() + timedelta(days=2)
+    declared = conforms("worker-response", queue.declareWorker(*split(task_queue_id), "wg", "declared",
+                                                               {"expires": to_iso(later)}))
+    assert declared["expires"] == to_iso(later) and declared["recentTasks"] == []
+    assert queue.getWorker(*split(task_queue_id), "wg", "declared")["expires"] == to_iso(later)
+    assert queue.declareWorker(*split(task_queue_id), "wg", "declared", {"expires": to_iso(sooner)})["expires"] == \
+        to_iso(later)
+    queue.createTask(new_slugid(), new_task())
+    claim_one(queue, task_queue_id, workerId="declared")          # a claim keeps the later expiry too
+    assert queue.getWorker(*split(task_queue_id), "wg", "declared")["expires"] == to_iso(later)
+    assert queue.getTaskQueue(task_queue_id)["expires"] >= to_iso(later)
+
+    narrow = taskcluster.Queue({"rootUrl": server.root_url, "maxRetries": 0, "credentials": temporary(
+        server.credentials, [f"queue:declare-worker:{task_queue_id}/wg/other#expires"])})
+    assert narrow.declareWorker(*split(task_queue_id), "wg", "other", {"expires": to_iso(sooner)})["workerId"] == \
+        "other"
+    status, body = refusal(narrow.declareWorker, *split(task_queue_id), "wg", "declared", {"expires": to_iso(sooner)})
+    assert status == 403 and f"queue:declare-worker:{task_queue_id}/wg/declared#expires" in body["message"]
+    status, body = refusal(queue.declareWorker, *split(task_queue_id), "wg", "x", {"expires": "soon"})
+    assert status == 400 and "expires" in body["message"]

@@ -25,6 +25,12 @@ def test_the_queue_api_is_one_anonymous_http_function_under_queue_v1():
     assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
 
 
+def test_the_hooks_service_is_one_anonymous_http_function_under_hooks_v1():
+    trigger = functions_by_name()["hooks_api"].get_trigger()
+    assert trigger.type == "httpTrigger" and trigger.route == "hooks/v1/{*path}"
+    assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
+
+
 def test_the_object_service_is_one_anonymous_http_function_under_object_v1():
     trigger = functions_by_name()["object_api"].get_trigger()
     assert trigger.type == "httpTrigger" and trigger.route == "object/v1/{*path}"
@@ -61,6 +67,7 @@ def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
         "deadline_resolver": "%QUEUE_DEADLINE_RESOLVER_SCHEDULE%",
         "expiration_sweep": "%QUEUE_EXPIRATION_SCHEDULE%",
         "watchdog": "%QUEUE_WATCHDOG_SCHEDULE%",
+        "hooks_scheduler": "%HOOKS_SCHEDULER_SCHEDULE%",
     }
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in schedules.values())

@@ -9,6 +9,8 @@ def test_the_list_the_group_page_and_the_static_files():
     assert group.status == 200 and b"group-view.js" in group.body
     assert page("static/group-model.js").content_type == "application/javascript"
     assert page("static/vendor/dagre.min.js").status == 200  # bundled by `make ui`
+    hooks = page("hooks")
+    assert hooks.status == 200 and b"data/hooks" in hooks.body and hooks.content_type == "text/html"
 
 
 def test_nothing_else_is_served():

@@ -1,4 +1,6 @@
-"""Task queues: the ones seen so far, and how much work waits in each."""
+"""Task queues: the ones seen so far, how much work waits in each, and which runs are pending
+or claimed there (listPendingTasks, listClaimedTasks: like Taskcluster's, a good
+approximation of a state that changes as it is read)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,14 @@ import threading
 import time
 from datetime import datetime
 
-from shared.domain.errors import NotFound
+from shared.domain.errors import InvalidInput, NotFound
+from shared.domain.runs import RunState
+from shared.domain.task_definition import priority_rank
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.task_queue_table import TaskQueueRecord, TaskQueueTable
+from shared.storage.tables.task_table import TaskTable
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, lapsed
 
 # A queue row is refreshed at most this often per process, so a busy queue costs no writes.
@@ -19,8 +24,9 @@ REFRESH_SECONDS = 300
 
 class TaskQueues:
     def __init__(self, queue_table: TaskQueueTable, pending_table: PendingTable, claim_table: ClaimTable,
-                 expiry: TaskQueueExpiry) -> None:
+                 expiry: TaskQueueExpiry, task_table: TaskTable) -> None:
         self.queue_table = queue_table
+        self.task_table = task_table
         self.expiry = expiry
         self.pending_table = pending_table
         self.claim_table = claim_table
@@ -65,6 +71,55 @@ class TaskQueues:
         provisioner_id, worker_type = task_queue_id.split("/", 1)
         return {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": task_queue_id,
                 "pendingTasks": self.pending_table.count(task_queue_id)}
+
+    def pending_runs(self, task_queue_id: str, after: str, limit: int) -> tuple[dict, str | None]:
+        """listPendingTasks: a page of the queue's pending runs in claim order (priority, then
+        when they became pending), each with its task; `after` is where the last page ended.
+        A hint whose run is no longer pending is left out, so a page may be short."""
+        hints = self.pending_table.page(task_queue_id, _position(after), limit + 1)
+        page = hints[:limit]
+        records = self.task_table.load_many(list(dict.fromkeys(hint.task_id for hint in page)), with_definition=True)
+        tasks = {}
+        for record in filter(None, records):
+            run = record.status.pending_run
+            if run is not None and record.summary["taskQueueId"] == task_queue_id:
+                tasks[record.task_id, run.run_id] = record
+        listed = []
+        for hint in page:   # each run once, where the hint of its priority puts it
+            record = tasks.get((hint.task_id, hint.run_id))
+            if record is not None and hint.priority_rank == priority_rank(record.summary["priority"]):
+                del tasks[hint.task_id, hint.run_id]
+                listed.append({"taskId": hint.task_id, "runId": hint.run_id, "task": record.definition,
+                               "inserted": record.status.pending_run.scheduled})
+        last = f"{page[-1].partition}\n{page[-1].row_key}" if len(hints) > limit else None
+        return {"tasks": listed}, last
+
+    def claimed_runs(self, task_queue_id: str, after: str, limit: int) -> tuple[dict, str | None]:
+        """listClaimedTasks: a page of the queue's claimed runs, in taskId order (Taskcluster
+        lists them oldest claim first), each with its task and worker."""
+        rows = self.claim_table.page(task_queue_id, after, limit + 1)
+        page = rows[:limit]
+        task_ids = list(dict.fromkeys(row.task_id for row in page))
+        records = dict(zip(task_ids, self.task_table.load_many(task_ids, with_definition=True)))
+        listed = []
+        for row in page:
+            record = records.get(row.task_id)
+            run = record.status.run(row.run_id) if record is not None else None
+            if run is not None and run.state is RunState.RUNNING and \
+                    (run.worker_group, run.worker_id) == (row.worker_group, row.worker_id):
+                listed.append({"taskId": row.task_id, "runId": row.run_id, "workerGroup": row.worker_group,
+                               "workerId": row.worker_id, "claimed": run.started, "task": record.definition})
+        return {"tasks": listed}, page[-1].row_key if len(rows) > limit else None
+
+
+def _position(after: str) -> tuple[str, str] | None:
+    """A pending listing's place: the (partition, row key) of the last hint it read."""
+    if not after:
+        return None
+    partition, newline, row_key = after.partition("\n")
+    if not newline:
+        raise InvalidInput("continuationToken: it was not issued by listPendingTasks")
+    return partition, row_key
 
 
 def _render(record: TaskQueueRecord) -> dict:

@@ -18,6 +18,7 @@ from shared.runtime.thread_pools import CLAIMS
 from shared.domain import lifecycle
 from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
+from shared.domain.task_definition import priority_rank
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
@@ -210,9 +211,13 @@ class WorkClaimer:
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
 
-        def of_this_queue(record: TaskRecord) -> None:   # a hint written for a createTask refused late
-            if record.summary["taskQueueId"] != hint.task_queue_id:
+        def of_this_queue(record: TaskRecord) -> None:
+            if record.summary["taskQueueId"] != hint.task_queue_id:   # a createTask refused late
                 raise _Skip(stale=True)
+            if hint.priority_rank != priority_rank(record.summary["priority"]):
+                # A priority the task has not, or not yet (see `priorities`: the hint of its
+                # new one is written before its row); a young one may be its row's next.
+                raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE)
 
         try:
             record = self.updater.apply(hint.task_id, take, "claim", with_definition=True, remove_hints=False,

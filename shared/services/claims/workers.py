@@ -129,6 +129,18 @@ class Workers:
                 task_queue_id, worker_group, worker_id), now)
         return render(record)
 
+    def declare(self, task_queue_id: str, worker_group: str, worker_id: str, expires: str, now: datetime) -> dict:
+        """declareWorker: the worker made known (as a first claimWork makes it), active now and
+        kept at least until `expires` (an expiry never moves back, as in Taskcluster)."""
+        def declared(worker: WorkerRecord) -> WorkerRecord:
+            changed = replace(worker, last_date_active=to_iso(now), expires=_later(worker.expires, expires))
+            if changed.expires != worker.expires:
+                self.expiry.watch(changed)   # before the row says it
+            return changed
+        record = change_until_saved(self._reread(self.arrive(task_queue_id, worker_group, worker_id, now), now),
+                                    declared, self.worker_table.save)
+        return render(record)
+
     def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],
                 now: datetime) -> int:
         """Resolve the runs the worker still holds as worker-shutdown; returns how many."""
@@ -184,8 +196,8 @@ def _active(record: WorkerRecord, runs: list[tuple[str, int]], now: datetime) ->
     recent = [*record.recent_tasks]
     recent += [{"taskId": task_id, "runId": run_id} for task_id, run_id in runs
                if {"taskId": task_id, "runId": run_id} not in recent]
-    return replace(record, last_date_active=to_iso(now), expires=to_iso(now + WORKER_LIFETIME),
-                   recent_tasks=tuple(recent[-RECENT_TASKS:]))
+    return replace(record, last_date_active=to_iso(now), recent_tasks=tuple(recent[-RECENT_TASKS:]),
+                   expires=_later(record.expires, to_iso(now + WORKER_LIFETIME)))   # never moved back
 
 
 def _later(first: str, second: str) -> str:

@@ -2,7 +2,7 @@
 applied to each trigger's payload (triggerHook, triggerHookWithToken, a Pulse message's body),
 with a 400 that names each offending field, as Taskcluster refuses them (it lists them all).
 
-The default, Taskcluster's, accepts only an empty object: a hook takes no payload unless it
+The default (`domain.hooks.DEFAULT_TRIGGER_SCHEMA`, Taskcluster's) accepts only an empty object: a hook takes no payload unless it
 says which. Defaults in the schema are not applied to the payload (Taskcluster's validator
 does not either).
 """
@@ -11,31 +11,29 @@ from __future__ import annotations
 
 from jsonschema import SchemaError
 
-from shared.domain.errors import InvalidInput
+from shared.domain.errors import InputError
 from shared.validation import MAX_MESSAGES, field_path, user_validator
-
-DEFAULT_TRIGGER_SCHEMA = {"type": "object", "additionalProperties": False}
 
 
 def check_trigger_schema(schema: object, where: str = "triggerSchema") -> dict:
     if not isinstance(schema, dict):
-        raise InvalidInput(f"{where}: must be an object (a JSON schema)")
+        raise InputError(f"{where}: must be an object (a JSON schema)")
     try:
         user_validator(schema)
     except SchemaError as error:
         inside = ".".join(str(part) for part in error.absolute_path)
-        raise InvalidInput(f"{where}{'.' + inside if inside else ''}: is not a valid JSON schema: "
+        raise InputError(f"{where}{'.' + inside if inside else ''}: is not a valid JSON schema: "
                            f"{error.message}") from None
     return schema
 
 
 def check_trigger_payload(schema: dict, payload: object) -> None:
-    """InvalidInput listing every way `payload` breaks `schema`, each under `payload.<field>`."""
+    """InputError listing every way `payload` breaks `schema`, each under `payload.<field>`."""
     validator = user_validator(schema)
     errors = sorted(validator.iter_errors(payload), key=lambda error: [str(part) for part in error.absolute_path])
     if errors:
         lines = [_line(error) for error in errors[:MAX_MESSAGES]]
-        raise InvalidInput("\n".join(lines))
+        raise InputError("\n".join(lines))
 
 
 def _line(error) -> str:

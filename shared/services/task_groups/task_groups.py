@@ -10,11 +10,11 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
-from shared.runtime.thread_pools import GROUP_CANCELS, TASK_READS
+from shared.runtime.thread_pools import GROUP_CANCELS, GROUP_PRIORITIES, TASK_READS
 from shared.domain import group_watch, task_events
-from shared.domain.errors import Conflict, NotFound
+from shared.domain.errors import Conflict, InvalidInput, NotFound
 from shared.domain.task_status import render_status
-from shared.domain.timestamps import parse_iso, utcnow
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.patterns.buckets import WIDE
 from shared.storage.errors import AlreadyExists, Closed
 from shared.storage.tables.task_group_table import FirstResolution, TaskGroupRecord, TaskGroupTable
@@ -185,6 +185,22 @@ class TaskGroups:
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}
 
+    def change_priority(self, task_group_id: str, priority: str, change_task: Callable[[str], bool],
+                        authorize: Authorize = None) -> dict:
+        """Give every member `priority` (`change_task(id)` says if it did), then announce
+        task-group-priority-changed on the group's row."""
+        group = self.existing(task_group_id, authorize)
+        changed, after = [], ""
+        while page := self.group_table.members(task_group_id, after, READ_PAGE):
+            changed += [task_id for task_id, done in zip(page, GROUP_PRIORITIES.map(change_task, page)) if done]
+            after = page[-1]
+        event = task_events.group_priority_changed(task_group_id, group.scheduler_id, priority, len(changed),
+                                                   to_iso(utcnow()))
+        self._change(lambda: self.group_table.load(task_group_id), lambda record: self._announced(record, event),
+                     first=group)
+        return {"taskGroupId": task_group_id, "schedulerId": group.scheduler_id, "newPriority": priority,
+                "tasksAffected": len(changed), "taskIds": changed}
+
     def existing(self, task_group_id: str, authorize: Authorize = None) -> TaskGroupRecord:
         """The group, checked by `authorize(group)` (the caller's scope check) if given."""
         group = self.group_table.load(task_group_id)
@@ -209,7 +225,7 @@ class TaskGroups:
         """`{tasks: [{task, status}]}` for one page of ids (limit + 1 given when there may be
         more), reading the tasks in parallel; and the page's last id when more follow."""
         page = task_ids[:limit]
-        records = TASK_READS.map(lambda task_id: self.task_table.load(task_id, with_definition=True), page)
+        records = self.task_table.load_many(page, with_definition=True)
         out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
                          for record in records if record is not None]}
         return out, page[-1] if len(task_ids) > limit else None

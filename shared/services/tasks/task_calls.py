@@ -1,11 +1,13 @@
-"""The calls that act on one whole task: create, read, schedule, rerun, cancel, dependents."""
+"""The calls that act on one whole task: create, read (one, or several at once), schedule,
+rerun, cancel, dependents."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from shared.domain import lifecycle, task_definition
-from shared.domain.errors import NotFound
+from shared.domain.errors import InvalidInput, NotFound
+from shared.domain.ids import is_slugid
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import utcnow
 from shared.storage.tables.task_table import TaskRecord, TaskTable
@@ -41,6 +43,31 @@ class TaskCalls:
     def status(self, task_id: str) -> dict:
         record = self._load(task_id)
         return render_status(record.summary, record.status)
+
+    def definitions(self, task_ids: list[str], after: str, limit: int) -> tuple[dict, str | None]:
+        """The `tasks` call: the definitions of the tasks named, a page at a time; a taskId
+        that names no task is left out (Taskcluster's batch reads ignore them)."""
+        records, last = self._batch(task_ids, after, limit, with_definition=True)
+        return {"tasks": [{"taskId": record.task_id, "task": record.definition} for record in records]}, last
+
+    def statuses(self, task_ids: list[str], after: str, limit: int) -> tuple[dict, str | None]:
+        """The `statuses` call: as `definitions`, with each task's status."""
+        records, last = self._batch(task_ids, after, limit)
+        return {"statuses": [{"taskId": record.task_id, "status": render_status(record.summary, record.status)}
+                             for record in records]}, last
+
+    def _batch(self, task_ids: list[str], after: str, limit: int,
+               with_definition: bool = False) -> tuple[list[TaskRecord], str | None]:
+        """The tasks of one page of `task_ids` (each once, in the order given), the page
+        after the taskId `after`, and the last taskId of the page when more follow."""
+        unique = [task_id for task_id in dict.fromkeys(task_ids) if is_slugid(task_id)]   # others name no task
+        if after and after not in unique:
+            raise InvalidInput(f"continuationToken: it does not continue a read of these taskIds ({after!r})")
+        start = unique.index(after) + 1 if after else 0
+        page = unique[start:start + limit]
+        records = self.task_table.load_many(page, with_definition) if page else []
+        return [record for record in records if record is not None], \
+            page[-1] if start + limit < len(unique) else None
 
     def _load(self, task_id: str, with_definition: bool = False) -> TaskRecord:
         record = self.task_table.load(task_id, with_definition=with_definition)

@@ -112,6 +112,14 @@ class ClaimTable:
             select=["PartitionKey", "RowKey"])
         return [(row.task_id, row.run_id) for row in map(_row, rows)]
 
+    def page(self, task_queue_id: str, after: str, limit: int) -> list[ClaimRow]:
+        """Up to `limit` claim rows of the queue in key order (taskId, then runId), after the
+        row key `after` (a listing's pages)."""
+        return [_row(entity) for entity in first_rows(
+            self._table, "PartitionKey eq @pk and RowKey gt @after and RowKey lt @workers",
+            {"pk": escape_key(task_queue_id), "after": after, "workers": WORKERS}, limit,
+            ["PartitionKey", "RowKey", "takenUntil"])]
+
     def count(self, task_queue_id: str) -> int:
         """Claimed runs of the queue. The rows `remove_soon` holds are deleted first, so this
         process counts exactly; another's rows of handled resolutions may still be counted

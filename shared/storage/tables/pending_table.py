@@ -26,8 +26,11 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from azure.core.exceptions import ResourceNotFoundError
+
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.batches import MAX_BATCH, delete_row, upsert_in_batches
+from shared.storage.errors import ChangedSinceRead
+from shared.storage.patterns.batches import MAX_BATCH, delete_if_unchanged, delete_row, upsert_in_batches
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, bucket_range
 from shared.storage.patterns.deferred_deletes import DeferredDeletes
 from shared.storage.patterns.keys import escape_key
@@ -42,6 +45,11 @@ class PendingHint:
     row_key: str
     written: datetime
     partition: str
+
+    @property
+    def priority_rank(self) -> int:
+        """The priority the hint was written for (the task's may have changed since)."""
+        return int(self.row_key.split(".", 1)[0])
 
 
 SECOND = len("2026-11-24T13:41:05")
@@ -87,6 +95,25 @@ class PendingTable:
         row_key = _row_key(priority_rank, scheduled, task_id, run_id)
         delete_row(self._table, _bucket(task_queue_id, row_key), row_key)   # gone already, or spread (see above)
 
+    def version(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> str | None:
+        """The ETag of a run's hint in its second's bucket (None: not there), so that it is
+        removed later only if nobody wrote it again meanwhile (`remove_version`)."""
+        row_key = _row_key(priority_rank, scheduled, task_id, run_id)
+        try:
+            return self._table.get_entity(_bucket(task_queue_id, row_key), row_key, select=["RowKey"]).metadata["etag"]
+        except ResourceNotFoundError:
+            return None
+
+    def remove_version(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int,
+                       etag: str) -> None:
+        """Delete a run's hint if it is still the version `version` read (a hint written again
+        since is another writer's, for a run pending at that priority again)."""
+        row_key = _row_key(priority_rank, scheduled, task_id, run_id)
+        try:
+            delete_if_unchanged(self._table, _bucket(task_queue_id, row_key), row_key, etag, task_id)
+        except ChangedSinceRead:
+            pass
+
     def peek(self, task_queue_id: str, limit: int) -> list[PendingHint]:
         """The first `limit` hints of the queue in claim order, but those `remove_soon` holds."""
         gone = self._later.holds()
@@ -94,6 +121,21 @@ class PendingTable:
                           ["PartitionKey", "RowKey", "taskId", "runId"])
         return [self._hint(task_queue_id, entity) for entity in page
                 if (entity["PartitionKey"], entity["RowKey"]) not in gone][:limit]
+
+    def page(self, task_queue_id: str, after: tuple[str, str] | None, limit: int) -> list[PendingHint]:
+        """Up to `limit` hints of the queue in claim order, after the hint whose (partition,
+        row key) is `after`: the rest of its bucket, then the buckets after it (a listing's
+        pages; it reads what `remove_soon` holds as still there)."""
+        columns = ["PartitionKey", "RowKey", "taskId", "runId"]
+        every = bucket_range(escape_key(task_queue_id))
+        rows = []
+        if after:
+            rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @rk", {"pk": after[0], "rk": after[1]},
+                              limit, columns)
+            every = {**every, "low": after[0]}
+        if len(rows) < limit:
+            rows += first_rows(self._table, IN_BUCKETS, every, limit - len(rows), columns)
+        return [self._hint(task_queue_id, entity) for entity in rows]
 
     def remove(self, hint: PendingHint) -> None:
         delete_row(self._table, hint.partition, hint.row_key)   # another claimer cleaned it up first

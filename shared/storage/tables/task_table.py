@@ -9,7 +9,8 @@ inserts and merges as fast in partitions of 1,250 rows as of 78 (20,000 rows, me
 and Azure serves 2,000 entities/s per partition, 64,000/s over the 32.
 
 The definition is written once, at creation;
-afterwards only the status columns change, always through a conditional merge on the
+afterwards only the status columns change (and the priority column, by changeTaskPriority:
+the stored definition is read with it), always through a conditional merge on the
 row's ETag, so two writers can never both win from the same read. The events each change
 announces are written with it, in the row's outbox columns (see `outbox`).
 """
@@ -24,7 +25,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
-from shared.runtime.thread_pools import TASK_INSERTS
+from shared.runtime.thread_pools import TASK_INSERTS, TASK_READS
 from shared.domain import task_events
 from shared.domain.dependencies import Dependent
 from shared.domain.runs import Run
@@ -200,6 +201,10 @@ class TaskTable:
             return None
         return _record(task_id, entity, with_definition)
 
+    def load_many(self, task_ids: list[str], with_definition: bool = False) -> list[TaskRecord | None]:
+        """`load` of each task, the reads at once; in the order given."""
+        return list(TASK_READS.map(lambda task_id: self.load(task_id, with_definition), task_ids))
+
     def save_status(self, record: TaskRecord, status: TaskStatus) -> TaskRecord:
         """Write `status`, and the events of the change into the outbox, if the row is still
         as `record` read it; else ChangedSinceRead."""
@@ -216,6 +221,23 @@ class TaskTable:
         change's events added; the outbox is written only if they changed it)."""
         events = self._events(status.task_id, record.summary, record.notice, record.status, status, record.outbox)
         return {**_status_columns(status), **(outbox.to_columns(events) if events != record.outbox else {})}, events
+
+    def save_priority(self, record: TaskRecord, priority: str,
+                      announce: Callable[[dict], list[Event]]) -> TaskRecord:
+        """Write the task's new `priority`, with the events `announce(new summary)` gives in the
+        outbox, if the row is still as `record` read it; else ChangedSinceRead."""
+        summary = {**record.summary, "priority": priority}
+        events = self.marks.prepare(self, record.task_id, record.outbox + tuple(announce(summary))) \
+            if self.events else ()
+        columns = {"priority": priority, **(outbox.to_columns(events) if events != record.outbox else {})}
+        try:
+            etag = self._merge(record, columns)
+        except ChangedSinceRead:
+            self.marks.refused(events)
+            raise
+        self._recent.forget(record.task_id)   # a definition remembered says the old priority
+        definition = {**record.definition, "priority": priority} if record.definition is not None else None
+        return self._wrote(replace(record, summary=summary, definition=definition, etag=etag, outbox=events))
 
     def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]],
                       saved: Callable[[list[TaskRecord]], None] = lambda records: None
@@ -357,6 +379,7 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     if with_definition:
         encoded = long_text.from_columns("definition", entity)
         definition, definition_chars = json.loads(encoded), len(encoded)
+        definition["priority"] = entity["priority"]   # changeTaskPriority writes only the column
     status = TaskStatus(
         task_id=task_id,
         retries=entity["retries"],

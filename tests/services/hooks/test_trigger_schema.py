@@ -4,8 +4,8 @@ naming each field."""
 import pytest
 
 from shared.domain.errors import InvalidInput
-from shared.services.hooks.trigger_schema import (DEFAULT_TRIGGER_SCHEMA, check_trigger_payload,
-                                                  check_trigger_schema)
+from shared.domain.hooks import DEFAULT_TRIGGER_SCHEMA
+from shared.services.hooks.trigger_schema import check_trigger_payload, check_trigger_schema
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["branch"],
           "properties": {"branch": {"type": "string", "pattern": "^[a-z]+$"},
