@@ -9,6 +9,7 @@ rewritten to point there, so it stands alone.
 from __future__ import annotations
 
 import json
+from urllib.parse import urljoin
 
 from shared.validation import BASE_URI, SCHEMA_DIR
 from shared.api import scopes
@@ -21,7 +22,11 @@ COMPONENTS = "#/components/schemas/"
 
 def document(endpoints: list[Endpoint], service_root: str, title: str) -> dict:
     paths: dict[str, dict] = {}
+    named = set()
     for endpoint in endpoints:
+        if endpoint.name in named:   # one operation at two routes (an optional last parameter): its first
+            continue
+        named.add(endpoint.name)
         path = "/" + "/".join(f"{{{s[1:-1]}}}" if s.startswith("<") else s for s in endpoint.segments)
         paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint)
     names = {ERROR_SCHEMA} | {name for e in endpoints for name in (e.input_schema, e.output_schema) if name}
@@ -68,7 +73,7 @@ def _parameter(name: str, where: str, schema: dict) -> dict:
 
 
 def _json(schema_name: str | None) -> dict:
-    schema = {"$ref": COMPONENTS + schema_name} if schema_name else {"type": "object"}
+    schema = {"$ref": COMPONENTS + _component(schema_name)} if schema_name else {"type": "object"}
     return {"application/json": {"schema": schema}}
 
 
@@ -81,7 +86,13 @@ def _bundle(names: set[str]) -> dict[str, dict]:
         if name not in bundled:
             schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
             bundled[name] = _rewrite(schema, name, waiting)
-    return dict(sorted(bundled.items()))
+    return {_component(name): schema for name, schema in sorted(bundled.items())}
+
+
+def _component(name: str) -> str:
+    """A schema's component name: its path under schemas/v1, `/` made `.` (a `/` would split
+    the JSON pointer that refers to it)."""
+    return name.replace("/", ".")
 
 
 def _rewrite(value, name: str, found: list[str]):
@@ -93,8 +104,9 @@ def _rewrite(value, name: str, found: list[str]):
         return value
     out = {key: _rewrite(item, name, found) for key, item in value.items() if key not in ("$id", "$schema")}
     if isinstance(value.get("$ref"), str):
-        target, _, pointer = value["$ref"].removeprefix(BASE_URI).partition("#")
+        # Relative to the schema's own `$id` (`../common.json` from a service's folder).
+        target, _, pointer = urljoin(BASE_URI + name + ".json", value["$ref"]).removeprefix(BASE_URI).partition("#")
         target = target.removesuffix(".json") or name
         found.append(target)
-        out["$ref"] = COMPONENTS + target + pointer
+        out["$ref"] = COMPONENTS + _component(target) + pointer
     return out
