@@ -71,7 +71,7 @@ class Access:
                                           request.body, request.headers.get("content-type", "")), self.realm)
 
     def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
-        return Guard(requirement(endpoint), caller, params)
+        return Guard(requirement(endpoint), caller, params, self.realm.anonymous)
 
 
 def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "") -> tuple[str, int]:
@@ -101,9 +101,11 @@ class Guard:
     what `stored_scopes` needs, and `require` lets it check the endpoint's scopes again with
     more values (an artifact link's target name)."""
 
-    def __init__(self, needed: Requirement | None, caller: Caller, params: dict) -> None:
+    def __init__(self, needed: Requirement | None, caller: Caller, params: dict,
+                 anonymous: Caller | None = None) -> None:
         self.needed = needed
         self.caller = caller
+        self.anonymous = anonymous
         self.params = dict(params)
         self.checked_scopes = False
         bound = _RUN_CLIENT.fullmatch(caller.client_id or "")
@@ -151,6 +153,11 @@ class Guard:
         """The endpoint's `scopes` again, with more parameters (Taskcluster's `req.authorize`)."""
         if self.needed and self.needed.scopes is not None:
             self._check(expressions.render(self.needed.scopes, {**self.params, **values}))
+
+    def public(self, expression) -> bool:
+        """Whether a caller without credentials would satisfy `expression` (the index's
+        redirect to a public artifact needs no signature)."""
+        return self.anonymous is not None and self.anonymous.scopes.satisfies(expression)
 
     def refusal(self, error: Exception) -> Exception:
         """What to answer for `error` raised by the handler: a run this queue does not hold is

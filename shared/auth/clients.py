@@ -22,8 +22,12 @@ from shared.auth.scopes import ScopeSet, valid_scope
 ANONYMOUS_ROLE = "anonymous"
 ASSUME_ANONYMOUS = "assume:" + ANONYMOUS_ROLE
 # Taskcluster's documented `anonymous` role of a public deployment, its Queue part (reading
-# tasks, groups, workers and public artifacts), and reading task graphs (their tasks).
+# tasks, groups, workers and public artifacts), its index part (finding and listing) and the
+# secrets' names (not their values), and reading task graphs (their tasks).
 DEFAULT_ANONYMOUS_SCOPES = (
+    "index:find-task:*",
+    "index:list-namespaces:*",
+    "index:list-tasks:*",
     "queue:get-artifact:public/*",
     "queue:get-provisioner:*",
     "queue:get-task:*",
@@ -38,6 +42,7 @@ DEFAULT_ANONYMOUS_SCOPES = (
     "queue:pending-count:*",
     "queue:status:*",
     "scheduler:get-task-graph:*",
+    "secrets:list-secrets",
 )
 # What a client id may contain: a Hawk header attribute's characters.
 _CLIENT_ID = re.compile(r"[ a-zA-Z0-9_!#$%&'()*+,\-./:;<=>?@\[\]^`{|}~]+")

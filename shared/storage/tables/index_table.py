@@ -50,8 +50,8 @@ class IndexTable:
         self.ensure_namespaces(entry.namespace, entry.expires)
         for _ in range(ATTEMPTS):
             stored = self.get(entry.namespace)
-            if stored is not None and not replaces(entry.rank, stored.rank):
-                return stored
+            if stored is not None and (stored == entry or not replaces(entry.rank, stored.rank)):
+                return stored     # outranked, or this very entry (inserted again: nothing to write)
             try:
                 meta = lost_responses.write(self._table, _entity(entry), stored.etag if stored else None)
             except (AlreadyExists, ChangedSinceRead):
