@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
 # The sample's QUEUE_CREDENTIALS_ACCESS_TOKEN: public, so never trusted (see `_credentials_token`).
@@ -43,6 +43,9 @@ class Settings:
     roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
+    # SECRETS_ENCRYPTION_KEYS: the secrets' keys, `<keyId>:<base64>` newest first (a Key Vault
+    # reference in Azure; see services/secrets/encryption.py). Never in a repr.
+    secrets_encryption_keys: str = field(default="", repr=False)
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -65,6 +68,7 @@ class Settings:
             roles=os.environ.get("QUEUE_ROLES", ""),
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
+            secrets_encryption_keys=os.environ.get("SECRETS_ENCRYPTION_KEYS", ""),
         )
 
 

@@ -30,6 +30,7 @@ from devhost.rabbitmq import RabbitMQ
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.secrets.encryption import new_key_entry
 from shared.services.wiring import Services
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
@@ -38,6 +39,8 @@ from tests.signing import HawkAuth
 ROOT = Path(__file__).resolve().parent.parent
 # Every test server trusts this client with `*` (STATIC_CLIENTS), and its clients use it.
 ROOT_CREDENTIALS = {"clientId": "static/tests-root", "accessToken": secrets.token_urlsafe(33)}
+# The secrets' key of every test server (a fresh one per test run).
+SECRETS_KEYS = new_key_entry("tests")
 
 
 def unique_prefix() -> str:
@@ -192,6 +195,7 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "STATIC_CLIENTS": json.dumps([{**ROOT_CREDENTIALS, "scopes": ["*"]}]),
+        "SECRETS_ENCRYPTION_KEYS": SECRETS_KEYS,
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log", tree, tree),
@@ -273,7 +277,7 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
-        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts")
+        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts", secrets_encryption_keys=SECRETS_KEYS)
     return Settings(**{**settings, **overrides})
 
 

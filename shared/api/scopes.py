@@ -1,8 +1,8 @@
 """What each endpoint requires of its caller: one table, keyed by endpoint name.
 
-The expressions are Taskcluster's (its API reference, `queue-api.json` and
-`object-api.json`, in the notation of `shared/auth/expressions.py`), plus the scheduler's
-own. A `Requirement` says where each parameter comes from:
+The expressions are Taskcluster's (its API references, `queue-api.json`, `object-api.json`,
+`index-api.json` and `secrets-api.json`, in the notation of `shared/auth/expressions.py`),
+plus the scheduler's own. A `Requirement` says where each parameter comes from:
 - `scopes` is checked before the handler runs, with the URL's parameters and those
   `request(params, body)` reads from the body;
 - `stored_scopes` is checked by the service, with what `stored(loaded, params)` reads from
@@ -80,6 +80,11 @@ def _body(*names: str) -> Callable[[dict, object], dict]:
 
 def _names(params: dict, body) -> dict:
     return {"names": [params["name"]]}
+
+
+def _namespace(params: dict, body) -> dict:
+    """An optional namespace parameter: absent, the root."""
+    return {"namespace": params.get("namespace", "")}
 
 
 def _graph_tasks(definitions: dict, params: dict) -> list[dict]:
@@ -179,6 +184,21 @@ REQUIREMENTS: dict[str, Requirement | None] = {
                                    stored=_graph_tasks),
     "getTaskGraphStatus": _READ_GRAPH,
     "inspectTaskGraph": _READ_GRAPH,
+    # the index (index-api.json); the root namespace is "" (`/namespaces/`, `/tasks/`)
+    "findTask": Requirement("index:find-task:<indexPath>"),
+    "findTasksAtIndex": Requirement({"AllOf": [{"for": "indexPath", "in": "indexPaths",
+                                                "each": "index:find-task:<indexPath>"}]},
+                                    request=lambda params, body: {"indexPaths": body.get("indexes", [])}),
+    "listNamespaces": Requirement("index:list-namespaces:<namespace>", request=_namespace),
+    "listTasks": Requirement("index:list-tasks:<namespace>", request=_namespace),
+    "insertTask": Requirement("index:insert-task:<namespace>"),
+    "deleteTask": Requirement("index:delete-task:<namespace>"),
+    "findArtifactFromTask": Requirement("queue:get-artifact:<name>"),
+    # secrets (secrets-api.json)
+    "set": Requirement("secrets:set:<name>"),
+    "remove": Requirement("secrets:set:<name>"),
+    "get": Requirement("secrets:get:<name>"),
+    "list": Requirement("secrets:list-secrets"),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

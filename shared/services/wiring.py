@@ -12,6 +12,7 @@ not call back into the resolver. So there are two updaters over the same tables:
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,8 +33,12 @@ from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.dependencies.repairs import Repairs
 from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.event_publisher import EventPublisher
+from shared.services.index.index import Index
+from shared.services.index.indexer import Indexer
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.task_graphs import TaskGraphs
+from shared.services.secrets.encryption import KeyConfigError, SecretBox
+from shared.services.secrets.secrets import SecretExpiry, Secrets
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
 from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
 from shared.services.sweeps.claim_resolver import ClaimResolver
@@ -51,9 +56,11 @@ from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.artifact_table import ArtifactTable
 from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.dependency_table import DependencyTable
+from shared.storage.tables.index_table import IndexTable
 from shared.storage.tables.object_table import ObjectTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.requirement_table import RequirementTable
+from shared.storage.tables.secret_table import SecretTable
 from shared.storage.tables.task_graph_table import TaskGraphTable
 from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.tables.task_queue_table import TaskQueueTable
@@ -61,6 +68,7 @@ from shared.storage.tables.task_table import TaskTable
 from shared.storage.tables.worker_table import WorkerTable
 
 DAY, FIVE_MINUTES = timedelta(days=1), timedelta(minutes=5)
+log = logging.getLogger("queue.wiring")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,9 @@ class Services:
     artifacts: Artifacts
     artifact_expiry: ArtifactExpiry
     group_feeds: GroupFeeds
+    index: Index
+    secrets: Secrets
+    secret_expiry: SecretExpiry
 
     @property
     def bus(self) -> EventBus | None:
@@ -94,7 +105,7 @@ class Services:
     @property
     def sweeps(self) -> tuple:
         """The expiry sweeps, in the order the expiration timer runs them."""
-        return self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry
+        return self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.secret_expiry
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -142,7 +153,9 @@ class Services:
         graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts)
 
         # What follows a resolution, and the updater of every call and sweep that resolves
-        resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher)
+        index_table = IndexTable(account)
+        resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher,
+                                      Indexer(index_table, task_table))
         updater = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                               follow_up=resolver)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
@@ -150,6 +163,10 @@ class Services:
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, settings.public_url or LOCAL_ROOT_URL)
+
+        # The index and secrets services
+        secret_table = SecretTable(account)
+        secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table)
         return cls(
             task_calls=TaskCalls(task_table, updater, groups, tracker, creation),
             work_claimer=WorkClaimer(task_table, pending_table, claim_table, updater, signal, queues, issuer, workers,
@@ -173,7 +190,22 @@ class Services:
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
+            index=Index(index_table, issuer, settings.public_url or LOCAL_ROOT_URL),
+            secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
+            secret_expiry=secret_expiry,
         )
+
+
+def secret_box(settings: Settings) -> SecretBox | None:
+    """The secrets' keys, or None when none is set or the setting cannot be read (the
+    secrets service then says so; the rest of the app serves on)."""
+    if not settings.secrets_encryption_keys.strip():
+        return None
+    try:
+        return SecretBox.from_setting(settings.secrets_encryption_keys)
+    except KeyConfigError as error:   # its message never shows a key
+        log.error("%s; the secrets service is unavailable", error)
+        return None
 
 
 # Where clients reach the app when QUEUE_PUBLIC_URL does not say: `make run`'s address.
