@@ -10,7 +10,9 @@ plus the scheduler's own. A `Requirement` says where each parameter comes from:
   passes `call.authorize` into the service, which calls it before its first write. A list
   from `stored` means each item must satisfy `stored_scopes` (a graph's tasks);
 - `run_bound`: the endpoint acts on the run in its URL, so credentials issued for that
-  run by a claim work on it only while it is theirs (see `access.py`).
+  run by a claim work on it only while it is theirs (see `access.py`): while it runs, or,
+  for the artifact calls (`run_bound=AFTER_EXCEPTION`), also while a run it resolved
+  `exception` still takes artifacts (Taskcluster's 25 minutes: a cancelled run's log).
 An endpoint listed as None is public. One missing from the table is refused to all but a
 client holding `*`.
 """
@@ -23,13 +25,18 @@ from typing import Callable
 from shared.domain.task_definition import PRIORITIES
 
 
+# `run_bound` of the artifact calls: the run's credentials also work after it resolved
+# `exception`, while it still takes artifacts (`domain.artifacts.takes_artifacts`).
+AFTER_EXCEPTION = "after exception"
+
+
 @dataclass(frozen=True)
 class Requirement:
     scopes: object = None
     request: Callable[[dict, object], dict] | None = None
     stored_scopes: object = None
     stored: Callable[[object, dict], dict | list[dict]] | None = None
-    run_bound: bool = False
+    run_bound: bool | str = False    # True, or AFTER_EXCEPTION
 
 
 def task_creation(definition: dict) -> dict:
@@ -92,7 +99,7 @@ def _graph_tasks(definitions: dict, params: dict) -> list[dict]:
 
 
 _RESOLVE = Requirement("queue:resolve-task:<taskId>/<runId>", run_bound=True)
-_CREATE_ARTIFACT = Requirement("queue:create-artifact:<taskId>/<runId>", run_bound=True)
+_CREATE_ARTIFACT = Requirement("queue:create-artifact:<taskId>/<runId>", run_bound=AFTER_EXCEPTION)
 _READ_ARTIFACT = Requirement(GET_ARTIFACT, request=_names)
 _UPLOAD = Requirement("object:upload:<projectId>:<name>", request=_body("projectId"))
 _DOWNLOAD = Requirement("object:download:<name>")
