@@ -36,6 +36,7 @@ from shared.services.event_publisher import EventPublisher
 from shared.services.index.index import Index
 from shared.services.index.indexer import Indexer
 from shared.services.scheduler.graph_parts import GraphParts
+from shared.services.scheduler.reuse import GraphReuse
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.secrets.encryption import KeyConfigError, SecretBox
 from shared.services.secrets.secrets import SecretExpiry, Secrets
@@ -150,10 +151,11 @@ class Services:
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
                                 messages, publisher, signal)
         parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
-        graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts)
+        index_table = IndexTable(account)
+        graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts,
+                            GraphReuse(graph_table, index_table, task_table))
 
         # What follows a resolution, and the updater of every call and sweep that resolves
-        index_table = IndexTable(account)
         resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher,
                                       Indexer(index_table, task_table))
         updater = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
