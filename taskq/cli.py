@@ -8,13 +8,14 @@ import sys
 import requests
 import taskcluster
 
-from taskq import commands
+from taskq import commands, index, secrets
 from taskq.connection import queue
 from taskq.output import error_line
 from taskq.task_files import TaskFileError
 
 EPILOG = """The Queue is found as the Taskcluster client finds it: TASKCLUSTER_ROOT_URL,
-TASKCLUSTER_CLIENT_ID, TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`).
+TASKCLUSTER_CLIENT_ID, TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`); the
+index and secrets services on the same root URL.
 `listen` reads events from EVENTS_AMQP_URL. Exit status: 0 on success; 1 when the server
 refused, or what was watched did not complete; 2 for a wrong command line."""
 
@@ -65,7 +66,37 @@ def _parser() -> argparse.ArgumentParser:
     each.add_argument("--exchange", action="append", help="e.g. task-completed (repeatable; default: all)")
     each.add_argument("--count", type=int, help="stop after this many events")
     each.add_argument("--amqp-url", help="default: EVENTS_AMQP_URL")
+    _index_and_secrets(sub)
     return parser
+
+
+def _group(sub, name: str, help_text: str):
+    """A command with commands of its own (`taskq index find ...`): their maker, as `command`."""
+    group = sub.add_parser(name, help=help_text, description=help_text).add_subparsers(
+        dest=f"{name}_command", required=True, metavar="COMMAND")
+
+    def command(each_name: str, handler, each_help: str) -> argparse.ArgumentParser:
+        each = group.add_parser(each_name, help=each_help, description=each_help)
+        each.add_argument("--json", action="store_true", help="print JSON for scripts")
+        each.set_defaults(handler=handler)
+        return each
+    return command
+
+
+def _index_and_secrets(sub) -> None:
+    command = _group(sub, "index", "find tasks by name in the index")
+    command("find", index.find, "the task indexed at a path").add_argument("path", metavar="INDEX_PATH")
+    command("list", index.list_namespace, "the namespaces and tasks directly under a namespace").add_argument(
+        "namespace", nargs="?", default="", metavar="NAMESPACE", help="default: the root")
+    command = _group(sub, "secrets", "read and write secrets")
+    command("get", secrets.get, "print a secret's value").add_argument("name", metavar="NAME")
+    each = command("set", secrets.set_value, "set a secret (a JSON object) until it expires")
+    each.add_argument("name", metavar="NAME")
+    each.add_argument("--expires", required=True, help="a date-time, or from now: '30 days', '1 year'")
+    value = each.add_mutually_exclusive_group(required=True)
+    value.add_argument("--value", help="the JSON object (visible to other users of this machine: prefer --file)")
+    value.add_argument("--file", help="a file holding the JSON object ('-': stdin)")
+    command("list", secrets.list_names, "the names of the secrets")
 
 
 def main(argv: list[str] | None = None) -> int:
