@@ -4,6 +4,7 @@
   "use strict";
 
   const QUEUE = "/api/queue/v1";
+  const INDEX = "/api/index/v1";
   const MAX_NODES = 300;         // past this, what does not fit is folded (GroupModel.displayGraph)
   const NODE_WIDTH = 170, NODE_HEIGHT = 40;
   const groupId = decodeURIComponent(location.pathname.replace(/\/+$/, "").split("/").pop());
@@ -363,9 +364,34 @@
       const definition = pre(JSON.stringify(task, null, 2));
       definition.id = "task-definition";
       panel.replaceChildren(heading, id, ...section("runs", runs), ...section("definition", definition));
+      await showIndexEntries(panel, taskId, task);
       if (status.runs.length) await showRunFiles(panel, taskId, status.runs[status.runs.length - 1]);
     } catch (error) {
       panel.replaceChildren(pre(`cannot read task ${taskId}: ${error.code || ""} ${error.message}`));
+    }
+  }
+
+  // The index paths its routes `index.<path>` name, and what each holds now: this task
+  // (indexed when it completed), another (a higher rank, or a later one), or nothing yet.
+  async function showIndexEntries(panel, taskId, task) {
+    const paths = (task.routes || []).filter((route) => route.startsWith("index.")).map((route) => route.slice(6));
+    if (!paths.length) return;
+    const list = document.createElement("div");
+    list.id = "index-entries";
+    panel.append(...section("index", list));
+    for (const path of paths) {
+      const row = document.createElement("div");
+      row.className = "index-entry";
+      row.dataset.path = path;
+      list.append(row);
+      try {
+        const entry = await getJson(`${INDEX}/task/${encodeURIComponent(path)}`);
+        row.dataset.taskId = entry.taskId;
+        row.textContent = entry.taskId === taskId ? `${path}  rank ${entry.rank}, expires ${entry.expires}`
+          : `${path}  now holds task ${entry.taskId} (rank ${entry.rank})`;
+      } catch (error) {
+        row.textContent = `${path}  not indexed${error.status === 404 ? " (yet: a task is indexed when it completes)" : `: ${error.message}`}`;
+      }
     }
   }
 
