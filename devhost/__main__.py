@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from devhost import root_client
+from devhost import root_client, secrets_keys
 from devhost.azurite import Azurite
 from devhost.settings import MissingSetting, load_settings
 
@@ -63,6 +63,7 @@ def main() -> int:
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
     broker = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
+    secrets_keys.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
         if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
             broker = _start_broker(args.app_dir / args.broker_data)

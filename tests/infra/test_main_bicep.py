@@ -92,3 +92,21 @@ def test_the_artifacts_container_is_private_and_named_by_its_setting():
     assert deployed_settings()["QUEUE_ARTIFACTS_CONTAINER"] == "artifactsContainer.name"
     assert "allowBlobPublicAccess: false" in BICEP
     assert "QUEUE_PUBLIC_URL" in deployed_settings()
+
+
+def test_the_secrets_keys_come_from_key_vault_readable_by_the_app_alone():
+    """SECRETS_ENCRYPTION_KEYS is a Key Vault reference to a secret made from a secure parameter,
+    and the app's identity may read that secret (Key Vault Secrets User on it), nothing more."""
+    assert deployed_settings()["SECRETS_ENCRYPTION_KEYS"] == \
+        "'@Microsoft.KeyVault(SecretUri=${secretsKeys.properties.secretUri})'"
+    assert "@secure()\n@description('SECRETS_ENCRYPTION_KEYS" in BICEP
+    vault = resource("secretsVault")
+    assert "'Microsoft.KeyVault/vaults@" in vault and "enableRbacAuthorization: true" in vault
+    assert "enablePurgeProtection: true" in vault and "tenantId: subscription().tenantId" in vault
+    secret = resource("secretsKeys")
+    assert "parent: secretsVault" in secret and "value: secretsEncryptionKeys" in secret
+    reader = resource("appReadsSecretsKeys")
+    assert "scope: secretsKeys" in reader and "principalId: app.identity.principalId" in reader
+    assert "var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6'" in BICEP   # Azure's id of the role
+    assert "roleDefinitions', keyVaultSecretsUser)" in reader
+    assert "identity: { type: 'SystemAssigned' }" in resource("app")
