@@ -34,6 +34,7 @@ from shared.services.dependencies.repairs import Repairs
 from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.event_publisher import EventPublisher
 from shared.services.index.index import Index
+from shared.services.index.index_expiry import IndexExpiry
 from shared.services.index.indexer import Indexer
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.reuse import GraphReuse
@@ -96,6 +97,7 @@ class Services:
     artifact_expiry: ArtifactExpiry
     group_feeds: GroupFeeds
     index: Index
+    index_expiry: IndexExpiry
     secrets: Secrets
     secret_expiry: SecretExpiry
 
@@ -106,7 +108,8 @@ class Services:
     @property
     def sweeps(self) -> tuple:
         """The expiry sweeps, in the order the expiration timer runs them."""
-        return self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.secret_expiry
+        return (self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.index_expiry,
+                self.secret_expiry)
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -152,12 +155,13 @@ class Services:
                                 messages, publisher, signal)
         parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
         index_table = IndexTable(account)
+        index_expiry = IndexExpiry(TimeIndex(account, "index-expires", bucket=DAY), index_table)
         graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts,
                             GraphReuse(graph_table, index_table, task_table))
 
         # What follows a resolution, and the updater of every call and sweep that resolves
         resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher,
-                                      Indexer(index_table, task_table))
+                                      Indexer(index_table, index_expiry, task_table))
         updater = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                               follow_up=resolver)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
@@ -192,7 +196,8 @@ class Services:
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
-            index=Index(index_table, issuer, settings.public_url or LOCAL_ROOT_URL),
+            index=Index(index_table, index_expiry, issuer, settings.public_url or LOCAL_ROOT_URL),
+            index_expiry=index_expiry,
             secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
             secret_expiry=secret_expiry,
         )

@@ -2,7 +2,8 @@
 delete entries, and send a caller on to an indexed task's artifact.
 
 An entry or a namespace past its `expires` is not found and not listed (the Index table keeps
-it until the expiration sweep deletes it), as Taskcluster's reads leave out what expired.
+it until the expiration sweep deletes it, see `index_expiry`), as Taskcluster's reads leave
+out what expired.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from shared.domain.errors import NotFound
 from shared.domain.index import IndexEntry, check_data, check_namespace, is_namespace
 from shared.domain.timestamps import normalize_iso, parse_iso, utcnow
 from shared.services.claims.credentials import CredentialIssuer
+from shared.services.index.index_expiry import IndexExpiry
 from shared.storage.tables.index_table import IndexTable
 
 # findTasksAtIndex reads one row per path named: a page's reads at once.
@@ -26,8 +28,9 @@ SIGNED_URL_LIFETIME = timedelta(minutes=15)   # Taskcluster's, for a private art
 
 
 class Index:
-    def __init__(self, table: IndexTable, issuer: CredentialIssuer, root_url: str) -> None:
+    def __init__(self, table: IndexTable, expiry: IndexExpiry, issuer: CredentialIssuer, root_url: str) -> None:
         self.table = table
+        self.expiry = expiry
         self.issuer = issuer
         self.root_url = root_url.rstrip("/")
 
@@ -68,6 +71,7 @@ class Index:
         check_namespace(namespace, "namespace")
         entry = IndexEntry(namespace, body["taskId"], body["rank"], check_data(body["data"]),
                            normalize_iso(body["expires"]))
+        self.expiry.watch([entry])
         return self.table.insert(entry).to_json()
 
     def delete(self, namespace: str) -> dict:

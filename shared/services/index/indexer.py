@@ -17,6 +17,7 @@ import logging
 from shared.domain.index import entries_for_task
 from shared.domain.runs import RunState
 from shared.services.dependencies.resolution_messages import Resolution
+from shared.services.index.index_expiry import IndexExpiry
 from shared.storage.tables.index_table import IndexTable
 from shared.storage.tables.task_table import TaskTable
 
@@ -24,8 +25,9 @@ log = logging.getLogger("index")
 
 
 class Indexer:
-    def __init__(self, table: IndexTable, task_table: TaskTable) -> None:
+    def __init__(self, table: IndexTable, expiry: IndexExpiry, task_table: TaskTable) -> None:
         self.table = table
+        self.expiry = expiry
         self.task_table = task_table
 
     def task_resolved(self, resolution: Resolution) -> int:
@@ -39,6 +41,7 @@ class Indexer:
         if record is None:
             return 0   # expired and deleted before its resolution was handled again
         entries = entries_for_task(task_id, record.definition)
+        self.expiry.watch(entries)
         for entry in entries:
             stored = self.table.insert(entry)
             log.info("task %s indexed at %s%s", task_id, entry.namespace,
