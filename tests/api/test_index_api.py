@@ -14,15 +14,14 @@ import taskcluster
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.validation import check_response
-from tests.api.conftest import as_client, temporary
+from tests.api.conftest import as_client, service_client, temporary
 from tests.api.test_artifacts import create_and_upload
 from tests.api.test_errors import rest_error
 from tests.conftest import ROOT_CREDENTIALS, eventually
 
 
 def index_client(server, credentials: dict | None = ROOT_CREDENTIALS) -> taskcluster.Index:
-    return taskcluster.Index({"rootUrl": server.root_url, "maxRetries": 0,
-                              **({"credentials": dict(credentials)} if credentials else {})})
+    return service_client(taskcluster.Index, server, credentials)
 
 
 @pytest.fixture
@@ -129,7 +128,7 @@ def test_completed_tasks_are_indexed_at_their_routes_with_rank_expiry_and_data(s
     found = eventually(lambda: _found(index, f"{space}.ci.latest"), message="the task indexed")
     assert found == {"namespace": f"{space}.ci.latest", "taskId": task_id, "rank": 1700000000,
                      "data": {"artifact": "x"}, "expires": expires}
-    assert index.findTask(f"{space}.ci.rev-abc")["taskId"] == task_id
+    assert eventually(lambda: _found(index, f"{space}.ci.rev-abc"))["taskId"] == task_id   # written one by one
     # An older build (a lower rank) completing later does not replace it; defaults: rank 0,
     # the task's expires, data {}.
     older = completed(queue, new_task, task_queue_id, routes=[f"index.{space}.ci.latest", f"index.{space}.ci.old"])

@@ -15,14 +15,13 @@ from azure.data.tables import TableClient
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.validation import check_response
-from tests.api.conftest import temporary
+from tests.api.conftest import service_client, temporary
 from tests.api.test_errors import rest_error
 from tests.conftest import ROOT_CREDENTIALS
 
 
 def secrets_client(server, credentials: dict | None = ROOT_CREDENTIALS) -> taskcluster.Secrets:
-    return taskcluster.Secrets({"rootUrl": server.root_url, "maxRetries": 0,
-                                **({"credentials": dict(credentials)} if credentials else {})})
+    return service_client(taskcluster.Secrets, server, credentials)
 
 
 @pytest.fixture
