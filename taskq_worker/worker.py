@@ -3,6 +3,12 @@
 claimWork long-polls, so an idle worker costs one request per wait. On shutdown (SIGTERM)
 every run it holds is stopped and resolved `exception` / `worker-shutdown`, so the Queue
 retries it at once elsewhere instead of waiting for the claim to expire.
+
+Shutting down does not wait out a claimWork that is still waiting at the Queue (up to 20 s):
+the call runs on a thread of its own, and an idle worker exits within a second of Ctrl-C. A
+task that call still hands out in the moment before the process ends is handed back
+(`worker-shutdown`); one it hands out after, which no worker can prevent, is retried once its
+claim expires, as after a crash.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from taskq_worker.task_run import TaskRun
 
 log = logging.getLogger("taskq_worker.worker")
 RETRY_AFTER = 2.0
+HAND_BACK_WAIT = 0.5   # seconds a shutting-down worker still waits for its claimWork's answer
 
 
 class Worker:
@@ -32,6 +39,7 @@ class Worker:
         self.stopping = threading.Event()
         self._runs: dict[tuple[str, int], tuple[TaskRun, threading.Thread]] = {}
         self._lock = threading.Lock()
+        self._unanswered: ClaimCall | None = None   # a claimWork still waiting when shutdown began
 
     def run(self) -> None:
         self.work_root.mkdir(parents=True, exist_ok=True)
@@ -49,6 +57,7 @@ class Worker:
             for claim in self._claim(free):
                 self._start(claim)
         self._stop_runs()
+        self._hand_back_late_claims()
         if listener:
             listener.stopping.set()
         log.info("worker stopped")
@@ -68,14 +77,36 @@ class Worker:
             held[0].signal.stop(StopSignal.CANCELLED)
 
     def _claim(self, free: int) -> list[dict]:
-        try:
-            return self.queue.claimWork(self.task_queue_id, {"workerGroup": self.worker_group,
-                                                             "workerId": self.worker_id, "tasks": free})["tasks"]
-        except taskcluster.exceptions.TaskclusterFailure as failure:
-            log.warning("claimWork failed error=%s; retrying in %.0f s", str(failure).splitlines()[0][:200],
+        call = ClaimCall(self.queue, self.task_queue_id, {"workerGroup": self.worker_group,
+                                                          "workerId": self.worker_id, "tasks": free})
+        while not call.done.wait(0.1):
+            if self.stopping.is_set():
+                self._unanswered = call
+                return []
+        if call.failure is not None:
+            log.warning("claimWork failed error=%s; retrying in %.0f s", str(call.failure).splitlines()[0][:200],
                         RETRY_AFTER)
             self.stopping.wait(RETRY_AFTER)
             return []
+        return call.tasks
+
+    def _hand_back_late_claims(self) -> None:
+        """Resolve `worker-shutdown` what the claimWork left waiting at shutdown still hands out."""
+        call, self._unanswered = self._unanswered, None
+        if call is None:
+            return
+        if not call.done.wait(HAND_BACK_WAIT):
+            log.info("stopped without waiting out claimWork's long poll")
+            return
+        for claim in call.tasks:
+            task_id, run_id = claim["status"]["taskId"], str(claim["runId"])
+            try:
+                taskcluster.Queue({"rootUrl": self.queue.options["rootUrl"], "credentials": claim["credentials"]}
+                                  ).reportException(task_id, run_id, {"reason": "worker-shutdown"})
+                log.info("claimed while stopping, handed back task=%s run=%s", task_id, run_id)
+            except taskcluster.exceptions.TaskclusterFailure as failure:
+                log.warning("could not hand back task=%s run=%s error=%s", task_id, run_id,
+                            str(failure).splitlines()[0][:200])
 
     def _start(self, claim: dict) -> None:
         run = TaskRun(claim, self.queue.options["rootUrl"], self.work_root, self.live_logs)
@@ -101,3 +132,22 @@ class Worker:
         for run, thread in held:
             run.signal.stop(StopSignal.SHUTDOWN)
             thread.join(max(0.0, give_up - time.monotonic()))
+
+
+class ClaimCall:
+    """One claimWork call, made on a daemon thread; `done` is set once it answered or failed."""
+
+    def __init__(self, queue: taskcluster.Queue, task_queue_id: str, request: dict) -> None:
+        self.tasks: list[dict] = []
+        self.failure: Exception | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._call, args=(queue, task_queue_id, request), name="claim-work",
+                         daemon=True).start()
+
+    def _call(self, queue: taskcluster.Queue, task_queue_id: str, request: dict) -> None:
+        try:
+            self.tasks = queue.claimWork(task_queue_id, request)["tasks"]
+        except taskcluster.exceptions.TaskclusterFailure as failure:
+            self.failure = failure
+        finally:
+            self.done.set()

@@ -42,7 +42,8 @@ from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.secrets.encryption import KeyConfigError, SecretBox
 from shared.services.secrets.secrets import SecretExpiry, Secrets
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
-from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from shared.services.artifacts.expiry_index import INDEX as ARTIFACT_EXPIRES
+from shared.services.sweeps.artifact_expiry import ArtifactExpiry
 from shared.services.sweeps.claim_resolver import ClaimResolver
 from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineWatch
 from shared.services.sweeps.task_expiry import TaskExpiry

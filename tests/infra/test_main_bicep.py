@@ -94,6 +94,14 @@ def test_the_artifacts_container_is_private_and_named_by_its_setting():
     assert "QUEUE_PUBLIC_URL" in deployed_settings()
 
 
+def test_people_who_listen_to_the_events_may_make_their_feeds():
+    assert "param eventListenerPrincipalIds array = []" in BICEP
+    listeners = resource("listenersReadEvents")
+    assert "[for principal in eventListenerPrincipalIds:" in listeners and "scope: serviceBus\n" in listeners
+    assert "principalId: principal" in listeners and "roleDefinitions', serviceBusDataOwner)" in listeners
+    assert "name: guid(serviceBus.id, principal, serviceBusDataOwner)" in listeners   # one per person, stable
+
+
 def test_the_secrets_keys_come_from_key_vault_readable_by_the_app_alone():
     """SECRETS_ENCRYPTION_KEYS is a Key Vault reference to a secret made from a secure parameter,
     and the app's identity may read that secret (Key Vault Secrets User on it), nothing more."""

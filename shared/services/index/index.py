@@ -8,13 +8,13 @@ out what expired.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Callable
 from urllib.parse import quote
 
 import taskcluster
 
+from shared.runtime.thread_pools import INDEX_READS
 from shared.domain.errors import NotFound
 from shared.domain.index import IndexEntry, check_data, check_namespace, is_namespace
 from shared.domain.timestamps import normalize_iso, parse_iso, utcnow
@@ -22,8 +22,6 @@ from shared.services.claims.credentials import CredentialIssuer
 from shared.services.index.index_expiry import IndexExpiry
 from shared.storage.tables.index_table import IndexTable
 
-# findTasksAtIndex reads one row per path named: a page's reads at once.
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="index-read")
 SIGNED_URL_LIFETIME = timedelta(minutes=15)   # Taskcluster's, for a private artifact's redirect
 
 
@@ -49,7 +47,7 @@ class Index:
         paths at a time (the key is how many paths came before)."""
         start = int(after) if after.isdigit() else 0
         paths = indexes[start:start + limit]
-        found = _READERS.map(lambda path: self.table.get(path) if is_namespace(path) else None, paths)
+        found = INDEX_READS.map(lambda path: self.table.get(path) if is_namespace(path) else None, paths)
         tasks = [entry.to_json() for entry in found if entry is not None and not _expired(entry.expires)]
         end = start + len(paths)
         return {"tasks": tasks}, str(end) if end < len(indexes) else None

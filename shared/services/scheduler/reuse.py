@@ -14,10 +14,10 @@ creation retried after a crash builds the same tasks even if the index changed m
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.runtime.thread_pools import INDEX_READS
 from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.runs import TaskState
 from shared.domain.task_graph import reuse_namespaces
@@ -29,8 +29,6 @@ from shared.storage.tables.task_table import TaskTable
 log = logging.getLogger("queue.task-graphs")
 MAX_REUSING = 1_000   # labels of one request that may name namespaces to reuse (their decision: one row)
 
-# The labels of a request are looked up at once, each trying its namespaces in order.
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-reuse")
 
 
 @dataclass(frozen=True)
@@ -92,7 +90,7 @@ class GraphReuse:
         if not wanting:
             return {}
         deadline = graph_deadline(tasks)
-        found = _READERS.map(lambda item: self._first_usable(item[0], item[1], deadline), wanting.items())
+        found = INDEX_READS.map(lambda item: self._first_usable(item[0], item[1], deadline), wanting.items())
         return {reused.label: reused for reused in found if reused is not None}
 
     def _first_usable(self, label: str, namespaces: list[str], deadline: datetime | None) -> Reused | None:

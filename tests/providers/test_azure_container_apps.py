@@ -12,13 +12,13 @@ from azure.identity import ManagedIdentityCredential
 
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
-from shared.services.worker_manager.providers.azure_container_apps import ContainerAppsProvider, make_client
-from shared.services.worker_manager.providers.base import (
+from shared.providers.azure_container_apps import ContainerAppsProvider, make_client
+from shared.providers.base import (
     ENV_REGISTRATION_TOKEN, ENV_WORKER_ID, ErrorClass, ProviderUnavailable, QuotaExceeded, StartRefused, WorkerHealth,
 )
 from tests.conftest import eventually
-from tests.services.worker_manager.arm_stand_in import ArmStandIn
-from tests.services.worker_manager.conftest import POOL_BODY, SLEEPER, environment_of, make_launch, ref_of
+from tests.providers.arm_stand_in import ArmStandIn
+from tests.providers.conftest import POOL_BODY, SLEEPER, environment_of, make_launch, ref_of
 
 SUBSCRIPTION = "00000000-0000-0000-0000-00000000000a"
 

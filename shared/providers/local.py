@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from shared.domain.worker_pools import WorkerPool
 
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     ENV_WORKER_ID, Provider, QuotaExceeded, StartedWorker, StartRefused, WorkerHealth, WorkerLaunch, WorkerRef,
 )
 

@@ -11,8 +11,8 @@ import pytest
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
 from shared.domain.workers import new_worker_id
-from shared.services.worker_manager.providers.base import Registration, WorkerLaunch, WorkerRef
-from shared.services.worker_manager.registration import issue_token
+from shared.providers.base import Registration, WorkerLaunch, WorkerRef
+from shared.domain.registration import issue_token
 from tests.conftest import eventually
 
 # Until the worker registers (the lead's next phase), any long-running process stands in for it.
