@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 
 import taskcluster
 
-from shared.domain.timestamps import normalize_iso
 from taskq.connection import secrets
 from taskq.output import PEOPLE, emit_json, emit_line
 from taskq.pages import every_page
@@ -66,12 +66,17 @@ def _value(args) -> dict:
 
 
 def _expires(text: str) -> str:
-    """An ISO time, or one from now in Taskcluster's words ('30 days', '1 year')."""
+    """An ISO time, or one from now in Taskcluster's words ('30 days', '1 year'), as the
+    service takes it (UTC, milliseconds, `Z`)."""
     try:
-        return normalize_iso(text)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            raise ValueError(text)
+        return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except ValueError:
         pass
     try:
         return taskcluster.fromNowJSON(text)
     except Exception:   # the client raises a bare ValueError or a TaskclusterFailure
-        raise ValueError(f"--expires: {text!r} is neither a date-time nor a duration such as '30 days'") from None
+        raise ValueError(f"--expires: {text!r} is neither a date-time with its zone nor a duration such as "
+                         "'30 days'") from None

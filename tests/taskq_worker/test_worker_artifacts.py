@@ -10,6 +10,7 @@ import taskcluster
 from taskcluster.download import downloadArtifactToBuf
 
 from tests.conftest import eventually
+from tests.taskq.conftest import run_taskq
 from tests.taskq_worker.test_worker import _resolved
 
 WRITES_AND_PRINTS = ["sh", "-c", "echo line one; echo line two; mkdir -p out/deep; echo result > out/result.txt; "
@@ -82,8 +83,7 @@ def _live_reference(queue, task_id: str):
     return artifact if artifact["storageType"] == "reference" else None
 
 
-def test_a_cancelled_tasks_log_is_uploaded_after_the_cancel(start_worker, server, queue, new_task, task_id,
-                                                            monkeypatch):
+def test_a_cancelled_tasks_log_is_uploaded_after_the_cancel(start_worker, server, queue, new_task, task_id):
     """Taskcluster lets a run resolved `exception` take artifacts for 25 minutes: the worker
     learns of the cancel, stops the command and then uploads the log with its claim's
     credentials, which still work for that (not for anything else on the run)."""
@@ -92,11 +92,8 @@ def test_a_cancelled_tasks_log_is_uploaded_after_the_cancel(start_worker, server
                                                 "maxRunTime": 600}))
     eventually(lambda: queue.status(task_id)["status"]["state"] == "running", timeout=30, message="running")
     eventually(lambda: _live_reference(queue, task_id), timeout=30, message="the live log artifact")
-    for name, value in (("TASKCLUSTER_ROOT_URL", server.root_url), ("TASKCLUSTER_CLIENT_ID", server.credentials[
-            "clientId"]), ("TASKCLUSTER_ACCESS_TOKEN", server.credentials["accessToken"])):
-        monkeypatch.setenv(name, value)
-    from taskq.cli import main
-    assert main(["cancel", task_id]) == 0
+    cancelled = run_taskq(server, "cancel", task_id)
+    assert cancelled.status == 0, cancelled.stderr
     status = queue.status(task_id)["status"]
     assert status["state"] == "exception" and status["runs"][0]["reasonResolved"] == "canceled"
     log = eventually(lambda: _log_after_cancel(queue, task_id), timeout=30, message="the log after the cancel")

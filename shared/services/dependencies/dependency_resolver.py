@@ -127,7 +127,12 @@ class DependencyResolver:
         and index entries alongside, finished after the call answers if there is room; what
         could not be done here is announced."""
         later = _after_answer.enter()
-        alongside = RESOLUTION_GROUPS.submit(self._alongside, resolution)
+        try:
+            alongside = RESOLUTION_GROUPS.submit(self._alongside, resolution)
+        except BaseException:   # not handed over: its room is free again (or `settled` waits for ever)
+            if later:
+                _after_answer.leave_after(lambda: None)
+            raise
         handled = None   # stays None if this thread dies here: the claimed run's row brings it back
         try:
             handled = self._dependents(resolution)

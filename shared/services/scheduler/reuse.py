@@ -30,15 +30,11 @@ log = logging.getLogger("queue.task-graphs")
 MAX_REUSING = 1_000   # labels of one request that may name namespaces to reuse (their decision: one row)
 
 
-
 @dataclass(frozen=True)
 class Reused:
     label: str
     task_id: str
     namespace: str
-
-    def to_json(self) -> dict:
-        return {"label": self.label, "taskId": self.task_id, "namespace": self.namespace}
 
 
 class GraphReuse:
