@@ -540,3 +540,23 @@ def rows(ops: dict, number: int, after_total: list[tuple[str, str]] = ()) -> lis
 def headline(ops: dict) -> str:
     return (f"headline: {ops['total_per_lifecycle']:.2f} storage round trips per full lifecycle, sweeps included "
             f"(target: at most {ops['target']})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.operation_counts [--count N]`: the count alone, on an Azurite of its own."""
+    import argparse
+    from devhost.azurite import Azurite
+    from bench.report import progress
+    parser = argparse.ArgumentParser(prog="python -m bench.operation_counts", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    with Azurite() as azurite:
+        ops = count(azurite.connection_string, args.count, progress)
+    for name, value in rows(ops, 4):
+        print(f"{name:58s} {value}")
+    print(headline(ops))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

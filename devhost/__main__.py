@@ -15,6 +15,7 @@ from pathlib import Path
 from devhost import blob_cors
 from devhost import event_broker
 from devhost import root_client
+from devhost import secrets_keys
 from devhost.azurite import Azurite
 from devhost.settings import MissingSetting, load_settings
 from shared.storage.client.identity import identity_settings
@@ -77,6 +78,7 @@ def main() -> int:
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
     broker = throttled = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
+    secrets_keys.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
         if args.throttle:
             throttled = _start_throttling(load_settings(args.app_dir).get("AzureWebJobsStorage", ""), args.throttle)
@@ -122,7 +124,7 @@ def _serve_services(settings: dict[str, str], root, stopping: queue.SimpleQueue)
     blob_cors.allow_browser_reads(settings.get("AzureWebJobsStorage", ""))
     clients = settings.get("STATIC_CLIENTS") or (root and json.dumps([{**root.credentials, "scopes": ["*"]}]))
     values = {"AzureWebJobsStorage": settings.get("AzureWebJobsStorage", ""), "EVENTS_AMQP_URL": settings.get("EVENTS_AMQP_URL", ""),
-              "STATIC_CLIENTS": clients or ""}
+              "STATIC_CLIENTS": clients or "", "SECRETS_ENCRYPTION_KEYS": settings.get("SECRETS_ENCRYPTION_KEYS", "")}
     print("==> storage and events are up, without the app; for `func start` here, local.settings.json's "
           "Values need:", flush=True)
     for name, value in values.items():

@@ -216,6 +216,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'QUEUE_REPAIR_DELAY_SECONDS', value: '60' }
         { name: 'QUEUE_ARTIFACTS_CONTAINER', value: artifactsContainer.name }
         { name: 'QUEUE_PUBLIC_URL', value: empty(publicUrl) ? 'https://${appName}.azurewebsites.net' : publicUrl }
+        // The secrets' keys, read from Key Vault with the app's identity (see `secretsVault`).
+        { name: 'SECRETS_ENCRYPTION_KEYS', value: '@Microsoft.KeyVault(SecretUri=${secretsKeys.properties.secretUri})' }
         // NCRONTAB with seconds. Each sweep reads only the time-index rows that came due.
         { name: 'QUEUE_REPAIR_SCHEDULE', value: '*/30 * * * * *' }
         { name: 'QUEUE_CLAIM_RESOLVER_SCHEDULE', value: '*/5 * * * * *' }
@@ -295,6 +297,51 @@ resource listenersReadEvents 'Microsoft.Authorization/roleAssignments@2022-04-01
     principalId: principal
   }
 }]
+
+// -- The secrets service's keys (shared/services/secrets/encryption.py) -----------------------
+// The setting SECRETS_ENCRYPTION_KEYS is a Key Vault reference to this vault's secret, which the
+// app reads with its managed identity (the role below, and nothing more: it cannot list or
+// write secrets). Rotating: `python -m shared.services.secrets.encryption new-key <keyId>`,
+// put the new entry first in the secret's value and keep the old ones after it, deploy (or
+// `az keyvault secret set`); the app reads the newest version when it restarts, and within a day.
+
+@secure()
+@description('SECRETS_ENCRYPTION_KEYS: `<keyId>:<base64 of 32 bytes>`, comma-separated, newest first (make one with `python -m shared.services.secrets.encryption new-key <keyId>`).')
+param secretsEncryptionKeys string
+
+resource secretsVault 'Microsoft.KeyVault/vaults@2023-07-01' = {
+  name: take('kv${uniqueString(resourceGroup().id, appName)}', 24)
+  location: location
+  properties: {
+    tenantId: subscription().tenantId
+    sku: { family: 'A', name: 'standard' }
+    enableRbacAuthorization: true      // access by role assignments, no access policies
+    enableSoftDelete: true
+    softDeleteRetentionInDays: 90
+    enablePurgeProtection: true        // a deleted key cannot be purged: secrets sealed with it stay readable
+  }
+}
+
+resource secretsKeys 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
+  parent: secretsVault
+  name: 'secrets-encryption-keys'
+  properties: {
+    value: secretsEncryptionKeys
+    contentType: 'text/plain; <keyId>:<base64 key>, newest first'
+  }
+}
+
+var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6'   // built-in 'Key Vault Secrets User'
+
+resource appReadsSecretsKeys 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(secretsKeys.id, app.id, keyVaultSecretsUser)
+  scope: secretsKeys   // this one secret, not the whole vault
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsUser)
+    principalId: app.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
 
 output rootUrl string = 'https://${app.properties.defaultHostName}'
 output eventsNamespace string = serviceBusHost

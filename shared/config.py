@@ -48,7 +48,9 @@ class Settings:
     # AzureWebJobsStorage holds no connection string (see storage/client/identity.py)
     storage_identity: dict = field(default_factory=dict)
     watchdog_stall: int = 600    # QUEUE_WATCHDOG_STALL_SECONDS: how long a group's tasks may all stay as they are
-    secrets_encryption_keys: str = ""   # SECRETS_ENCRYPTION_KEYS: sealing keys (secret), see services/secrets/encryption.py
+    # SECRETS_ENCRYPTION_KEYS: the secrets' keys, `<keyId>:<base64>` newest first (a Key Vault
+    # reference in Azure; see services/secrets/encryption.py). Never in a repr.
+    secrets_encryption_keys: str = field(default="", repr=False)
     hooks_clock_file: str = ""   # HOOKS_CLOCK_FILE: tests and drills only, see runtime/clock.py
 
     @classmethod

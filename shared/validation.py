@@ -95,10 +95,17 @@ def field_path(error) -> str:
     return "".join(parts) or "(root)"
 
 
-def _describe(error, schema: dict) -> str:
+# What a violation says of a value it must not show: which rule it breaks, not what it is.
+_NAMES_ONLY = ("required", "additionalProperties")   # these messages name properties alone
+
+
+def _describe(error, schema: dict, hidden: tuple[str, ...] = ()) -> str:
     custom = schema.get("errorMessage", {}).get(error.validator) if not error.absolute_path else None
     if custom:
         return custom
+    path = list(error.absolute_path)
+    if hidden and error.validator not in _NAMES_ONLY and (not path or path[0] in hidden):
+        return f"{field_path(error)}: breaks the schema's '{error.validator}' rule (the value is not shown)"
     message = error.message
     if error.validator == "format" and error.cause is not None:  # say why, e.g. out of range
         message = f"{message}: {error.cause}"
@@ -116,16 +123,19 @@ def user_validator(schema: dict):
     return validators.extend(kind, {"pattern": _pattern})(schema, format_checker=_user_formats)
 
 
-def violations(schema_name: str, body: object) -> list[str]:
+def violations(schema_name: str, body: object, hidden: tuple[str, ...] = ()) -> list[str]:
+    """Every violation, one line each; those in the top-level fields `hidden` (and of the body
+    as a whole) name the rule broken without quoting the value."""
     validator = _validator(schema_name)
     errors = sorted(validator.iter_errors(body), key=lambda error: list(map(str, error.absolute_path)))
-    return [_describe(error, validator.schema) for error in errors]
+    return [_describe(error, validator.schema, hidden) for error in errors]
 
 
-def validate(schema_name: str, body: object, where: str = "") -> None:
+def validate(schema_name: str, body: object, where: str = "", hidden: tuple[str, ...] = ()) -> None:
     """Raise InvalidInput listing every violation of `schema_name`, one per line; `where`
-    prefixes the paths when `body` sits inside a larger request (e.g. `tasks.build.task`)."""
-    found = violations(schema_name, body)
+    prefixes the paths when `body` sits inside a larger request (e.g. `tasks.build.task`);
+    `hidden`: see `violations`."""
+    found = violations(schema_name, body, hidden)
     if where:
         found = [f"{where}.{line}" if not line.startswith("(root)") else f"{where}{line[6:]}" for line in found]
     if found:

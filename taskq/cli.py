@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taskq import commands, hooks
+from taskq import commands, hooks, index, secrets
 from taskq.connection import queue
 from taskq.failures import debugging, describe
 from taskq.ids import slug_argument
 from taskq.output import error_line
 
 EPILOG = """The Queue is found as the Taskcluster client finds it: TASKCLUSTER_ROOT_URL,
-TASKCLUSTER_CLIENT_ID, TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`).
-`listen` reads events from EVENTS_AMQP_URL, or from Azure Service Bus with
+TASKCLUSTER_CLIENT_ID, TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`); the
+index and secrets services on the same root URL. `listen` reads events from EVENTS_AMQP_URL, or from Azure Service Bus with
 EVENTS_SERVICE_BUS_NAMESPACE. Exit status: 0 on success; 1 when the server refused, or what
 was watched did not complete; 2 for a wrong command line. An error is one line on stderr."""
 GRAPH_FORMAT = """A task graph file (YAML or JSON) maps labels to tasks:
@@ -93,7 +93,37 @@ def _parser() -> argparse.ArgumentParser:
                       help="read from this Azure Service Bus namespace (<name>.servicebus.windows.net; default: "
                            "EVENTS_SERVICE_BUS_NAMESPACE), signed in as `az login` did")
     hooks.add_commands(sub)
+    _index_and_secrets(sub)
     return parser
+
+
+def _group(sub, name: str, help_text: str):
+    """A command with commands of its own (`taskq index find ...`): their maker, as `command`."""
+    group = sub.add_parser(name, help=help_text, description=help_text).add_subparsers(
+        dest=f"{name}_command", required=True, metavar="COMMAND")
+
+    def command(each_name: str, handler, each_help: str) -> argparse.ArgumentParser:
+        each = group.add_parser(each_name, help=each_help, description=each_help)
+        each.add_argument("--json", action="store_true", help="print JSON for scripts")
+        each.set_defaults(handler=handler)
+        return each
+    return command
+
+
+def _index_and_secrets(sub) -> None:
+    command = _group(sub, "index", "find tasks by name in the index")
+    command("find", index.find, "the task indexed at a path").add_argument("path", metavar="INDEX_PATH")
+    command("list", index.list_namespace, "the namespaces and tasks directly under a namespace").add_argument(
+        "namespace", nargs="?", default="", metavar="NAMESPACE", help="default: the root")
+    command = _group(sub, "secrets", "read and write secrets")
+    command("get", secrets.get, "print a secret's value").add_argument("name", metavar="NAME")
+    each = command("set", secrets.set_value, "set a secret (a JSON object) until it expires")
+    each.add_argument("name", metavar="NAME")
+    each.add_argument("--expires", required=True, help="a date-time, or from now: '30 days', '1 year'")
+    value = each.add_mutually_exclusive_group(required=True)
+    value.add_argument("--value", help="the JSON object (visible to other users of this machine: prefer --file)")
+    value.add_argument("--file", help="a file holding the JSON object ('-': stdin)")
+    command("list", secrets.list_names, "the names of the secrets")
 
 
 task_id, group_id = slug_argument("taskId"), slug_argument("taskGroupId")

@@ -34,6 +34,16 @@ def queue(**extra) -> taskcluster.Queue:
     return taskcluster.Queue(client_options(**extra))
 
 
+def index(**extra) -> taskcluster.Index:
+    """The index service beside the Queue, on the same root URL and credentials."""
+    return taskcluster.Index(client_options(**extra))
+
+
+def secrets(**extra) -> taskcluster.Secrets:
+    """The secrets service beside the Queue, on the same root URL and credentials."""
+    return taskcluster.Secrets(client_options(**extra))
+
+
 def scheduler(**extra):
     """The task-graph scheduler beside the Queue, on the same root URL and credentials."""
     return Scheduler(client_options(**extra))

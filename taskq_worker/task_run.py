@@ -202,8 +202,8 @@ class TaskRun:
             artifacts.reference(queue, self.task_id, self.run_id, LOG_NAME, url, expires)
 
     def _publish_log_quietly(self, live: bool) -> None:
-        """Upload the log if the Queue takes it; the run's resolution never waits on its log
-        (a cancelled run, for one, is no longer ours to add artifacts to)."""
+        """Upload the log if the Queue takes it; the run's resolution never waits on its log.
+        A cancelled run takes it for 25 minutes after the cancel, as in Taskcluster."""
         try:
             self._publish_log(live)
         except taskcluster.exceptions.TaskclusterFailure as failure:

@@ -46,8 +46,9 @@ from tests.signing import HawkAuth
 ROOT = Path(__file__).resolve().parent.parent
 # Every test server trusts this client with `*` (STATIC_CLIENTS), and its clients use it.
 ROOT_CREDENTIALS = {"clientId": "static/tests-root", "accessToken": secrets.token_urlsafe(33)}
-# Every test server seals secrets (a hook's trigger token) under this key.
-TEST_SEALING_KEYS = new_key_entry("tests")
+# Every test server seals secrets (the secrets service's, a hook's trigger token) under this key
+# (a fresh one per test run).
+SECRETS_KEYS = new_key_entry("tests")
 
 
 def unique_prefix() -> str:
@@ -292,11 +293,11 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "QUEUE_WATCHDOG_SCHEDULE": "*/1 * * * * *",
         "HOOKS_SCHEDULER_SCHEDULE": "*/1 * * * * *",
-        "SECRETS_ENCRYPTION_KEYS": TEST_SEALING_KEYS,
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "STATIC_CLIENTS": json.dumps([{**ROOT_CREDENTIALS, "scopes": ["*"]}]),
+        "SECRETS_ENCRYPTION_KEYS": SECRETS_KEYS,
         **settings,
     }
     server = Server(f"http://127.0.0.1:{port}", launch_host(port, env, log_dir / f"devhost-{port}.log", tree, tree),
@@ -385,7 +386,7 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
-        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts")
+        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts", secrets_encryption_keys=SECRETS_KEYS)
     return Settings(**{**settings, **overrides})
 
 

@@ -18,7 +18,9 @@ another within the 15 minutes, which pinning `QUEUE_PUBLIC_URL` makes certain.
 Credentials a claim issues (`task-client/<taskId>/<runId>/on/<workerGroup>/<workerId>/until/<t>`)
 act on that run only while it is running, by that worker, before its `takenUntil`: once it
 is resolved or its claim has expired they are refused for it (403), as they are on a queue
-that does not hold that run at all.
+that does not hold that run at all. The artifact calls are the exception Taskcluster makes:
+a run resolved `exception` takes artifacts for 25 minutes, so its worker's credentials
+(valid until `takenUntil`, as Taskcluster's) still create them (a cancelled run's log).
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ from shared.auth.hawk import SignedRequest, authenticate
 from shared.auth.refusals import held, insufficient, shown
 from shared.auth.scopes import all_of
 from shared.config import DEFAULT_CREDENTIALS_TOKEN, Settings
+from shared.domain.artifacts import takes_artifacts
 from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.api.http import ApiRequest
-from shared.api.scopes import Requirement, requirement
+from shared.api.scopes import AFTER_EXCEPTION, Requirement, requirement
 
 log = logging.getLogger("queue.auth")
+_GRACE = " (or, for its artifacts, up to 25 minutes after it resolved exception)"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _RUN_CLIENT = re.compile(r"task-client/([^/]+)/([0-9]+)/on/([^/]+)/([^/]+)/until/[^/]+")
 
@@ -71,7 +75,7 @@ class Access:
                                           request.body, request.headers.get("content-type", "")), self.realm)
 
     def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
-        return Guard(requirement(endpoint), caller, params)
+        return Guard(requirement(endpoint), caller, params, self.realm.anonymous)
 
 
 def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "") -> tuple[str, int]:
@@ -101,9 +105,11 @@ class Guard:
     what `stored_scopes` needs, and `require` lets it check the endpoint's scopes again with
     more values (an artifact link's target name)."""
 
-    def __init__(self, needed: Requirement | None, caller: Caller, params: dict) -> None:
+    def __init__(self, needed: Requirement | None, caller: Caller, params: dict,
+                 anonymous: Caller | None = None) -> None:
         self.needed = needed
         self.caller = caller
+        self.anonymous = anonymous
         self.params = dict(params)
         self.checked_scopes = False
         bound = _RUN_CLIENT.fullmatch(caller.client_id or "")
@@ -115,6 +121,11 @@ class Guard:
         """The caller holds credentials for the very run this run-bound endpoint acts on."""
         return bool(self.needed and self.needed.run_bound and self.bound
                     and self.bound[:2] == (self.params.get("taskId"), self.params.get("runId")))
+
+    @property
+    def _grace(self) -> bool:
+        """Whether the endpoint lets the run's credentials act after an `exception` (artifacts)."""
+        return self.needed is not None and self.needed.run_bound == AFTER_EXCEPTION
 
     def check_url(self) -> None:
         """What the URL's parameters suffice for (Taskcluster checks these before the body)."""
@@ -152,6 +163,11 @@ class Guard:
         if self.needed and self.needed.scopes is not None:
             self._check(expressions.render(self.needed.scopes, {**self.params, **values}))
 
+    def public(self, expression) -> bool:
+        """Whether a caller without credentials would satisfy `expression` (the index's
+        redirect to a public artifact needs no signature)."""
+        return self.anonymous is not None and self.anonymous.scopes.satisfies(expression)
+
     def refusal(self, error: Exception) -> Exception:
         """What to answer for `error` raised by the handler: a run this queue does not hold is
         refused to credentials issued for it, as a run no longer theirs is."""
@@ -166,7 +182,7 @@ class Guard:
             raise InsufficientScopes(self._not_theirs("does not exist"))
         if (run.worker_group, run.worker_id) != (worker_group, worker_id):
             raise InsufficientScopes(self._not_theirs(f"was claimed by {run.worker_group}/{run.worker_id}"))
-        if run.state is not RunState.RUNNING:
+        if run.state is not RunState.RUNNING and not (self._grace and takes_artifacts(run, utcnow())):
             raise InsufficientScopes(self._not_theirs(f"is {run.state.value}"))
         if not run.taken_until or parse_iso(run.taken_until) <= utcnow():
             raise InsufficientScopes(self._not_theirs(f"was claimed until {run.taken_until}, which has passed"))
@@ -176,7 +192,8 @@ class Guard:
         required = expressions.render(self.needed.scopes, self.params)
         return (f"Client ID {self.caller.client_id} holds credentials issued by a claim of run {run_id} of task "
                 f"{task_id} for worker {worker_group}/{worker_id}; they satisfy `{shown(required)}` for that run "
-                f"only while it is running and claimed by that worker, and it {why}.\n\n"
+                f"only while it is running and claimed by that worker{_GRACE if self._grace else ''}, "
+                f"and it {why}.\n\n"
                 f"The client has the scopes:\n\n```\n{held(self.caller)}\n```")
 
     def _check(self, expression) -> None:

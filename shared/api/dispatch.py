@@ -79,7 +79,7 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
         query = _check_query(endpoint, request.query)
         payload = _parse_body(endpoint, request.body)
         if endpoint.input_schema:
-            validate(endpoint.input_schema, payload)
+            validate(endpoint.input_schema, payload, hidden=endpoint.hidden)
         guard.check_request(payload)
         answer = endpoint.handler(Call(params, query, payload, services, guard))
         if guard.pending:  # a handler that forgot to hand `call.authorize` to its service
@@ -87,16 +87,24 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
             raise QueueError("Internal error: the request was not authorized")
         return answer if isinstance(answer, ApiResponse) else ApiResponse(200, answer)
     except (QueueError, AuthError) as error:
-        return _refused(guard.refusal(error) if guard else error, endpoint.name, params, payload)
+        return _refused(guard.refusal(error) if guard else error, endpoint.name, params, _shown(endpoint, payload))
     except Exception:  # a storage outage or a bug: say so in Taskcluster's shape
-        log.exception("%s %s failed", endpoint.name, _shown(endpoint, params))
-        return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
+        log.exception("%s %s failed", endpoint.name, _logged_path(endpoint, params))
+        return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params,
+                              _shown(endpoint, payload))
+
+
+def _shown(endpoint: Endpoint, payload):
+    """The payload as an error shows it: its hidden fields replaced (see `Endpoint.hidden`)."""
+    if not endpoint.hidden or not isinstance(payload, dict):
+        return payload
+    return {key: "(OMITTED)" if key in endpoint.hidden else value for key, value in payload.items()}
 
 
 SECRET_PARAMS = ("token",)   # a hook's trigger token: never in a log line
 
 
-def _shown(endpoint: Endpoint, params: dict) -> str:
+def _logged_path(endpoint: Endpoint, params: dict) -> str:
     """The request's path for a log line, its secret parameters masked."""
     return "/" + "/".join(f"({segment[1:-1]})" if segment[1:-1] in SECRET_PARAMS
                           else params.get(segment[1:-1], segment) if segment.startswith("<") else segment

@@ -9,7 +9,7 @@ rewritten to point there, so it stands alone.
 from __future__ import annotations
 
 import json
-import posixpath
+from urllib.parse import urljoin
 
 from shared.validation import BASE_URI, SCHEMA_DIR
 from shared.api import scopes
@@ -22,7 +22,11 @@ COMPONENTS = "#/components/schemas/"
 
 def document(endpoints: list[Endpoint], service_root: str, title: str) -> dict:
     paths: dict[str, dict] = {}
+    named = set()
     for endpoint in endpoints:
+        if endpoint.name in named:   # one operation at two routes (an optional last parameter): its first
+            continue
+        named.add(endpoint.name)
         path = "/" + "/".join(f"{{{s[1:-1]}}}" if s.startswith("<") else s for s in endpoint.segments)
         paths.setdefault(path, {})[endpoint.method.lower()] = _operation(endpoint)
     names = {ERROR_SCHEMA} | {name for e in endpoints for name in (e.input_schema, e.output_schema) if name}
@@ -86,8 +90,8 @@ def _bundle(names: set[str]) -> dict[str, dict]:
 
 
 def _component(name: str) -> str:
-    """A schema's name among the components (`hooks/hook-definition`: `hooks.hook-definition`,
-    as a `/` would be read as a step of the JSON pointer)."""
+    """A schema's component name: its path under schemas/v1, `/` made `.` (a `/` would split
+    the JSON pointer that refers to it)."""
     return name.replace("/", ".")
 
 
@@ -100,10 +104,9 @@ def _rewrite(value, name: str, found: list[str]):
         return value
     out = {key: _rewrite(item, name, found) for key, item in value.items() if key not in ("$id", "$schema")}
     if isinstance(value.get("$ref"), str):
-        target, _, pointer = value["$ref"].removeprefix(BASE_URI).partition("#")
-        # Relative to the schema's own folder (a service's schemas sit in one: hooks/...).
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), target.removesuffix(".json"))) \
-            if target else name
+        # Relative to the schema's own `$id` (`../common.json` from a service's folder).
+        target, _, pointer = urljoin(BASE_URI + name + ".json", value["$ref"]).removeprefix(BASE_URI).partition("#")
+        target = target.removesuffix(".json") or name
         found.append(target)
         out["$ref"] = COMPONENTS + _component(target) + pointer
     return out

@@ -14,6 +14,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from shared.domain.ids import SLUGID_PATTERN
+from shared.domain.index import NAMESPACE_PATTERN
 from shared.validation import ecma_regex
 from shared.api.errors import InvalidRequestArguments
 
@@ -30,6 +31,9 @@ PARAM_PATTERNS = {
     # Printable ASCII, as Taskcluster's object names; artifact names are held to 1,024 by
     # their own rules, object names (`t/<taskId>/<runId>/<artifact name>`) may be longer.
     "name": r"^[\x20-\x7e]{1,2048}$",
+    # An index path (namespace), Taskcluster's format; the root is the route without it.
+    "indexPath": NAMESPACE_PATTERN,
+    "namespace": NAMESPACE_PATTERN,
     # A feed of the browser view: 16 random bytes, URL-safe base64 (services/task_groups/group_feeds.py).
     "feedId": r"^[A-Za-z0-9_-]{22}$",
     # Taskcluster's hooks service's (a hookId may hold '/', sent as %2F).
@@ -51,6 +55,9 @@ class Endpoint:
     query: tuple[str, ...] = ()
     output_schema: str | None = None     # what a success carries (documentation and tests)
     status: int = 200                    # the success status: 303 for the redirecting calls
+    # Body fields never shown: "(OMITTED)" in an error's requestInfo (Taskcluster's
+    # cleanPayload), and a schema violation in them named without the value (a secret's).
+    hidden: tuple[str, ...] = ()
 
     @property
     def params(self) -> list[str]:

@@ -1,7 +1,8 @@
 """What each endpoint requires of its caller: one table, keyed by endpoint name.
 
-The expressions are Taskcluster's (its API references, `queue-api.json`,
-`object-api.json` and `hooks-api.json`, in the notation of `shared/auth/expressions.py`),
+The expressions are Taskcluster's (its API references, `queue-api.json`, `object-api.json`,
+`hooks-api.json`, `index-api.json` and `secrets-api.json`, in the notation of
+`shared/auth/expressions.py`),
 plus the scheduler's own. A `Requirement` says where each parameter comes from:
 - `scopes` is checked before the handler runs, with the URL's parameters and those
   `request(params, body)` reads from the body;
@@ -10,7 +11,9 @@ plus the scheduler's own. A `Requirement` says where each parameter comes from:
   passes `call.authorize` into the service, which calls it before its first write. A list
   from `stored` means each item must satisfy `stored_scopes` (a graph's tasks);
 - `run_bound`: the endpoint acts on the run in its URL, so credentials issued for that
-  run by a claim work on it only while it is theirs (see `access.py`).
+  run by a claim work on it only while it is theirs (see `access.py`): while it runs, or,
+  for the artifact calls (`run_bound=AFTER_EXCEPTION`), also while a run it resolved
+  `exception` still takes artifacts (Taskcluster's 25 minutes: a cancelled run's log).
 An endpoint listed as None is public. One missing from the table is refused to all but a
 client holding `*`.
 """
@@ -23,13 +26,18 @@ from typing import Callable
 from shared.domain.task_scopes import CREATE_TASK, task_creation
 
 
+# `run_bound` of the artifact calls: the run's credentials also work after it resolved
+# `exception`, while it still takes artifacts (`domain.artifacts.takes_artifacts`).
+AFTER_EXCEPTION = "after exception"
+
+
 @dataclass(frozen=True)
 class Requirement:
     scopes: object = None
     request: Callable[[dict, object], dict] | None = None
     stored_scopes: object = None
     stored: Callable[[object, dict], dict | list[dict]] | None = None
-    run_bound: bool = False
+    run_bound: bool | str = False    # True, or AFTER_EXCEPTION
 
 
 GET_ARTIFACT = {"AllOf": [{"for": "name", "in": "names", "each": "queue:get-artifact:<name>"}]}
@@ -61,12 +69,17 @@ def _names(params: dict, body) -> dict:
     return {"names": [params["name"]]}
 
 
+def _namespace(params: dict, body) -> dict:
+    """An optional namespace parameter: absent, the root."""
+    return {"namespace": params.get("namespace", "")}
+
+
 def _graph_tasks(definitions: dict, params: dict) -> list[dict]:
     return [task_creation(definition) for definition in definitions.values()]
 
 
 _RESOLVE = Requirement("queue:resolve-task:<taskId>/<runId>", run_bound=True)
-_CREATE_ARTIFACT = Requirement("queue:create-artifact:<taskId>/<runId>", run_bound=True)
+_CREATE_ARTIFACT = Requirement("queue:create-artifact:<taskId>/<runId>", run_bound=AFTER_EXCEPTION)
 _READ_ARTIFACT = Requirement(GET_ARTIFACT, request=_names)
 _UPLOAD = Requirement("object:upload:<projectId>:<name>", request=_body("projectId"))
 _DOWNLOAD = Requirement("object:download:<name>")
@@ -181,6 +194,21 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "listLastFires": Requirement("hooks:list-last-fires:<hookGroupId>/<hookId>"),
     # The browser view's hooks with their last fires (ours): whoever may list them all.
     "hookFires": Requirement({"AllOf": ["hooks:list-hooks:*", "hooks:list-last-fires:*"]}),
+    # the index (index-api.json); the root namespace is "" (`/namespaces/`, `/tasks/`)
+    "findTask": Requirement("index:find-task:<indexPath>"),
+    "findTasksAtIndex": Requirement({"AllOf": [{"for": "indexPath", "in": "indexPaths",
+                                                "each": "index:find-task:<indexPath>"}]},
+                                    request=lambda params, body: {"indexPaths": body.get("indexes", [])}),
+    "listNamespaces": Requirement("index:list-namespaces:<namespace>", request=_namespace),
+    "listTasks": Requirement("index:list-tasks:<namespace>", request=_namespace),
+    "insertTask": Requirement("index:insert-task:<namespace>"),
+    "deleteTask": Requirement("index:delete-task:<namespace>"),
+    "findArtifactFromTask": Requirement("queue:get-artifact:<name>"),
+    # secrets (secrets-api.json)
+    "set": Requirement("secrets:set:<name>"),
+    "remove": Requirement("secrets:set:<name>"),
+    "get": Requirement("secrets:get:<name>"),
+    "list": Requirement("secrets:list-secrets"),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

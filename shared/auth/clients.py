@@ -21,14 +21,17 @@ from shared.auth.scopes import ScopeSet, valid_scope
 
 ANONYMOUS_ROLE = "anonymous"
 ASSUME_ANONYMOUS = "assume:" + ANONYMOUS_ROLE
-# Taskcluster's documented `anonymous` role of a public deployment, its Queue and hooks parts
-# (reading tasks, groups, workers, public artifacts, hooks and their fires), and reading task
-# graphs (their tasks).
+# Taskcluster's documented `anonymous` role of a public deployment, its Queue, hooks and index
+# parts (reading tasks, groups, workers, public artifacts, hooks and their fires; finding and
+# listing indexed tasks), and reading task graphs (their tasks). Secrets' names are not public.
 DEFAULT_ANONYMOUS_SCOPES = (
     "hooks:get:*",
     "hooks:list-hooks:*",
     "hooks:list-last-fires:*",
     "hooks:status:*",
+    "index:find-task:*",
+    "index:list-namespaces:*",
+    "index:list-tasks:*",
     "queue:get-artifact:public/*",
     "queue:get-provisioner:*",
     "queue:get-task:*",
@@ -43,6 +46,7 @@ DEFAULT_ANONYMOUS_SCOPES = (
     "queue:pending-count:*",
     "queue:status:*",
     "scheduler:get-task-graph:*",
+    "secrets:list-secrets",
 )
 # What a client id may contain: a Hawk header attribute's characters.
 _CLIENT_ID = re.compile(r"[ a-zA-Z0-9_!#$%&'()*+,\-./:;<=>?@\[\]^`{|}~]+")

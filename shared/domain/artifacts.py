@@ -96,6 +96,14 @@ def results_artifact(task_id: str, run_id: int, task_expires: str, size: int) ->
                     {"committed": True}, size, size=size)
 
 
+def takes_artifacts(run: Run, now: datetime) -> bool:
+    """Taskcluster's rule: a run takes artifacts while it runs, and for 25 minutes after it
+    resolved `exception` (a worker reports the exception first, then uploads its logs)."""
+    if run.state is RunState.RUNNING:
+        return True
+    return run.state is RunState.EXCEPTION and bool(run.resolved) and parse_iso(run.resolved) > now - EXCEPTION_GRACE
+
+
 def check_run(task_id: str, run: Run | None, now: datetime) -> None:
     """A run may take artifacts: claimed, and running (or resolved `exception` lately)."""
     if run is None:
@@ -103,9 +111,7 @@ def check_run(task_id: str, run: Run | None, now: datetime) -> None:
     if not run.worker_group or not run.worker_id:
         raise InvalidInput(f"runId: run {run.run_id} of task {task_id} was never claimed by a worker, "
                            "so it has no artifacts")
-    if run.state is RunState.RUNNING:
-        return
-    if run.state is RunState.EXCEPTION and run.resolved and parse_iso(run.resolved) > now - EXCEPTION_GRACE:
+    if takes_artifacts(run, now):
         return
     raise Conflict(f"Run {run.run_id} of task {task_id} is {run.state.value}: artifacts are created while a "
                    "run is running, or up to 25 minutes after it resolved exception")

@@ -31,6 +31,7 @@ MAX_DATA = 32 * 1024          # Taskcluster: "you'll get errors if you store mor
 DEFAULT_LIFETIME = timedelta(days=365)
 _PART = r"[a-zA-Z0-9_!~*'()%-]+"
 _NAMESPACE = re.compile(rf"(?:{_PART}\.)*{_PART}")
+NAMESPACE_PATTERN = rf"^(?:{_PART}\.)*{_PART}$"     # as a JSON Schema or route pattern
 
 
 @dataclass(frozen=True)

@@ -39,19 +39,33 @@ def task_id_for(graph_id: str, label: str) -> str:
     return slugid_from_digest(hashlib.sha256(f"{graph_id}/{label}".encode()).digest())
 
 
-def build_nodes(graph_id: str, tasks: dict, known: dict[str, str], routing: str = "") -> list[Node]:
+def build_nodes(graph_id: str, tasks: dict, known: dict[str, str], routing: str = "",
+                reused: dict[str, str] | None = None) -> list[Node]:
     """Nodes for the graph's new `tasks` (label -> {requires, reruns, task}), in an order where
-    each comes after what it requires. `known` maps labels already in the graph to taskIds."""
+    each comes after what it requires. `known` maps labels already in the graph to taskIds.
+    `reused` maps labels of `tasks` that reuse a completed task (see `reuse_namespaces`) to
+    its taskId: they get no node, and their dependents depend on that task, which does not
+    count among their `required_ids` (it completed: nothing of the graph waits on it)."""
     clash = sorted(set(tasks) & set(known))
     if clash:
         raise InvalidInput(f"tasks: labels already in the graph: {', '.join(clash)}")
-    ids = {**known, **{label: task_id_for(graph_id, label) for label in tasks}}
+    reused = reused or {}
+    ids = {**known, **{label: task_id_for(graph_id, label) for label in tasks}, **reused}
     for label, node in tasks.items():
         unknown = [required for required in node.get("requires", []) if required not in ids]
         if unknown:
             raise InvalidInput(f"tasks.{label}.requires: unknown labels {', '.join(unknown)}")
-    order = _topological(tasks)
-    return [_node(graph_id, label, tasks[label], ids, routing) for label in order]
+    created = {label: node for label, node in tasks.items() if label not in reused}
+    order = _topological(created)
+    done = set(reused.values())
+    return [_node(graph_id, label, created[label], ids, routing, done) for label in order]
+
+
+def reuse_namespaces(node: dict) -> list[str]:
+    """The index namespaces a label may reuse a completed task from, in order (`reuse.index`:
+    one, or a list); none when it names none."""
+    wanted = (node.get("reuse") or {}).get("index") or []
+    return [wanted] if isinstance(wanted, str) else list(wanted)
 
 
 def _topological(tasks: dict) -> list[str]:
@@ -75,7 +89,7 @@ def _topological(tasks: dict) -> list[str]:
     return order
 
 
-def _node(graph_id: str, label: str, node: dict, ids: dict[str, str], routing: str) -> Node:
+def _node(graph_id: str, label: str, node: dict, ids: dict[str, str], routing: str, done: set[str]) -> Node:
     task = substitute(node["task"], ids, f"tasks.{label}.task")
     requires = tuple(node.get("requires", []))
     task["taskGroupId"] = graph_id
@@ -83,7 +97,8 @@ def _node(graph_id: str, label: str, node: dict, ids: dict[str, str], routing: s
     task["dependencies"] = sorted(set(task.get("dependencies", [])) | {ids[r] for r in requires})
     if routing:
         task["routes"] = sorted(set(task.get("routes", [])) | {routing})
-    return Node(label, ids[label], requires, node.get("reruns", 0), task, tuple(ids[r] for r in requires))
+    required = tuple(r for r in requires if ids[r] not in done)
+    return Node(label, ids[label], required, node.get("reruns", 0), task, tuple(ids[r] for r in required))
 
 
 def substitute(value, ids: dict[str, str], path: str):

@@ -67,6 +67,7 @@ BUCKET_READS = _declare("bucket-read", 32, 0, "a wide owner's buckets queried in
 COUNTDOWN_READS = _declare("countdown-read", 16, 0, "countdown rows looked up, or upserted, a bucket at a time")
 TASK_READS = _declare("task-read", 32, 0, "task rows read at once: a creation's, a graph's, a group page's")
 TASK_INSERTS = _declare("task-insert", 16, 0, "new task rows, a transaction per partition")
+INDEX_READS = _declare("index-read", 16, 0, "index entries read at once: findTasksAtIndex's, a graph's reused labels'")
 
 # -- layer 1: storage patterns that read or write through layer 0 ------------------------------
 COUNTDOWN_WRITES = _declare("countdown-write", 16, 1, "a countdown's rows added, a transaction per bucket")
@@ -83,7 +84,8 @@ GRAPH_STARTS = _declare("graph-start", 16, 3, "a new graph's roots scheduled")
 # -- layer 4: independent steps of one request or resolution -----------------------------------
 CREATION_STEPS = _declare("task-create-step", 32, 4, "the independent steps of one createTask or graph part")
 CLAIMS = _declare("claim", 32, 4, "the runs one claimWork takes, claimed at once")
-RESOLUTION_GROUPS = _declare("resolution-group", 16, 4, "a resolution's group and graph, beside its dependents")
+RESOLUTION_GROUPS = _declare("resolution-group", 16, 4, "a resolution's group, graph and index entries, beside "
+                             "its dependents")
 GROUP_DESCRIPTIONS = _declare("ui-groups", 8, 4, "the browser's list of groups, each described from its first tasks")
 FAN_OUTS = _declare("resolution-fan-out", 4, 4, "long fan-outs, after the call that resolved their task answered")
 GROUP_PRIORITIES = _declare("group-priority", 16, 4, "changeTaskGroupPriority's tasks, each given the priority")

@@ -12,6 +12,7 @@ not call back into the resolver. So there are two updaters over the same tables:
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -38,8 +39,14 @@ from shared.services.hooks.firing import HookFiring
 from shared.services.hooks.hook_secrets import HookSecrets, sealing_box
 from shared.services.hooks.hooks import Hooks
 from shared.services.hooks.scheduler import HookScheduler
+from shared.services.index.index import Index
+from shared.services.index.index_expiry import IndexExpiry
+from shared.services.index.indexer import Indexer
 from shared.services.scheduler.graph_parts import GraphParts
+from shared.services.scheduler.reuse import GraphReuse
 from shared.services.scheduler.task_graphs import TaskGraphs
+from shared.services.secrets.encryption import KeyConfigError, SecretBox
+from shared.services.secrets.secrets import SecretExpiry, Secrets
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
 from shared.services.artifacts.expiry_index import INDEX as ARTIFACT_EXPIRES
 from shared.services.sweeps.artifact_expiry import ArtifactExpiry
@@ -65,9 +72,11 @@ from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.dependency_table import DependencyTable
 from shared.storage.tables.hook_fire_table import HookFireTable
 from shared.storage.tables.hook_table import HookTable
+from shared.storage.tables.index_table import IndexTable
 from shared.storage.tables.object_table import ObjectTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.requirement_table import RequirementTable
+from shared.storage.tables.secret_table import SecretTable
 from shared.storage.tables.task_graph_table import TaskGraphTable
 from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.tables.task_queue_table import TaskQueueTable
@@ -75,6 +84,7 @@ from shared.storage.tables.task_table import TaskTable
 from shared.storage.tables.worker_table import WorkerTable
 
 DAY, HOUR, FIVE_MINUTES = timedelta(days=1), timedelta(hours=1), timedelta(minutes=5)
+log = logging.getLogger("queue.wiring")
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,10 @@ class Services:
     stall_reports: StallReports
     hooks: Hooks
     hook_scheduler: HookScheduler
+    index: Index
+    index_expiry: IndexExpiry
+    secrets: Secrets
+    secret_expiry: SecretExpiry
 
     @property
     def bus(self) -> EventBus | None:
@@ -113,7 +127,8 @@ class Services:
     @property
     def sweeps(self) -> tuple:
         """The expiry sweeps, in the order the expiration timer runs them."""
-        return self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry
+        return (self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.index_expiry,
+                self.secret_expiry)
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -161,10 +176,14 @@ class Services:
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
                                 GroupWatch(watch_index, stall), messages, publisher, signal)
         parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
-        graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts)
+        index_table = IndexTable(account)
+        index_expiry = IndexExpiry(TimeIndex(account, "index-expires", bucket=DAY), index_table)
+        graphs = TaskGraphs(graph_table, task_table, creation, groups, scheduling, parts,
+                            GraphReuse(graph_table, index_table, task_table))
 
         # What follows a resolution, and the updater of every call and sweep that resolves
-        resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher)
+        resolver = DependencyResolver(task_table, tracker, groups, graphs, claim_table, messages, publisher,
+                                      Indexer(index_table, index_expiry, task_table))
         updater = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                               follow_up=resolver)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
@@ -188,6 +207,9 @@ class Services:
         firing = HookFiring(task_calls, lambda role: realm().expand((role,)), hook_fires, hook_secrets, hook_clock)
         hooks = Hooks(HookTable(account, marks), hook_fires, hook_index, firing, hook_secrets, task_table, publisher,
                       hook_clock)
+        # The index and secrets services
+        secret_table = SecretTable(account)
+        secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table)
         return cls(
             task_calls=task_calls,
             priorities=Priorities(task_table, pending_table, updater, groups, publisher),
@@ -217,7 +239,23 @@ class Services:
             stall_reports=stall_reports,
             hooks=hooks,
             hook_scheduler=HookScheduler(hook_index, hooks, hook_clock),
+            index=Index(index_table, index_expiry, issuer, settings.public_url or LOCAL_ROOT_URL),
+            index_expiry=index_expiry,
+            secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
+            secret_expiry=secret_expiry,
         )
+
+
+def secret_box(settings: Settings) -> SecretBox | None:
+    """The secrets' keys, or None when none is set or the setting cannot be read (the
+    secrets service then says so; the rest of the app serves on)."""
+    if not settings.secrets_encryption_keys.strip():
+        return None
+    try:
+        return SecretBox.from_setting(settings.secrets_encryption_keys)
+    except KeyConfigError as error:   # its message never shows a key
+        log.error("%s; the secrets service is unavailable", error)
+        return None
 
 
 # Where clients reach the app when QUEUE_PUBLIC_URL does not say: `make run`'s address.

@@ -48,6 +48,14 @@ def as_client(server: Server, who: str | dict | None, **options) -> taskcluster.
                               **({"credentials": dict(credentials)} if credentials else {}), **options})
 
 
+def service_client(kind, server: Server, credentials: dict | None = ROOT_CREDENTIALS):
+    """The official client of another service beside the Queue (`taskcluster.Index`,
+    `taskcluster.Secrets`) at the server's root URL, as the root client by default, with
+    `credentials`, or without any (None)."""
+    return kind({"rootUrl": server.root_url, "maxRetries": 0,
+                 **({"credentials": dict(credentials)} if credentials else {})})
+
+
 def refusal(call, *args, **kwargs) -> tuple[int, dict]:
     """The status and body of a call expected to fail."""
     with pytest.raises(taskcluster.exceptions.TaskclusterFailure) as failure:

@@ -151,6 +151,27 @@ def test_a_worker_cannot_act_on_another_run_of_the_same_task(auth_server, task_q
         "completed"
 
 
+def test_a_run_resolved_exception_still_takes_its_workers_artifacts_and_nothing_else(auth_server, task_queue_id):
+    """Taskcluster's 25 minutes after an `exception` (a cancel): the worker uploads its log
+    with the claim's credentials; a run that completed or failed takes none."""
+    root = as_client(auth_server, "root")
+    cancelled, failed = new_slugid(), new_slugid()
+    root.createTask(cancelled, make_task(task_queue_id))
+    root.createTask(failed, make_task(task_queue_id))
+    held = {claimed["status"]["taskId"]: as_client(auth_server, claimed["credentials"])
+            for claimed in (claim(auth_server, task_queue_id, "a"), claim(auth_server, task_queue_id, "b"))}
+    root.cancelTask(cancelled)
+    held[failed].reportFailed(failed, "0")
+    log = {"storageType": "error", "reason": "file-missing-on-worker", "message": "m",
+           "expires": make_task(task_queue_id)["deadline"]}
+    assert held[cancelled].createArtifact(cancelled, "0", "public/logs/live.log", log) == {"storageType": "error"}
+    assert_403(refusal(held[cancelled].reportCompleted, cancelled, "0"), "it is exception")
+    assert_403(refusal(held[cancelled].reclaimTask, cancelled, "0"), "it is exception")
+    assert_403(refusal(held[failed].createArtifact, failed, "0", "public/logs/live.log", log), "it is failed")
+    assert_403(refusal(held[failed].createArtifact, cancelled, "0", "public/x", log),
+               f"queue:create-artifact:{cancelled}/0")
+
+
 @pytest.fixture(scope="module")
 def short_claims(azurite, tmp_path_factory):
     """Another Queue trusting the same clients (so the same issuer key), whose claims last 2 s."""

@@ -1,6 +1,6 @@
 """No input produces a 5xx (issue R5).
 
-Every operation of the four APIs (queue, scheduler, object service, hooks) is fuzzed from the
+Every operation of the APIs (queue, scheduler, object, hooks, index and secrets) is fuzzed from the
 OpenAPI document the server itself serves (valid and invalid bodies, queries and path
 parameters, including values that break the parameters' patterns); then hostile task graphs
 and hostile artifacts. Bounded and derandomized, so CI is repeatable: a 5xx found here is
@@ -73,6 +73,16 @@ def hooks_openapi(fuzz_server):
     return _openapi(fuzz_server, "hooks")
 
 
+@pytest.fixture(scope="module")
+def index_openapi(fuzz_server):
+    return _openapi(fuzz_server, "index")
+
+
+@pytest.fixture(scope="module")
+def secrets_openapi(fuzz_server):
+    return _openapi(fuzz_server, "secrets")
+
+
 def check(case, auth) -> None:
     """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema.
     Signed by the root client, so that every call reaches its handler."""
@@ -98,6 +108,8 @@ queue_api = schemathesis.pytest.from_fixture("queue_openapi")
 scheduler_api = schemathesis.pytest.from_fixture("scheduler_openapi")
 object_api = schemathesis.pytest.from_fixture("object_openapi")
 hooks_api = schemathesis.pytest.from_fixture("hooks_openapi")
+index_api = schemathesis.pytest.from_fixture("index_openapi")
+secrets_api = schemathesis.pytest.from_fixture("secrets_openapi")
 
 
 @queue_api.parametrize()
@@ -125,9 +137,21 @@ def test_hooks_api(case, fuzz_server):
     check(case, fuzz_server.auth)
 
 
+@index_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_index_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
+
+
+@secrets_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_secrets_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
+
+
 def test_the_documents_stand_alone(fuzz_server):
     """Every `$ref` points inside the document, and every path parameter has its pattern."""
-    for api in ("queue", "scheduler", "object", "hooks"):
+    for api in ("queue", "scheduler", "object", "hooks", "index", "secrets"):
         document = requests.get(f"{fuzz_server.root_url}/api/{api}/v1/openapi.json").json()
         text = json.dumps(document)
         assert document["openapi"] == "3.1.0" and '"$ref": "#/components/schemas/' in text

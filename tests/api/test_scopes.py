@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.api import hooks_api, openapi, queue_api, scheduler_api, ui_api
+from shared.api import hooks_api, index_api, openapi, queue_api, scheduler_api, secrets_api, ui_api
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -20,13 +20,19 @@ QUEUE_REFERENCE = [
     "listClaimedTasks", "listWorkerTypes", "getWorkerType", "listTaskQueues", "getTaskQueue", "listWorkers",
     "getWorker", "quarantineWorker", "declareWorker", "heartbeat"]
 OBJECT_REFERENCE = ["createUpload", "finishUpload", "startDownload", "object", "download"]
+INDEX_REFERENCE = ["findTask", "findTasksAtIndex", "listNamespaces", "listTasks", "insertTask", "deleteTask",
+                   "findArtifactFromTask"]
+SECRETS_REFERENCE = ["set", "remove", "get", "list"]
 REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 
 def test_every_endpoint_is_in_the_table():
-    served = [endpoint.name for endpoint in
-              queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS + hooks_api.ENDPOINTS]
-    assert [name for name in served + QUEUE_REFERENCE + OBJECT_REFERENCE if name not in REQUIREMENTS] == []
+    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS
+              + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS]
+    references = QUEUE_REFERENCE + OBJECT_REFERENCE + INDEX_REFERENCE + SECRETS_REFERENCE
+    assert [name for name in served + references if name not in REQUIREMENTS] == []
+    assert {endpoint.name for endpoint in index_api.ENDPOINTS} >= set(INDEX_REFERENCE)
+    assert {endpoint.name for endpoint in secrets_api.ENDPOINTS} >= set(SECRETS_REFERENCE)
     assert requirement("somethingNew") is UNLISTED and UNLISTED.scopes == "*"
 
 
@@ -41,7 +47,8 @@ def test_only_the_service_endpoints_are_public():
 
 
 @pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
-@pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json"])
+@pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json", "index-api.json",
+                                       "secrets-api.json"])
 def test_the_expressions_are_taskclusters(reference):
     for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
         ours, theirs = expression(entry["name"]), entry.get("scopes")

@@ -280,3 +280,51 @@ def test_unknown_graphs_are_404(scheduler, task_queue_id):
     for response in (scheduler.status(graph_id), scheduler.inspect(graph_id),
                      scheduler.extend(graph_id, graph(task_queue_id, a={}))):
         assert response.status_code == 404 and response.json()["code"] == "ResourceNotFound"
+
+
+def test_a_graph_submitted_twice_creates_none_of_its_reused_tasks_the_second_time(server, scheduler, queue,
+                                                                                  task_queue_id):
+    """Beyond Taskcluster (`reuse.index`, taskgraph's index-search): the toolchain is indexed
+    by its route when it completes; the same graph submitted again takes that task's id for
+    the label and creates no task for it; the official Index client finds what was reused."""
+    namespace = f"proj.t{new_slugid()[:8].lower().replace('-', 'x').replace('_', 'y')}.toolchain"
+    request = graph(task_queue_id,
+                    toolchain={"reuse": {"index": [f"{namespace}.missing", namespace]},
+                               "task": {"routes": [f"index.{namespace}"]}},
+                    build={"requires": ["toolchain"], "task": {"payload": {"tc": {"$subs": "taskId:toolchain"}}}})
+    first, second = new_slugid(), new_slugid()
+    ok(scheduler.create(first, request))
+    assert ok(scheduler.inspect(first))["reused"] == []
+    labels = label_names(scheduler, first)
+    assert run(queue, task_queue_id, labels) == ["toolchain"]
+    wait_for_state(queue, scheduler.tasks(first)["build"]["taskId"], "pending")
+    assert run(queue, task_queue_id, labels) == ["build"]
+    scheduler.wait_for_state(first, "finished")
+    toolchain = scheduler.tasks(first)["toolchain"]["taskId"]
+    index = taskcluster.Index({"rootUrl": server.root_url, "maxRetries": 0})
+    eventually(lambda: _indexed(index, namespace) == toolchain, message="the toolchain indexed")
+
+    ok(scheduler.create(second, request))
+    inspected = ok(scheduler.inspect(second))
+    assert inspected["reused"] == [{"label": "toolchain", "taskId": toolchain, "namespace": namespace}]
+    assert [entry["label"] for entry in inspected["tasks"]] == ["build"]
+    assert queue.listTaskGroup(second)["tasks"][0]["status"]["taskId"] == scheduler.tasks(second)["build"]["taskId"]
+    assert len(queue.listTaskGroup(second)["tasks"]) == 1
+    assert rest_status(queue.status, task_id_for(second, "toolchain")) == 404
+    build = scheduler.tasks(second)["build"]["taskId"]
+    assert queue.task(build)["payload"]["tc"] == toolchain and queue.status(build)["status"]["state"] == "pending"
+    assert run(queue, task_queue_id, label_names(scheduler, second)) == ["build"]
+    scheduler.wait_for_state(second, "finished")
+
+
+def _indexed(index, namespace: str) -> str | None:
+    try:
+        return index.findTask(namespace)["taskId"]
+    except taskcluster.TaskclusterRestFailure:
+        return None
+
+
+def rest_status(call, *args) -> int:
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as caught:
+        call(*args)
+    return caught.value.status_code

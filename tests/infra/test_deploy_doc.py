@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from shared.auth.clients import Realm
+from shared.services.secrets.encryption import SecretBox
 from tests.conftest import ROOT, eventually, start_server
 from tests.functions.test_function_app import functions_by_name
 from tests.infra.test_main_bicep import BICEP, deployed_settings
@@ -115,6 +116,7 @@ def test_its_clients_are_what_the_queue_takes(secrets):
     assert clients[1]["scopes"] == ["queue:claim-work:proj/linux", "queue:worker-id:azure/*"]
     Realm.from_settings(secrets["STATIC_CLIENTS"], "", "")   # refuses what it cannot use
     assert len({secrets[name] for name in ("CREDENTIALS_TOKEN", "ADMIN_TOKEN", "WORKER_TOKEN")}) == 3
+    assert SecretBox.from_setting(secrets["SECRETS_KEYS"]).sealing_key_id == "k1"   # a key the app can use
 
 
 def _run_locally(block: str, root_url: str, secrets: dict, tools: Path, **options) -> subprocess.Popen:

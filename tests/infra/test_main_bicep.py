@@ -144,3 +144,21 @@ def test_people_who_listen_to_the_events_may_make_their_feeds():
     assert "[for principal in eventListenerPrincipalIds:" in listeners and "scope: serviceBus\n" in listeners
     assert "principalId: principal" in listeners and "roleDefinitions', serviceBusDataOwner)" in listeners
     assert "name: guid(serviceBus.id, principal, serviceBusDataOwner)" in listeners   # one per person, stable
+
+
+def test_the_secrets_keys_come_from_key_vault_readable_by_the_app_alone():
+    """SECRETS_ENCRYPTION_KEYS is a Key Vault reference to a secret made from a secure parameter,
+    and the app's identity may read that secret (Key Vault Secrets User on it), nothing more."""
+    assert deployed_settings()["SECRETS_ENCRYPTION_KEYS"] == \
+        "'@Microsoft.KeyVault(SecretUri=${secretsKeys.properties.secretUri})'"
+    assert "@secure()\n@description('SECRETS_ENCRYPTION_KEYS" in BICEP
+    vault = resource("secretsVault")
+    assert "'Microsoft.KeyVault/vaults@" in vault and "enableRbacAuthorization: true" in vault
+    assert "enablePurgeProtection: true" in vault and "tenantId: subscription().tenantId" in vault
+    secret = resource("secretsKeys")
+    assert "parent: secretsVault" in secret and "value: secretsEncryptionKeys" in secret
+    reader = resource("appReadsSecretsKeys")
+    assert "scope: secretsKeys" in reader and "principalId: app.identity.principalId" in reader
+    assert "var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6'" in BICEP   # Azure's id of the role
+    assert "roleDefinitions', keyVaultSecretsUser)" in reader
+    assert "identity: { type: 'SystemAssigned' }" in resource("app")

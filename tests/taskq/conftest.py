@@ -27,12 +27,13 @@ class Result:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
-def run_taskq(server, *args: str, timeout: float = 60, cwd=None, env: dict | None = None) -> Result:
+def run_taskq(server, *args: str, timeout: float = 60, cwd=None, env: dict | None = None,
+              stdin: str | None = None) -> Result:
     environment = {**os.environ, "TASKCLUSTER_ROOT_URL": server.root_url,
                    "TASKCLUSTER_CLIENT_ID": server.credentials["clientId"],
                    "TASKCLUSTER_ACCESS_TOKEN": server.credentials["accessToken"], **(env or {})}
     done = subprocess.run([sys.executable, "-m", "taskq", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or ROOT, env={**environment, "PYTHONPATH": str(ROOT)})
+                          cwd=cwd or ROOT, env={**environment, "PYTHONPATH": str(ROOT)}, input=stdin)
     return Result(done.returncode, done.stdout, done.stderr)
 
 

@@ -10,6 +10,7 @@ import taskcluster
 from taskcluster.download import downloadArtifactToBuf
 
 from tests.conftest import eventually
+from tests.taskq.conftest import run_taskq
 from tests.taskq_worker.test_worker import _resolved
 
 WRITES_AND_PRINTS = ["sh", "-c", "echo line one; echo line two; mkdir -p out/deep; echo result > out/result.txt; "
@@ -80,3 +81,31 @@ def _live_reference(queue, task_id: str):
     except taskcluster.exceptions.TaskclusterRestFailure:
         return None
     return artifact if artifact["storageType"] == "reference" else None
+
+
+def test_a_cancelled_tasks_log_is_uploaded_after_the_cancel(start_worker, server, queue, new_task, task_id):
+    """Taskcluster lets a run resolved `exception` take artifacts for 25 minutes: the worker
+    learns of the cancel, stops the command and then uploads the log with its claim's
+    credentials, which still work for that (not for anything else on the run)."""
+    worker = start_worker(new_task()["taskQueueId"])
+    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", "echo before the cancel; sleep 600"]],
+                                                "maxRunTime": 600}))
+    eventually(lambda: queue.status(task_id)["status"]["state"] == "running", timeout=30, message="running")
+    eventually(lambda: _live_reference(queue, task_id), timeout=30, message="the live log artifact")
+    cancelled = run_taskq(server, "cancel", task_id)
+    assert cancelled.status == 0, cancelled.stderr
+    status = queue.status(task_id)["status"]
+    assert status["state"] == "exception" and status["runs"][0]["reasonResolved"] == "canceled"
+    log = eventually(lambda: _log_after_cancel(queue, task_id), timeout=30, message="the log after the cancel")
+    assert "before the cancel" in log and "the run was cancelled; commands stopped" in log
+    assert "log not uploaded" not in worker.log()
+
+
+def _log_after_cancel(queue, task_id: str) -> str | None:
+    """The log once its final upload replaced the live reference (None before)."""
+    try:
+        if queue.artifact(task_id, "0", "public/logs/live.log")["storageType"] == "reference":
+            return None
+        return _download(queue, task_id, "public/logs/live.log").decode()
+    except (taskcluster.exceptions.TaskclusterRestFailure, taskcluster.exceptions.TaskclusterArtifactError):
+        return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import taskcluster
 from selenium.webdriver.common.by import By
 
 from shared.domain.ids import new_slugid
@@ -353,3 +354,37 @@ def test_what_the_watchdog_found_shows_on_the_page(browser, azurite, tmp_path):
         browser.save_screenshot(str(OUTPUT / "task-group-watchdog.png"))
     finally:
         server.stop()
+
+
+def test_a_tasks_details_show_its_index_entries(browser, server, queue):
+    """The index paths a task's routes name, and what each holds: the task itself once it
+    completed, or another task that outranks it."""
+    group_id, task_queue_id = new_slugid(), f"ui-{new_slugid()[:8].replace('_', 'x').replace('-', 'y')}/indexed"
+    space = f"ui{new_slugid()[:8].lower().replace('_', 'x').replace('-', 'y')}"
+    task_id = new_slugid()
+    queue.createTask(task_id, make_task(task_queue_id, taskGroupId=group_id,
+                                        routes=[f"index.{space}.latest", f"index.{space}.pinned"]))
+    index = taskcluster.Index({"rootUrl": server.root_url, "credentials": server.credentials})
+    other = new_slugid()
+    index.insertTask(f"{space}.pinned", {"taskId": other, "rank": 99, "data": {},
+                                         "expires": make_task(task_queue_id)["deadline"]})
+    queue.reportCompleted(task_id, _claim(queue, task_queue_id))
+    eventually(lambda: _found(index, f"{space}.latest"), timeout=10, message="the task indexed")
+    browser.get(f"{server.root_url}/api/ui/task-group/{group_id}")
+    eventually(lambda: _rendered(browser), timeout=20, message="the first drawing")
+    browser.find_element(By.CSS_SELECTOR, f'#nodes g[data-task-id="{task_id}"]').click()
+    rows = eventually(lambda: (lambda found: found if len(found) == 2 and all(
+        row.get_attribute("data-task-id") for row in found) else None)(
+        browser.find_elements(By.CSS_SELECTOR, "#index-entries .index-entry")), timeout=10, message="the index entries")
+    shown = {row.get_attribute("data-path"): (row.get_attribute("data-task-id"), row.text) for row in rows}
+    assert shown[f"{space}.latest"][0] == task_id and "rank 0" in shown[f"{space}.latest"][1]
+    assert shown[f"{space}.pinned"][0] == other and f"now holds task {other}" in shown[f"{space}.pinned"][1]
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "task-index-entries.png"))
+
+
+def _found(index, path: str) -> bool:
+    try:
+        return bool(index.findTask(path))
+    except taskcluster.TaskclusterRestFailure:
+        return False

@@ -1,6 +1,7 @@
 """What follows a task's resolution: its dependents are unblocked, its task graph reacts
-(rerun, blocked, finished), its group learns that one more member resolved, and the
-claimed run's row, which stood for the resolution until now, is removed.
+(rerun, blocked, finished), its group learns that one more member resolved, a completed
+task is indexed at its `index.` routes (see `index.indexer`), and the claimed run's row,
+which stood for the resolution until now, is removed.
 
 The process that resolved the task does this at once (`follow_up`): the dependents before
 it answers (a dependent is pending when the call that resolved its last dependency returns),
@@ -39,6 +40,7 @@ from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.tables.task_table import TaskTable
 from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.event_publisher import EventPublisher
+from shared.services.index.indexer import Indexer
 from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.task_groups.task_groups import TaskGroups
@@ -93,7 +95,9 @@ def _failed(resolution: Resolution, what: str, then: str = "announcing it instea
 
 class DependencyResolver:
     def __init__(self, task_table: TaskTable, dependency_tracker: DependencyTracker, task_groups: TaskGroups,
-                 task_graphs: TaskGraphs, claim_table: ClaimTable, messages: ResolutionMessages, publisher: EventPublisher) -> None:
+                 task_graphs: TaskGraphs, claim_table: ClaimTable, messages: ResolutionMessages, publisher: EventPublisher,
+                 indexer: Indexer) -> None:
+        self.indexer = indexer
         self.publisher = publisher
         self.messages = messages
         self.task_table = task_table
@@ -119,18 +123,23 @@ class DependencyResolver:
         return True
 
     def follow_up(self, resolution: Resolution) -> None:
-        """Right after the write that resolved the task: its dependents here, its group and
-        graph alongside, finished after the call answers if there is room; what could not be
-        done here is announced."""
+        """Right after the write that resolved the task: its dependents here, its group, graph
+        and index entries alongside, finished after the call answers if there is room; what
+        could not be done here is announced."""
         later = _after_answer.enter()
-        group_and_graph = RESOLUTION_GROUPS.submit(self._group_and_graph, resolution)
+        try:
+            alongside = RESOLUTION_GROUPS.submit(self._alongside, resolution)
+        except BaseException:   # not handed over: its room is free again (or `settled` waits for ever)
+            if later:
+                _after_answer.leave_after(lambda: None)
+            raise
         handled = None   # stays None if this thread dies here: the claimed run's row brings it back
         try:
             handled = self._dependents(resolution)
         finally:
-            finish = partial(self._finish, resolution, handled, group_and_graph)
+            finish = partial(self._finish, resolution, handled, alongside)
             if later:
-                group_and_graph.add_done_callback(lambda _: _after_answer.leave_after(finish))
+                alongside.add_done_callback(lambda _: _after_answer.leave_after(finish))
             elif handled is not None:
                 finish()
 
@@ -141,11 +150,11 @@ class DependencyResolver:
             _failed(resolution, "processing its dependents failed")
             return FAILED
 
-    def _finish(self, resolution: Resolution, handled: str | None, group_and_graph: Future) -> None:
+    def _finish(self, resolution: Resolution, handled: str | None, alongside: Future) -> None:
         if handled is None:
             return
         try:
-            group_and_graph.result()
+            alongside.result()
             if handled == DONE:
                 self._processed(resolution)
                 return
@@ -176,11 +185,11 @@ class DependencyResolver:
         """Process a resolution; False (with its claim row kept) if its fan-out is long and
         `long_fan_out` is False. The dependents, and the graph and group, are independent
         of each other: they are processed at once, the claim row removed after both."""
-        group_and_graph = RESOLUTION_GROUPS.submit(self._group_and_graph, resolution)
+        alongside = RESOLUTION_GROUPS.submit(self._alongside, resolution)
         try:
             handled = self.dependency_tracker.task_resolved(resolution, long_fan_out)
         finally:
-            group_and_graph.result()   # its errors too; done twice, it changes nothing
+            alongside.result()   # its errors too; done twice, it changes nothing
         if handled:
             self._processed(resolution)
         return handled
@@ -201,6 +210,11 @@ class DependencyResolver:
         """Wait until every resolution this process finishes after its call answered is
         finished (what a test, or a process about to stop, waits for); False on time-out."""
         return _after_answer.wait_for_none(timeout)
+
+    def _alongside(self, resolution: Resolution) -> None:
+        """What does not wait for the dependents: the group and graph, then the index."""
+        self._group_and_graph(resolution)
+        self.indexer.task_resolved(resolution)
 
     def _group_and_graph(self, resolution: Resolution) -> None:
         group_id, task_id = resolution.task_group_id, resolution.task_id

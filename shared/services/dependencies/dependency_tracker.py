@@ -94,22 +94,24 @@ class DependencyTracker:
         return records
 
     def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], messages,
-                      unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None) -> Registration:
+                      unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None,
+                      satisfied: frozenset[str] = frozenset()) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
         so: see `domain.dependencies.Listing`); its other dependencies get a TaskDependencies row, or, outside
         the batch and not resolved yet, list it on their rows if they have room.
         `unresolved`: every dependency is known not to have resolved (a part of a graph that
-        has not started, whose dependencies' rows are created knowing their dependents)."""
+        has not started, whose dependencies' rows are created knowing their dependents), but
+        those `satisfied`, known to have completed (tasks a graph reuses, see `reuse`)."""
         edges, outside, requirement_rows, registration = [], [], [], Registration({}, {})
         listed_by = listed_by or {}
         for task_id, definition in definitions.items():
             dependent = Dependent.of(task_id, definition)
             waiting = []
             for required in dependencies_of(definition):
-                waits = unresolved or required in definitions \
-                    or not _satisfied_now(definition["requires"], records[required])
+                waits = required not in satisfied and (unresolved or required in definitions
+                                                        or not _satisfied_now(definition["requires"], records[required]))
                 if waits:
                     waiting.append(required)
                 if required in listed_by.get(task_id, ()):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from shared.domain.dependencies import Dependent, resolution_of
+from shared.domain.index import has_index_route
 from shared.domain.runs import RunState
 from shared.storage.client.message_queue import MessageQueue, SentMessage
 from shared.storage.tables.task_group_table import FirstResolution
@@ -51,6 +52,7 @@ class Resolution:
     more_dependents: bool = True             # the TaskDependencies table may hold others
     deadline: str = ""         # the task's, and its runs then: what its group's deadline row notes
     runs: int = 0
+    index_routes: bool = True  # it has a route `index.<namespace>` (unknown: True, the safe side)
 
     @property
     def first(self) -> FirstResolution:
@@ -68,7 +70,7 @@ class Resolution:
                    summary["schedulerId"], summary["taskQueueId"], summary["expires"],
                    run.worker_group or "", run.worker_id or "", dependents=record.dependents,
                    more_dependents=record.more_dependents, deadline=record.status.deadline,
-                   runs=len(record.status.runs))
+                   runs=len(record.status.runs), index_routes=_index_routes(record))
 
     @classmethod
     def from_message(cls, body: dict) -> Resolution:
@@ -85,7 +87,12 @@ _MESSAGE_KEYS = {"task_id": "taskId", "run_id": "runId", "state": "state", "reso
                  "task_group_id": "taskGroupId", "scheduler_id": "schedulerId", "task_queue_id": "taskQueueId",
                  "expires": "expires", "worker_group": "workerGroup", "worker_id": "workerId",
                  "dependents": "dependents", "more_dependents": "moreDependents", "deadline": "deadline",
-                 "runs": "runs"}
+                 "runs": "runs", "index_routes": "indexRoutes"}
+
+
+def _index_routes(record: TaskRecord) -> bool:
+    """Whether the task's routes (on its row, for events) name an index namespace."""
+    return has_index_route(record.notice["routes"]) if "routes" in record.notice else True
 
 
 class ResolutionMessages:

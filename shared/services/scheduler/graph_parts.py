@@ -67,15 +67,18 @@ class GraphParts:
         self.safety_delay = safety_delay
         self.lease = max(safety_delay * LEASE_DELAYS, LEASE_FLOOR)
 
-    def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], extension: str = "") -> None:
+    def store(self, graph_id: str, nodes: list[Node], definitions: dict[str, dict], extension: str = "",
+              reused: frozenset[str] = frozenset()) -> None:
         """Keep the checked graph (or the `extension` with this fingerprint) as parts, before
         anything makes it exist. A new graph's part is a run of its tasks in taskId order, so
         that its rows of the graph, the group and the dependencies fall in few buckets (see
         `buckets`): a transaction each. An extension's tasks are in that order within each
-        of its waves (each task after what it requires), and its parts are staged."""
+        of its waves (each task after what it requires), and its parts are staged. A node
+        keeps which of its dependencies are `reused` completed tasks (nothing waits on them)."""
         listing = Listing.of({node.task_id: definitions[node.task_id] for node in nodes})
         entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
                                   "reruns": node.reruns, **_listing_entry(listing, node.task_id, definitions),
+                                  **_reused_entry(reused, definitions[node.task_id]),
                                   "definition": definitions[node.task_id]} for node in nodes}
         if not extension:
             parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
@@ -191,7 +194,8 @@ class GraphParts:
         definitions = {node["taskId"]: node["definition"] for node in part.nodes}
         listing = _listing_of(part.nodes)
         if not part.extension:
-            return self.creation.prepare(definitions, unused_ids=True, held=True, listing=listing)
+            satisfied = frozenset(task_id for node in part.nodes for task_id in node.get("reused", ()))
+            return self.creation.prepare(definitions, unused_ids=True, held=True, listing=listing, satisfied=satisfied)
         return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True, listing=listing)
 
     def _end_creation(self, graph_id: str) -> None:
@@ -230,6 +234,12 @@ def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict])
     return {"dependents": None if dependents is None else [dependent.to_json() for dependent in dependents],
             "listedBy": "".join("1" if required in listed_by else "0"
                                 for required in dependencies_of(definitions[task_id]))}
+
+
+def _reused_entry(reused: frozenset[str], definition: dict) -> dict:
+    """The task's dependencies that are reused completed tasks, if it has any."""
+    found = sorted(reused.intersection(definition["dependencies"]))
+    return {"reused": found} if found else {}
 
 
 def _listing_of(nodes: list[dict]) -> Listing:

@@ -25,6 +25,7 @@ from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.validation import validate
 from shared.storage.patterns.conditional_writes import change_until_saved
 from shared.services.scheduler.graph_parts import INLINE_TASKS, GraphParts
+from shared.services.scheduler.reuse import GraphReuse, ids as _ids
 from shared.services.dependencies.resolution_messages import Resolution
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_creation import TaskCreation
@@ -40,7 +41,8 @@ WIDE_GRAPH_TASKS = 5_000
 
 class TaskGraphs:
     def __init__(self, graph_table: TaskGraphTable, task_table: TaskTable, creation: TaskCreation,
-                 task_groups: TaskGroups, updater: TaskUpdater, parts: GraphParts) -> None:
+                 task_groups: TaskGroups, updater: TaskUpdater, parts: GraphParts, reuse: GraphReuse) -> None:
+        self.reuse = reuse
         self.parts = parts
         self.task_groups = task_groups
         self.graph_table = graph_table
@@ -64,16 +66,18 @@ class TaskGraphs:
         if graph is not None and graph.state != CREATING:
             return self.status(graph_id)
         routing = request.get("routing", "")
-        nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing)
+        reused = self.reuse.decided(graph_id, fingerprint, request["tasks"])
+        nodes = task_graph.build_nodes(graph_id, request["tasks"], {}, routing, _ids(reused))
         if graph is None:
             definitions = _definitions(nodes, utcnow())
             authorize(definitions)
             # A refusal leaves no graph behind. The taskIds are derived from this graph's
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
             self.creation.prepare(definitions, unused_ids=True)
+            self.reuse.keep(graph_id, fingerprint, request["tasks"], reused)
             if len(nodes) >= WIDE_GRAPH_TASKS:
                 self.task_groups.make_wide(definitions[nodes[0].task_id])
-            self.parts.store(graph_id, nodes, definitions)
+            self.parts.store(graph_id, nodes, definitions, reused=frozenset(_ids(reused).values()))
             self.graph_table.add_label_names(graph_id, "graph", list(request["tasks"]))
             self._insert(GraphRecord(graph_id, routing, CREATING, fingerprint))
         self.parts.dispatch(graph_id, inline=len(nodes) <= INLINE_TASKS)
@@ -98,13 +102,17 @@ class TaskGraphs:
         # Its own labels, written by an earlier attempt, are no clash.
         known = {label: task_graph.task_id_for(graph_id, label)
                  for label in self.graph_table.label_names(graph_id, but=fingerprint)}
-        nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing)
+        reused = self.reuse.decided(graph_id, fingerprint, request["tasks"])
+        before = self.reuse.before(graph, but=fingerprint)   # labels of the graph that reused a task
+        nodes = task_graph.build_nodes(graph_id, request["tasks"], known, graph.routing,
+                                       {**_ids(before), **_ids(reused)})
         definitions = _definitions(nodes, utcnow())
         authorize(definitions)
         if progress is None:
             # Its taskIds derive from the graph's id and labels new to it, so none exists:
             # not read one by one to find so (a clash is still caught when rows are inserted).
             self.creation.prepare(definitions, unused_ids=True)   # a refusal leaves no trace
+            self.reuse.keep(graph_id, fingerprint, request["tasks"], reused)
             self.parts.store(graph_id, nodes, definitions, extension=fingerprint)
             self.graph_table.add_label_names(graph_id, fingerprint, list(request["tasks"]))
             self.graph_table.mark_extension(graph_id, fingerprint, EXTENDING)
@@ -142,6 +150,7 @@ class TaskGraphs:
         graph = _as_now(graph, records)
         label_of = {label.task_id: label.label for label in labels}
         requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}
+        reused = self.reuse.before(graph)
         dependents: dict[str, list[str]] = {label.label: [] for label in labels}
         for label in labels:
             for required in requires[label.label]:
@@ -161,6 +170,9 @@ class TaskGraphs:
                 "reruns": label.reruns,
                 "rerunsLeft": label.reruns_left,
             } for label in labels],
+            # Labels that took an indexed task's id instead of a task of their own (`reuse`).
+            "reused": [{"label": label, "taskId": task_id, "namespace": namespace}
+                       for label, (task_id, namespace) in sorted(reused.items())],
         }
 
     def task_failed(self, resolution: Resolution) -> None:

@@ -31,26 +31,31 @@ def lapsed(expires: str, now: datetime) -> bool:
     return parse_iso(expires) <= now
 
 
-class _QuietRows(Sweep):
+class ExpiringRows(Sweep):
+    """Rows indexed once at their expiry, read again when it comes: re-indexed if their
+    expiry moved forward, else deleted if unchanged since read (the subclass says how)."""
+
+    kind = ""
     action = "expired"
 
     def _handle(self, item: DueItem, now: datetime) -> int | None:
-        record = self._load(item.key)
+        record = self._load(item)
         if record is None:
             return 0                                   # deleted before, or its first write never landed
         if not lapsed(record.expires, now):
-            self.index.add([(record.expires, item.key)])   # still in use: look again when it may lapse
+            # still in use: look again when it may lapse
+            self.index.add([(record.expires, item.key)], {item.key: item.value} if item.value else None)
             return 0
         try:
             self._delete(record)
         except ChangedSinceRead:
             return KEEP                                # used again since it was read
-        log.info("%s %s expired and was deleted", self.kind, item.key,
-                 extra={"action": self.action, self.kind: item.key})
+        log.info("%s %s expired and was deleted", self.kind, item.value or item.key,
+                 extra={"action": self.action, self.kind: item.value or item.key})
         return 1
 
 
-class WorkerExpiry(_QuietRows):
+class WorkerExpiry(ExpiringRows):
     kind = "worker"
 
     def __init__(self, index: TimeIndex, table: WorkerTable) -> None:
@@ -61,15 +66,15 @@ class WorkerExpiry(_QuietRows):
         """Index a worker about to be written for the first time."""
         self.index.add([(worker.expires, worker_key(worker.task_queue_id, worker.worker_group, worker.worker_id))])
 
-    def _load(self, key: str) -> WorkerRecord | None:
-        task_queue, worker_group, worker_id = key.split(".")
+    def _load(self, item: DueItem) -> WorkerRecord | None:
+        task_queue, worker_group, worker_id = item.key.split(".")
         return self.table.load(unescape_key(task_queue), worker_group, worker_id)
 
     def _delete(self, record: WorkerRecord) -> None:
         self.table.delete(record)
 
 
-class TaskQueueExpiry(_QuietRows):
+class TaskQueueExpiry(ExpiringRows):
     kind = "taskQueueId"
 
     def __init__(self, index: TimeIndex, table: TaskQueueTable) -> None:
@@ -80,8 +85,8 @@ class TaskQueueExpiry(_QuietRows):
         """Index a task queue about to be written for the first time."""
         self.index.add([(expires, escape_key(task_queue_id))])
 
-    def _load(self, key: str):
-        return self.table.get(unescape_key(key))
+    def _load(self, item: DueItem):
+        return self.table.get(unescape_key(item.key))
 
     def _delete(self, record) -> None:
         self.table.delete(record)

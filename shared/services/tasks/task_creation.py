@@ -58,6 +58,7 @@ class Plan:
     accepted: bool = False               # accepted before (with their graph): a seal since does not refuse them
     listing: Listing = Listing({}, {})   # who waits on whom, as the new rows list it
     unread: bool = False                 # whether `new` tasks exist is found by their membership, not read
+    satisfied: frozenset[str] = frozenset()   # dependencies known completed (with `held`: see `prepare`)
 
 
 class TaskCreation:
@@ -80,7 +81,8 @@ class TaskCreation:
         return self.carry_out(self.prepare(definitions), now)
 
     def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False,
-                accepted: bool = False, listing: Listing | None = None) -> Plan:
+                accepted: bool = False, listing: Listing | None = None,
+                satisfied: frozenset[str] = frozenset()) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
@@ -93,7 +95,8 @@ class TaskCreation:
         `held`): the tasks were accepted with their graph or extension, so a seal of its group
         since then does not refuse them. `listing`: who waits on each task of a graph (or an
         extension) created part by part, these tasks and all the others; by default, who
-        waits on whom in the batch.
+        waits on whom in the batch. `satisfied`: with `held`, the dependencies outside the
+        graph, which completed before it was accepted (the tasks it reuses).
         """
         accepted = accepted or held
         for task_id, definition in definitions.items():
@@ -123,7 +126,7 @@ class TaskCreation:
             if isinstance(checked, Exception):
                 raise checked
         return Plan(list(definitions), existing, new, outside, groups, held, accepted,
-                    Listing.of(definitions) if listing is None else listing, unread)
+                    Listing.of(definitions) if listing is None else listing, unread, satisfied)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -163,7 +166,7 @@ class TaskCreation:
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
             registration = self.dependency_tracker.register_many(new, plan.outside, self.messages, plan.held,
-                                                           plan.listing.listed_by)
+                                                           plan.listing.listed_by, plan.satisfied)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
                 ready = registration.ready[task_id] and not plan.held

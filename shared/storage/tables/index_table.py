@@ -22,7 +22,7 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.batches import delete_row
+from shared.storage.patterns.batches import delete_if_unchanged, delete_row
 from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.keys import bounded_key
@@ -50,8 +50,8 @@ class IndexTable:
         self.ensure_namespaces(entry.namespace, entry.expires)
 
         def write(stored: IndexEntry | None) -> IndexEntry:
-            if stored is not None and not replaces(entry.rank, stored.rank):
-                return stored
+            if stored is not None and (stored == entry or not replaces(entry.rank, stored.rank)):
+                return stored     # outranked, or this very entry (inserted again: nothing to write)
             try:
                 meta = lost_responses.write(self._table, _entity(entry), stored.etag if stored else None)
             except AlreadyExists:
@@ -63,6 +63,13 @@ class IndexTable:
         """Remove the task at `namespace` (its namespaces stay, as in Taskcluster); gone is fine."""
         parent, name = split_namespace(namespace)
         delete_row(self._table, _partition(parent), TASK + _name_key(name))
+
+    def delete_if_unchanged(self, record: IndexEntry | Namespace) -> None:
+        """Delete an entry or a namespace if it is still as read (its ETag); else
+        ChangedSinceRead. Gone already is fine."""
+        parent, name = split_namespace(record.namespace)
+        kind = TASK if isinstance(record, IndexEntry) else NAMESPACE
+        delete_if_unchanged(self._table, _partition(parent), kind + _name_key(name), record.etag, record.namespace)
 
     def tasks(self, namespace: str, after: str, limit: int) -> tuple[list[IndexEntry], str | None]:
         """Up to `limit` tasks directly in `namespace` (`""`: the root) after the name `after`,

@@ -12,7 +12,9 @@ In the graph's partition, RowKeys:
   or applied (EXTENDED: a repeat is a no-op);
 - "names.graph.<number>", "names.<fingerprint>.<number>": the labels the creation or an
   extension brought, up to NAMES_PER_ROW a row (an extension's check for labels already in
-  the graph).
+  the graph);
+- "reuse.<fingerprint>": which labels of the creation or extension with that fingerprint
+  reuse an indexed task (label -> [taskId, namespace]), kept once decided (see `reuse`).
 
 In the bucket of each label's task:
 - "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
@@ -220,6 +222,27 @@ class TaskGraphTable:
         forget_buckets(self._table, graph_id)
         delete_partition(self._table, graph_id)
 
+    def keep_reuse(self, graph_id: str, fingerprint: str, reused: dict[str, tuple[str, str]]) -> dict:
+        """Keep the reuse decision of the request with `fingerprint` (label -> (taskId,
+        namespace)), unless one was kept first: the decision kept, either way."""
+        entity = {"PartitionKey": graph_id, "RowKey": f"reuse.{fingerprint}",
+                  **long_text.to_columns("reused", json.dumps(reused, separators=(",", ":")))}
+        try:
+            lost_responses.insert(self._table, entity)
+        except ResourceExistsError:
+            return self.reuse_decision(graph_id, fingerprint)
+        return {label: tuple(found) for label, found in reused.items()}
+
+    def reuse_decision(self, graph_id: str, fingerprint: str) -> dict | None:
+        row = self._get(graph_id, f"reuse.{fingerprint}")
+        return _reused(row) if row is not None else None
+
+    def reuse_decisions(self, graph_id: str) -> dict[str, dict]:
+        """Every reuse decision kept for the graph, by fingerprint."""
+        rows = self._table.query_entities("PartitionKey eq @pk and RowKey gt 'reuse.' and RowKey lt 'reuse/'",
+                                          parameters={"pk": graph_id})
+        return {row["RowKey"][len("reuse."):]: _reused(row) for row in rows}
+
     def mark_extension(self, graph_id: str, fingerprint: str, progress: str) -> None:
         self._table.upsert_entity({"PartitionKey": graph_id, "RowKey": f"extension.{fingerprint}",
                                    "progress": progress})
@@ -260,6 +283,10 @@ def _label(graph_id: str, row) -> LabelRecord:
     return LabelRecord(graph_id, row["RowKey"][len("label."):], row["taskId"],
                        tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
                        row["rerunOfRun"], row.metadata.get("etag"))
+
+
+def _reused(row) -> dict[str, tuple[str, str]]:
+    return {label: tuple(found) for label, found in json.loads(long_text.from_columns("reused", row)).items()}
 
 
 def part_stage(key: str) -> int:

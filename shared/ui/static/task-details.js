@@ -1,9 +1,10 @@
-// The details pane of the task-group page: a task (its summary, runs, its last run's log and
-// artifacts, its definition) or a folded node's tasks; and reading the Queue API as JSON.
+// The details pane of the task-group page: a task (its summary, runs, index entries, its last
+// run's log and artifacts, its definition) or a folded node's tasks; and reading the APIs as JSON.
 (function (exports) {
   "use strict";
 
   const QUEUE = "/api/queue/v1";
+  const INDEX = "/api/index/v1";
 
   async function getJson(url, options = {}) {
     const response = await fetch(url, { cache: "no-store", ...options });
@@ -53,11 +54,37 @@
       const definition = pre(JSON.stringify(task, null, 2));
       definition.id = "task-definition";
       const files = document.createElement("div");   // the last run's log and artifacts, before the definition
-      panel.replaceChildren(heading, id, ...section("runs", runs), files, ...section("definition", definition));
-      if (status.runs.length) await showRunFiles(files, taskId, status.runs[status.runs.length - 1]);
+      const entries = document.createElement("div");   // the index paths its routes name
+      panel.replaceChildren(heading, id, ...section("runs", runs), entries, files, ...section("definition", definition));
+      await Promise.all([showIndexEntries(entries, taskId, task),
+                         status.runs.length ? showRunFiles(files, taskId, status.runs[status.runs.length - 1]) : null]);
     } catch (error) {
       panel.replaceChildren(pre(`cannot read task ${taskId}: ${error.code || ""} ${error.message}`));
     }
+  }
+
+  // The index paths its routes `index.<path>` name, and what each holds now: this task
+  // (indexed when it completed), another (a higher rank, or a later one), or nothing yet.
+  async function showIndexEntries(panel, taskId, task) {
+    const paths = (task.routes || []).filter((route) => route.startsWith("index.")).map((route) => route.slice(6));
+    if (!paths.length) return;
+    const list = document.createElement("div");
+    list.id = "index-entries";
+    panel.append(...section("index", list));
+    await Promise.all(paths.map(async (path) => {
+      const row = document.createElement("div");
+      row.className = "index-entry";
+      row.dataset.path = path;
+      list.append(row);
+      try {
+        const entry = await getJson(`${INDEX}/task/${encodeURIComponent(path)}`);
+        row.dataset.taskId = entry.taskId;
+        row.textContent = entry.taskId === taskId ? `${path}  rank ${entry.rank}, expires ${entry.expires}`
+          : `${path}  now holds task ${entry.taskId} (rank ${entry.rank})`;
+      } catch (error) {
+        row.textContent = `${path}  not indexed${error.status === 404 ? " (yet: a task is indexed when it completes)" : `: ${error.message}`}`;
+      }
+    }));
   }
 
   async function showRunFiles(panel, taskId, run) {

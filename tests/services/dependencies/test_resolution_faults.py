@@ -82,27 +82,31 @@ FAULT_POINTS = {
     "after graphs.label_completed": (lambda s: s.dependency_resolver.task_graphs, "label_completed", "after"),
     "after groups.member_resolved": (lambda s: s.dependency_resolver.task_groups, "member_resolved", "after"),
     "before the claimed run's row is removed": (lambda s: s.dependency_resolver.claim_table, "remove_soon", "before"),
+    # A completed task's index entry (task `a` has an index route): not written yet.
+    "before the index entry is written": (lambda s: s.dependency_resolver.indexer.table, "insert", "before"),
 }
 
 
 @dataclass
 class Workload:
     """A chain and a diamond of plain tasks in one task group, and a task graph whose
-    `flaky` task fails once and is rerun by the graph (reruns: 1)."""
+    `flaky` task fails once and is rerun by the graph (reruns: 1). Task `a` is indexed at
+    `index_path` when it completes."""
 
     task_queue_id: str
     group_id: str
     plain: dict[str, str]          # name -> taskId
     graph_id: str
     graph_tasks: dict[str, str]    # label -> taskId
+    index_path: str
 
     @classmethod
     def create(cls, services: Services, task_queue_id: str) -> Workload:
-        group_id = new_slugid()
+        group_id, index_path = new_slugid(), f"faults.t{new_slugid()[:8].replace('-', 'x').replace('_', 'y')}.a"
 
-        def task(*dependencies: str) -> str:
-            return create(services, task_queue_id, taskGroupId=group_id, dependencies=list(dependencies))
-        plain = {"a": task()}
+        def task(*dependencies: str, **overrides) -> str:
+            return create(services, task_queue_id, taskGroupId=group_id, dependencies=list(dependencies), **overrides)
+        plain = {"a": task(routes=[f"index.{index_path}"])}
         plain["b"] = task(plain["a"])
         plain["c"] = task(plain["b"])
         plain["top"] = task()
@@ -112,7 +116,7 @@ class Workload:
         services.task_graphs.create(graph_id, graph(task_queue_id, flaky={"reruns": 1},
                                                     after={"requires": ["flaky"]}, solo={}))
         graph_tasks = {entry["label"]: entry["taskId"] for entry in services.task_graphs.inspect(graph_id)["tasks"]}
-        return cls(task_queue_id, group_id, plain, graph_id, graph_tasks)
+        return cls(task_queue_id, group_id, plain, graph_id, graph_tasks, index_path)
 
     @property
     def all_tasks(self) -> list[str]:
@@ -217,6 +221,7 @@ def snapshot(services: Services, work: Workload) -> dict:
         # crash, it may be marked earlier first and move up to it when the events repeat.
         "group": (group.resolved <= last_resolved, services.task_groups.group_table.unresolved(work.group_id)),
         "pending": services.task_queues.counts(work.task_queue_id),
+        "indexed": services.index.find(work.index_path),
     }
 
 
@@ -251,6 +256,7 @@ def test_a_crash_in_the_handler_loses_nothing_and_runs_nothing_twice(azurite, mo
         {"flaky": 0, "after": 0, "solo": 0}
     group = services.task_groups.group_table.load(work.group_id)
     assert group.resolved and services.task_groups.group_table.unresolved(work.group_id) == []
+    assert services.index.find(work.index_path)["taskId"] == work.plain["a"]
     # The diamond's bottom was scheduled only after both sides resolved, and so on down the chain.
     for later, earlier in (("b", "a"), ("c", "b"), ("bottom", "left"), ("bottom", "right")):
         assert statuses[work.plain[later]]["runs"][0]["scheduled"] >= \

@@ -1,0 +1,26 @@
+"""The secrets service's API (`/api/secrets/v1/...`), declared as data: Taskcluster's names and
+routes. A secret's name may hold `/`: the route's final `<name>` takes the rest of the path.
+The value of `set` is never shown in an error (`hidden`), as Taskcluster's `cleanPayload`.
+"""
+
+from __future__ import annotations
+
+from shared.api import openapi
+from shared.api.paging import paged
+from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
+from shared.api.router import Endpoint
+
+SERVICE_ROOT = "/secrets/v1"
+
+ENDPOINTS = [
+    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in ("ping", "lbheartbeat", "version", "heartbeat")),
+    Endpoint("openapi", "GET", "/openapi.json",
+             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Secrets service")),
+    Endpoint("set", "PUT", "/secret/<name>", lambda call: call.services.secrets.set(call.params["name"], call.body),
+             input_schema="secrets/secret", hidden=("secret",)),
+    Endpoint("remove", "DELETE", "/secret/<name>", lambda call: call.services.secrets.remove(call.params["name"])),
+    Endpoint("get", "GET", "/secret/<name>", lambda call: call.services.secrets.get(call.params["name"]),
+             output_schema="secrets/secret"),
+    Endpoint("list", "GET", "/secrets", lambda call: paged(call.query, call.services.secrets.list),
+             query=("continuationToken", "limit"), output_schema="secrets/secret-list"),
+]
