@@ -43,6 +43,7 @@ class Settings:
     roles: str = ""              # QUEUE_ROLES: JSON [{roleId, scopes}]
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
+    worker_manager_queue: str = "worker-manager-wake-ups"   # storage queue waking the provisioner of a pool
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -65,6 +66,7 @@ class Settings:
             roles=os.environ.get("QUEUE_ROLES", ""),
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
+            worker_manager_queue=os.environ.get("WORKER_MANAGER_QUEUE", "worker-manager-wake-ups"),
         )
 
 

@@ -187,6 +187,8 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
+        "WORKER_MANAGER_QUEUE": f"{prefix}-wm",
+        "WORKER_MANAGER_PROVISIONER_SCHEDULE": "*/2 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
@@ -244,11 +246,13 @@ def queue(server) -> taskcluster.Queue:
     return server.client()
 
 
-def build_services(azurite: Azurite, bus=None, **overrides) -> Services:
+def build_services(azurite: Azurite, bus=None, providers=None, **overrides) -> Services:
     """The Queue's services in this process, on Azurite tables and queues of their own,
-    publishing events on `bus` (by default one in memory: `services.bus`)."""
+    publishing events on `bus` (by default one in memory: `services.bus`); the worker
+    manager's `providers` when given."""
     prefix = unique_prefix()
-    return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus())
+    return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus(),
+                          providers=providers)
 
 
 def memory_services(bus=None, feeds=None, account: MemoryAccount | None = None, **overrides) -> Services:
@@ -273,7 +277,7 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
-        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts")
+        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts", worker_manager_queue=f"{prefix}-wm")
     return Settings(**{**settings, **overrides})
 
 

@@ -19,6 +19,14 @@ class InvalidInput(QueueError):
     code = "InputValidationError"
 
 
+class InputError(QueueError):
+    """A request that is well-formed but cannot be acted on as asked (Taskcluster's
+    worker-manager answers these with `InputError`, 400): a provider that does not exist or
+    does not do this, a proof of identity that does not hold."""
+
+    code = "InputError"
+
+
 class MalformedPayload(QueueError):
     """The request body is not JSON at all."""
 

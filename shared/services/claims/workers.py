@@ -132,8 +132,9 @@ class Workers:
         return render(record)
 
     def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],
-                now: datetime) -> int:
-        """Resolve the runs the worker still holds as worker-shutdown; returns how many."""
+                now: datetime, why: str = "quarantined") -> int:
+        """Resolve the runs the worker still holds as worker-shutdown; returns how many.
+        `why`: what happened to the worker (quarantined, removed, gone), for the log."""
         def shut_down(run_id: int):
             def transition(status):
                 run = status.run(run_id)
@@ -142,10 +143,10 @@ class Workers:
                     return status  # resolved, or someone else's run by now
                 return lifecycle.resolve(status, run_id, ReasonResolved.WORKER_SHUTDOWN, now)
             return transition
-        released = sum(self.updater.try_apply(task_id, shut_down(run_id), "worker quarantined")
+        released = sum(self.updater.try_apply(task_id, shut_down(run_id), f"worker {why}")
                        for task_id, run_id in runs)
         if released:
-            log.info("released %d runs of quarantined worker %s/%s", released, worker_group, worker_id,
+            log.info("released %d runs of %s worker %s/%s", released, why, worker_group, worker_id,
                      extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "release"})
         return released
 
