@@ -24,7 +24,8 @@ from shared.api.access import Access, Guard
 from shared.api.errors import InvalidRequestArguments, error_response
 from shared.api.http import ApiRequest, ApiResponse
 from shared.api.router import Endpoint, check_params, match
-from shared.validation import validate
+from shared.domain.ids import SLUGID_PATTERN
+from shared.validation import ecma_regex, validate
 
 log = logging.getLogger("queue.api")
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -82,10 +83,16 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
             raise QueueError("Internal error: the request was not authorized")
         return answer if isinstance(answer, ApiResponse) else ApiResponse(200, answer)
     except (QueueError, AuthError) as error:
-        return _refused(guard.refusal(error) if guard else error, endpoint.name, params, payload)
+        return _refused(guard.refusal(error) if guard else error, endpoint.name, params, _shown(endpoint, payload))
     except Exception:  # a storage outage or a bug: say so in Taskcluster's shape
         log.exception("%s %s failed", endpoint.name, request.path)
-        return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params, payload)
+        return error_response(QueueError("Internal error; the request may be retried"), endpoint.name, params,
+                              _shown(endpoint, payload))
+
+
+def _shown(endpoint: Endpoint, payload):
+    """The payload as an error repeats it: never a secret (Taskcluster's `cleanPayload`)."""
+    return "(OMITTED)" if endpoint.secret_body and payload is not None else payload
 
 
 def _refused(error, endpoint: str, params: dict, payload) -> ApiResponse:
@@ -101,6 +108,8 @@ QUERY_OPTIONS = {
     "limit": {"type": "integer", "minimum": 1},
     "quarantined": {"enum": ["true", "false"]},
     "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT},
+    "state": {"enum": ["requested", "running", "stopping", "stopped"]},
+    "errorId": {"type": "string", "pattern": SLUGID_PATTERN},
 }
 
 
@@ -112,7 +121,16 @@ def _check_query(endpoint: Endpoint, query: dict) -> dict:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
+    for name in ("state", "errorId"):
+        if name in checked and not _allowed(QUERY_OPTIONS[name], checked[name]):
+            raise InvalidRequestArguments(f"{name}: {checked[name][:50]!r} is not a valid {name}")
     return checked
+
+
+def _allowed(option: dict, value: str) -> bool:
+    if "enum" in option:
+        return value in option["enum"]
+    return bool(ecma_regex(option["pattern"]).search(value))
 
 
 def _wait(text: str) -> int:

@@ -9,6 +9,7 @@ from shared.api.http import ApiResponse
 
 STATUS_BY_CODE = {
     "InputValidationError": 400,
+    "InputError": 400,
     "InvalidRequestArguments": 400,
     "MalformedPayload": 400,
     "AuthenticationFailed": 401,

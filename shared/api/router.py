@@ -2,9 +2,9 @@
 
 Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). Each parameter
 segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `proj/linux`.
-A route ending in `<name>` (an artifact's or an object's) gives it the rest of the path,
-so `public/logs/live.log` arrives whole whether a client sent its slashes as `%2F` (as
-Taskcluster's clients do) or as they are (as a browser following a link does).
+A route ending in `<name>` (an artifact's or an object's) or `<workerPoolId>` gives it the
+rest of the path, so `public/logs/live.log` arrives whole whether a client sent its slashes
+as `%2F` (as Taskcluster's clients do) or as they are (as a browser following a link does).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ PARAM_PATTERNS = {
     "taskGraphId": SLUGID_PATTERN,
     "runId": r"^[0-9]{1,4}$",
     "taskQueueId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
+    "workerPoolId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "provisionerId": r"^[a-zA-Z0-9-_]{1,38}$",
     "workerType": r"^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "workerGroup": r"^([a-zA-Z0-9-_]{1,38})$",
@@ -33,7 +34,9 @@ PARAM_PATTERNS = {
     # A feed of the browser view: 16 random bytes, URL-safe base64 (services/group_feeds.py).
     "feedId": r"^[A-Za-z0-9_-]{22}$",
 }
-REST_OF_PATH = "<name>"   # a final segment that takes every segment left
+# Final segments that take every segment left: an artifact's or object's name, and a worker
+# pool's id (`proj/linux`), which Taskcluster's routes also take with its slash as it is.
+REST_OF_PATH = ("<name>", "<workerPoolId>")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Endpoint:
     query: tuple[str, ...] = ()
     output_schema: str | None = None     # what a success carries (documentation and tests)
     status: int = 200                    # the success status: 303 for the redirecting calls
+    secret_body: bool = False            # the body holds a secret: an error's requestInfo omits it
 
     @property
     def params(self) -> list[str]:
@@ -69,7 +73,7 @@ def match(endpoints: list[Endpoint], method: str, raw_path: str) -> tuple[Endpoi
 
 
 def _bind(template: list[str], raw: list[str]) -> dict | None:
-    if template and template[-1] == REST_OF_PATH and len(raw) > len(template):
+    if template and template[-1] in REST_OF_PATH and len(raw) > len(template):
         raw = raw[:len(template) - 1] + ["/".join(raw[len(template) - 1:])]
     if len(template) != len(raw):
         return None

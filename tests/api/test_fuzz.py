@@ -1,6 +1,6 @@
 """No input produces a 5xx (issue R5).
 
-Every operation of the three APIs (queue, scheduler, object service) is fuzzed from the
+Every operation of the four APIs (queue, scheduler, object service, worker manager) is fuzzed from the
 OpenAPI document the server itself serves (valid and invalid bodies, queries and path
 parameters, including values that break the parameters' patterns); then hostile task graphs
 and hostile artifacts. Bounded and derandomized, so CI is repeatable: a 5xx found here is
@@ -68,6 +68,11 @@ def object_openapi(fuzz_server):
     return _openapi(fuzz_server, "object")
 
 
+@pytest.fixture(scope="module")
+def worker_manager_openapi(fuzz_server):
+    return _openapi(fuzz_server, "worker-manager")
+
+
 def check(case, auth) -> None:
     """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema.
     Signed by the root client, so that every call reaches its handler."""
@@ -92,6 +97,7 @@ def _node_id_for_schemathesis(request):
 queue_api = schemathesis.pytest.from_fixture("queue_openapi")
 scheduler_api = schemathesis.pytest.from_fixture("scheduler_openapi")
 object_api = schemathesis.pytest.from_fixture("object_openapi")
+worker_manager_api = schemathesis.pytest.from_fixture("worker_manager_openapi")
 
 
 @queue_api.parametrize()
@@ -113,9 +119,15 @@ def test_object_api(case, fuzz_server):
     check(case, fuzz_server.auth)
 
 
+@worker_manager_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_worker_manager_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
+
+
 def test_the_documents_stand_alone(fuzz_server):
     """Every `$ref` points inside the document, and every path parameter has its pattern."""
-    for api in ("queue", "scheduler", "object"):
+    for api in ("queue", "scheduler", "object", "worker-manager"):
         document = requests.get(f"{fuzz_server.root_url}/api/{api}/v1/openapi.json").json()
         text = json.dumps(document)
         assert document["openapi"] == "3.1.0" and '"$ref": "#/components/schemas/' in text
