@@ -37,7 +37,7 @@ def test_every_local_setting_is_deployed_too():
 def test_schedules_are_six_field_ncrontab_and_secrets_are_parameters():
     settings = deployed_settings()
     schedules = {name: value.strip("'") for name, value in settings.items() if name.endswith("_SCHEDULE")}
-    assert len(schedules) == 4 and all(len(value.split()) == 6 for value in schedules.values())
+    assert len(schedules) == 5 and all(len(value.split()) == 6 for value in schedules.values())
     assert settings["QUEUE_CREDENTIALS_ACCESS_TOKEN"] == "credentialsAccessToken"
     assert "@secure()\n@description('Access token" in BICEP
     assert settings["STATIC_CLIENTS"] == "staticClients"
@@ -92,3 +92,16 @@ def test_the_artifacts_container_is_private_and_named_by_its_setting():
     assert deployed_settings()["QUEUE_ARTIFACTS_CONTAINER"] == "artifactsContainer.name"
     assert "allowBlobPublicAccess: false" in BICEP
     assert "QUEUE_PUBLIC_URL" in deployed_settings()
+
+
+def test_the_worker_managers_container_apps_job_is_deployed_with_a_worker_image():
+    module = re.search(r"module workerManager 'worker-manager.bicep' = if \(!empty\(workerImage\)\) \{.*?\n\}",
+                       BICEP, re.S)
+    assert module and "appPrincipalId: app.identity.principalId" in module.group(0)
+    settings = deployed_settings()
+    assert settings["WORKER_MANAGER_ACA_JOB_NAME"] == "empty(workerImage) ? '' : workerJobName"
+    assert settings["WORKER_MANAGER_LOCAL_PROVIDER"] == "'false'"
+    # The app names the job as the module does (the app cannot wait for the module's outputs).
+    module_bicep = (ROOT / "infra" / "worker-manager.bicep").read_text()
+    assert "take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in module_bicep
+    assert "var workerJobName = take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in BICEP
