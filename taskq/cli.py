@@ -8,7 +8,7 @@ import sys
 import requests
 import taskcluster
 
-from taskq import commands
+from taskq import commands, pools
 from taskq.connection import queue
 from taskq.output import error_line
 from taskq.task_files import TaskFileError
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     each = command("watch", commands.watch, "watch a task group (or graph) with a live progress bar until it ends")
     each.add_argument("task_group_id", metavar="TASK_GROUP_ID")
     each.add_argument("--timeout", type=float, help="give up after this many seconds")
+    pools.add_commands(sub, command)
     each = command("listen", commands.listen, "print the Queue's events as they happen")
     each.add_argument("--task", help="only this task's")
     each.add_argument("--group", help="only this task group's")
