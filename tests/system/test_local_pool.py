@@ -1,0 +1,142 @@
+"""A `local` worker pool served by a real host: the provisioner starts `python -m taskq_worker`
+processes for pending tasks, they register, run the tasks and leave when idle; all through
+the official clients, the pool's processes sampled all along."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import taskcluster
+
+from shared.domain.ids import new_slugid
+from tests.api.conftest import refusal
+from tests.conftest import ROOT_CREDENTIALS, eventually, make_task
+
+pytestmark = pytest.mark.slow
+
+
+def pool_processes(pool_id: str) -> list[int]:
+    """The live processes started for the pool (their environment names it)."""
+    wanted = f"TASKQ_WORKER_POOL_ID={pool_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0") \
+                    and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+class Sampler(threading.Thread):
+    """The number of the pool's processes, every 50 ms, while the test runs."""
+
+    def __init__(self, pool_id: str) -> None:
+        super().__init__(daemon=True)
+        self.pool_id, self.samples, self.stopping = pool_id, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.05):
+            self.samples.append(len(pool_processes(self.pool_id)))
+
+
+@pytest.fixture
+def clients(server):
+    options = {"rootUrl": server.root_url, "maxRetries": 0, "credentials": dict(ROOT_CREDENTIALS)}
+    return taskcluster.WorkerManager(options), taskcluster.Queue(options)
+
+
+@pytest.fixture
+def pool_id(clients):
+    name = f"local-{uuid.uuid4().hex[:8]}/builds"
+    yield name
+    try:
+        clients[0].deleteWorkerPool(name)
+    except taskcluster.exceptions.TaskclusterRestFailure:
+        pass
+    for pid in pool_processes(name):   # a failed test leaves no worker behind
+        os.killpg(pid, signal.SIGKILL)
+
+
+def local_pool(wm, pool_id: str, max_capacity: int, idle: int) -> None:
+    wm.createWorkerPool(pool_id, {"providerId": "local", "description": "tests", "owner": "tests@example.com",
+                                  "emailOnError": False, "config": {"maxCapacity": max_capacity,
+                                                                    "workerConfig": {"idleTimeoutSecs": idle}}})
+
+
+def create(queue, pool_id: str, *commands: list[str], **fields) -> str:
+    task_id = new_slugid()
+    queue.createTask(task_id, make_task(pool_id, payload={"command": list(commands), "maxRunTime": 600}, **fields))
+    return task_id
+
+
+def state(queue, task_id: str) -> str:
+    return queue.status(task_id)["status"]["state"]
+
+
+def test_forty_tasks_on_a_pool_of_three_all_complete_never_on_more_than_three_workers(clients, pool_id):
+    wm, queue = clients
+    local_pool(wm, pool_id, max_capacity=3, idle=3)
+    sampler = Sampler(pool_id)
+    sampler.start()
+    tasks = [create(queue, pool_id, ["sleep", "0.3"] if index % 4 == 0 else ["true"]) for index in range(40)]
+    eventually(lambda: all(state(queue, task_id) == "completed" for task_id in tasks), timeout=150, interval=1,
+               message="40 tasks completed")
+    workers = {queue.status(task_id)["status"]["runs"][-1]["workerId"] for task_id in tasks}
+    eventually(lambda: not pool_processes(pool_id) and wm.workerPool(pool_id)["currentCapacity"] == 0,
+               timeout=3 + 20, interval=0.5, message="the idle pool back to no workers")
+    sampler.stopping.set()
+    sampler.join()
+    assert max(sampler.samples) == 3, f"the pool ran at most {max(sampler.samples)} workers"
+    assert len(workers) >= 3 and all(run_count == 1 for run_count in
+                                     (len(queue.status(task_id)["status"]["runs"]) for task_id in tasks))
+    stopped = wm.listWorkersForWorkerPool(pool_id)["workers"]
+    assert {worker["workerId"] for worker in stopped} >= workers
+    assert all(worker["state"] == "stopped" for worker in stopped)
+
+
+def test_removing_a_worker_that_holds_a_run_retries_the_run_at_once(clients, pool_id):
+    wm, queue = clients
+    local_pool(wm, pool_id, max_capacity=1, idle=30)
+    task_id = create(queue, pool_id, ["sleep", "600"], retries=2)
+    eventually(lambda: state(queue, task_id) == "running", timeout=30, interval=0.2, message="the task running")
+    run = queue.status(task_id)["status"]["runs"][0]
+    wm.removeWorker(pool_id, run["workerGroup"], run["workerId"])
+    runs = queue.status(task_id)["status"]["runs"]
+    assert (runs[0]["state"], runs[0]["reasonResolved"]) == ("exception", "worker-shutdown")
+    assert runs[1]["reasonCreated"] == "retry" and runs[1]["state"] in ("pending", "running")
+    assert wm.worker(pool_id, run["workerGroup"], run["workerId"])["state"] in ("stopping", "stopped")
+    # The pool replaces it once it is gone, and the retried run is taken.
+    eventually(lambda: queue.status(task_id)["status"]["runs"][1]["state"] == "running", timeout=40, interval=0.5,
+               message="the retried run claimed by a new worker")
+    queue.cancelTask(task_id)
+
+
+def test_a_registration_token_is_spent_once_and_no_task_sees_it(server, clients, pool_id):
+    wm, queue = clients
+    local_pool(wm, pool_id, max_capacity=1, idle=30)
+    task_id = create(queue, pool_id, ["sh", "-c", 'test -z "$TASKQ_REGISTRATION_TOKEN$TASKCLUSTER_ACCESS_TOKEN"'])
+    [pid] = eventually(lambda: pool_processes(pool_id), timeout=30, message="a worker process")
+    started = environment_of(pid)   # the environment it was started with, token included
+    eventually(lambda: state(queue, task_id) == "completed", timeout=30, interval=0.2, message="the task completed")
+    anonymous = taskcluster.WorkerManager({"rootUrl": server.root_url, "maxRetries": 0})
+    status, body = refusal(anonymous.registerWorker, {
+        "workerPoolId": pool_id, "providerId": "local", "workerGroup": started["TASKQ_WORKER_GROUP"],
+        "workerId": started["TASKQ_WORKER_ID"],
+        "workerIdentityProof": {"token": started["TASKQ_REGISTRATION_TOKEN"]}})
+    assert (status, body["code"]) == (400, "InputError") and "used already" in body["message"]
+    assert body["requestInfo"]["payload"] == "(OMITTED)"
+    wm.removeWorker(pool_id, started["TASKQ_WORKER_GROUP"], started["TASKQ_WORKER_ID"])
+    eventually(lambda: not pool_processes(pool_id), timeout=20, message="the removed worker gone")
