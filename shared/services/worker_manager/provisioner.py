@@ -24,6 +24,7 @@ pools once their last worker has stopped.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -44,6 +45,7 @@ from shared.storage.tables.worker_pool_table import WorkerPoolTable
 
 log = logging.getLogger("worker_manager.provisioner")
 FIRST_BACKOFF, LONGEST_BACKOFF = 5.0, 300.0   # seconds a pool waits after its first error, at most
+TIDY_EVERY = 60.0   # seconds between two upkeeps of a pool by the timer's passes
 ATTEMPTS = 5
 
 
@@ -68,6 +70,7 @@ class Provisioner:
         self.errors = errors
         self.wake_ups = wake_ups
         self.queue_counts = queue_counts
+        self._tidied: dict[str, float] = {}
 
     def handle_message(self, body: dict) -> PassOutcome:
         """A wake-up from the queue: `{"workerPoolId", "requested"}`."""
@@ -83,12 +86,19 @@ class Provisioner:
                 pool_id = record.pool.worker_pool_id
                 try:
                     outcomes.append(self.provision(pool_id, None))
-                    self.care.tidy(record.pool, now or utcnow())
+                    self._tidy(record.pool, now or utcnow())
                 except Exception:   # storage or a bug: this pool waits for the next pass
                     log.exception("provisioning worker pool %s failed", pool_id)
             if len(records) < 100:
                 return outcomes
             after = records[-1].pool.worker_pool_id
+
+    def _tidy(self, pool: WorkerPool, now: datetime) -> None:
+        """The pool's upkeep (expired errors and stopped workers), at most every TIDY_EVERY s."""
+        last = self._tidied.get(pool.worker_pool_id)
+        if last is None or time.monotonic() - last >= TIDY_EVERY:
+            self._tidied[pool.worker_pool_id] = time.monotonic()
+            self.care.tidy(pool, now)
 
     def provision(self, worker_pool_id: str, requested: datetime | None = None) -> PassOutcome:
         record = self.pool_table.load(worker_pool_id)

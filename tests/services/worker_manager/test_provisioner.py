@@ -17,7 +17,7 @@ from shared.domain.workers import WorkerState
 from shared.services.worker_manager.providers.local import LocalProvider
 from shared.services.worker_manager.providers.registry import Providers
 from tests.conftest import build_services, eventually, make_task
-from tests.services.worker_manager.conftest import POOL_BODY, SLEEPER
+from tests.services.worker_manager.conftest import POOL_BODY, SLEEPER, environment_of
 
 POOL = "proj/aca"
 
@@ -179,3 +179,43 @@ def test_a_wake_up_covered_by_a_pass_begun_since_does_nothing(arm, services, wm)
     pending(services, POOL, 1)
     assert wm.provisioner.provision(POOL).started == 1
     assert wm.provisioner.handle_message({"workerPoolId": POOL, "requested": requested.isoformat()}).ran is False
+
+
+def registered_local_workers(services, wm, pool_id: str, count: int) -> list[str]:
+    """`count` workers of a local pool, started for pending tasks and registered with their
+    tokens, as `taskq_worker` registers (the stand-in process does not)."""
+    pending(services, pool_id, count)
+    assert wm.provisioner.provision(pool_id).started == count
+    ids = []
+    for worker in workers(wm, pool_id):
+        env = environment_of(worker.provider_data["pid"])
+        wm.credentials.register({"workerPoolId": pool_id, "providerId": "local", "workerGroup": "local",
+                                 "workerId": worker.worker_id,
+                                 "workerIdentityProof": {"token": env["TASKQ_REGISTRATION_TOKEN"]}}, utcnow())
+        ids.append(worker.worker_id)
+    return ids
+
+
+def test_workers_beyond_a_lowered_max_capacity_are_asked_to_terminate_newest_first(services, wm):
+    wm.pools.create("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 3}}, utcnow())
+    registered_local_workers(services, wm, "proj/shrinks", 3)
+    wm.pools.update("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 1}}, utcnow())
+    wm.provisioner.provision("proj/shrinks")
+    answers = {w.worker_id: wm.workers.should_terminate("proj/shrinks", "local", w.worker_id)
+               for w in workers(wm, "proj/shrinks")}
+    asked = [worker_id for worker_id, answer in answers.items() if answer["terminate"]]
+    assert len(asked) == 2 and all(answers[w]["reason"] == "worker pool is over its maxCapacity" for w in asked)
+
+
+def test_a_deleted_pool_asks_its_workers_to_go_and_is_removed_once_they_have(services, wm, local):
+    wm.pools.create("proj/goes", {**POOL_BODY, "config": {"maxCapacity": 2}}, utcnow())
+    ids = registered_local_workers(services, wm, "proj/goes", 2)
+    wm.pools.delete("proj/goes", utcnow())
+    wm.provisioner.provision("proj/goes")
+    assert all(wm.workers.should_terminate("proj/goes", "local", worker_id) ==
+               {"terminate": True, "reason": "worker pool deleted"} for worker_id in ids)
+    for worker_id in ids:   # as each worker does once its task is done
+        wm.workers.remove("proj/goes", "local", worker_id, utcnow())
+    eventually(lambda: not wm.provisioner.provision("proj/goes").ran or wm.pools.pool_table.load("proj/goes") is None,
+               message="the pool removed")
+    assert wm.pools.pool_table.load("proj/goes") is None and workers(wm, "proj/goes") == []
