@@ -22,17 +22,20 @@ pytestmark = pytest.mark.slow
 
 
 def pool_processes(pool_id: str) -> list[int]:
-    """The live processes started for the pool (their environment names it)."""
+    """The live worker processes started for the pool: their environment names it, and their
+    parent's does not (a worker's child, forked and not yet running its command, still has
+    the worker's environment)."""
     wanted = f"TASKQ_WORKER_POOL_ID={pool_id}".encode()
-    found = []
+    parents = {}
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0") \
-                    and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                found.append(int(entry.name))
+            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X"):
+                    parents[int(entry.name)] = int(fields[1])
         except OSError:
             continue
-    return found
+    return [pid for pid, parent in parents.items() if parent not in parents]
 
 
 def environment_of(pid: int) -> dict[str, str]:
@@ -105,6 +108,20 @@ def test_forty_tasks_on_a_pool_of_three_all_complete_never_on_more_than_three_wo
     stopped = wm.listWorkersForWorkerPool(pool_id)["workers"]
     assert {worker["workerId"] for worker in stopped} >= workers
     assert all(worker["state"] == "stopped" for worker in stopped)
+
+
+def test_a_task_created_as_an_idle_worker_leaves_goes_to_a_new_worker(clients, pool_id):
+    """The leaving worker's last claimWork may still be waiting at the Queue: it is refused
+    the task, which a new worker runs."""
+    wm, queue = clients
+    local_pool(wm, pool_id, max_capacity=1, idle=1)
+    first = create(queue, pool_id, ["true"])
+    eventually(lambda: state(queue, first) == "completed", timeout=30, interval=0.2, message="the first task")
+    eventually(lambda: not pool_processes(pool_id), timeout=20, interval=0.05, message="the idle worker gone")
+    second = create(queue, pool_id, ["true"])
+    eventually(lambda: state(queue, second) == "completed", timeout=30, interval=0.2, message="the second task")
+    runs = [queue.status(task_id)["status"]["runs"] for task_id in (first, second)]
+    assert len(runs[1]) == 1 and runs[1][0]["workerId"] != runs[0][0]["workerId"]
 
 
 def test_removing_a_worker_that_holds_a_run_retries_the_run_at_once(clients, pool_id):

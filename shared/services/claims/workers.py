@@ -115,8 +115,18 @@ class Workers:
         deleted it meanwhile)."""
         return lambda: self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
 
+    def shut_out(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, why: str,
+                 now: datetime) -> dict:
+        """A worker that must get no more work (the worker manager removed it, or found it
+        gone): quarantined until `until` (when its credentials expire), its row made if it
+        never claimed so that a first claimWork still in flight is refused too, and the runs
+        it holds released."""
+        self.arrive(task_queue_id, worker_group, worker_id, now, fresh=True)
+        return self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now,
+                               why=why)
+
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
-                   now: datetime) -> dict:
+                   now: datetime, why: str = "quarantined") -> dict:
         detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
                   "quarantineInfo": info}
         record = change_until_saved(
@@ -128,7 +138,7 @@ class Workers:
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
         if self.quarantined(record, now):
             self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
-                task_queue_id, worker_group, worker_id), now)
+                task_queue_id, worker_group, worker_id), now, why)
         return render(record)
 
     def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],

@@ -2,8 +2,8 @@
 or that its provider finds gone, are resolved `exception`/`worker-shutdown` at once (and
 retried while retries last), instead of waiting up to a claim's length for the claim to
 expire (Taskcluster issue 7472). The runs are those the queue's claim rows say the worker
-holds; a worker that claimed after its release (it had not heard of its removal yet) is
-released again when its provider finds it gone.
+holds; a worker that registered is also quarantined in the queue, so that no claimWork of
+its, even one already waiting, gets it another task.
 
 Removing a worker its provider started moves it to `stopping` and asks the provider to
 stop it; it becomes `stopped` when the provider finds it gone (the provisioner looks a few
@@ -13,8 +13,9 @@ seconds later). A static worker, which nothing here can reach, is `stopped` at o
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from shared.domain.timestamps import parse_iso, to_iso
 from shared.domain.workers import WorkerState
 from shared.services.claims.workers import Workers as QueueWorkers
 from shared.services.worker_manager.providers.base import ProviderError, WorkerRef
@@ -27,6 +28,9 @@ from shared.storage.tables.pool_worker_table import PoolWorkerRecord
 log = logging.getLogger("worker_manager.workers")
 # Seconds after a removal before the provisioner looks whether the worker is gone.
 LOOK_AGAIN = 3.0
+# A removed worker is shut out of the queue at least this long (a claimWork it sent just
+# before its credentials expired may still be waiting).
+SHUT_OUT_AT_LEAST = timedelta(minutes=10)
 
 
 def ref_of(worker: PoolWorkerRecord) -> WorkerRef:
@@ -68,15 +72,24 @@ class RemovedWorkers:
             log.warning("stopping worker %s failed (%s): %s", worker.name, error.kind, error.message)
 
     def gone(self, worker: PoolWorkerRecord, now: datetime, reason: str) -> PoolWorkerRecord:
-        """Its provider found the worker gone: its runs released, and it is stopped."""
-        self.release(worker, now, "gone")
+        """Its provider found the worker gone: its runs released (a removed one's were, and
+        it was shut out then), and it is stopped."""
+        if worker.state is not WorkerState.STOPPING:
+            self.release(worker, now, "gone")
         self.wake_ups.room_freed(worker.worker_pool_id)
         return self.states.move(worker, WorkerState.STOPPED, now, reason)
 
-    def release(self, worker: PoolWorkerRecord, now: datetime, why: str) -> int:
-        """Resolve the runs the worker holds as worker-shutdown; how many."""
-        runs = self.claim_table.held_by(worker.worker_pool_id, worker.worker_group, worker.worker_id)
-        if not runs:
-            return 0
-        return self.queue_workers.release(worker.worker_pool_id, worker.worker_group, worker.worker_id, runs, now,
-                                          why)
+    def release(self, worker: PoolWorkerRecord, now: datetime, why: str) -> None:
+        """Resolve the runs the worker holds as worker-shutdown. A worker our provider
+        started that registered (it has credentials) is also shut out of the queue until its
+        credentials expire: a claimWork it sent before going (a long poll still open) must
+        not hand it a task that nobody would then release. A static worker's people may
+        bring it back under the same id at once: only its runs are released."""
+        pool, group, worker_id = worker.worker_pool_id, worker.worker_group, worker.worker_id
+        if worker.terminate_after and self.providers.starts_workers(worker.provider_id):
+            until = max(parse_iso(worker.terminate_after), now + SHUT_OUT_AT_LEAST)
+            self.queue_workers.shut_out(pool, group, worker_id, to_iso(until), why, now)
+            return
+        runs = self.claim_table.held_by(pool, group, worker_id)
+        if runs:
+            self.queue_workers.release(pool, group, worker_id, runs, now, why)
