@@ -334,3 +334,24 @@ def new_task(task_queue_id):
 @pytest.fixture
 def task_id() -> str:
     return new_slugid()
+
+
+@pytest.fixture
+def pool_clients(server) -> tuple[taskcluster.WorkerManager, taskcluster.Queue]:
+    """The official WorkerManager and Queue clients of the root client (no retries)."""
+    options = {"rootUrl": server.root_url, "maxRetries": 0, "credentials": dict(ROOT_CREDENTIALS)}
+    return taskcluster.WorkerManager(options), taskcluster.Queue(options)
+
+
+@pytest.fixture
+def local_pool_id(pool_clients):
+    """A worker pool id no other test uses; the pool is deleted after the test, and any worker
+    process of it that is left is killed."""
+    from tests.local_pools import kill_pool_processes
+    name = f"local-{uuid.uuid4().hex[:8]}/builds"
+    yield name
+    try:
+        pool_clients[0].deleteWorkerPool(name)
+    except taskcluster.exceptions.TaskclusterRestFailure:
+        pass
+    kill_pool_processes(name)

@@ -4,79 +4,15 @@ the official clients, the pool's processes sampled all along."""
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
-import uuid
-from pathlib import Path
-
 import pytest
 import taskcluster
 
 from shared.domain.ids import new_slugid
 from tests.api.conftest import refusal
-from tests.conftest import ROOT_CREDENTIALS, eventually, make_task
+from tests.conftest import eventually, make_task
+from tests.local_pools import Sampler, environment_of, local_pool, pool_processes
 
 pytestmark = pytest.mark.slow
-
-
-def pool_processes(pool_id: str) -> list[int]:
-    """The live worker processes started for the pool: their environment names it, and their
-    parent's does not (a worker's child, forked and not yet running its command, still has
-    the worker's environment)."""
-    wanted = f"TASKQ_WORKER_POOL_ID={pool_id}".encode()
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and wanted in (entry / "environ").read_bytes().split(b"\0"):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if fields[0] not in ("Z", "X"):
-                    parents[int(entry.name)] = int(fields[1])
-        except OSError:
-            continue
-    return [pid for pid, parent in parents.items() if parent not in parents]
-
-
-def environment_of(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-
-
-class Sampler(threading.Thread):
-    """The number of the pool's processes, every 50 ms, while the test runs."""
-
-    def __init__(self, pool_id: str) -> None:
-        super().__init__(daemon=True)
-        self.pool_id, self.samples, self.stopping = pool_id, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(0.05):
-            self.samples.append(len(pool_processes(self.pool_id)))
-
-
-@pytest.fixture
-def clients(server):
-    options = {"rootUrl": server.root_url, "maxRetries": 0, "credentials": dict(ROOT_CREDENTIALS)}
-    return taskcluster.WorkerManager(options), taskcluster.Queue(options)
-
-
-@pytest.fixture
-def pool_id(clients):
-    name = f"local-{uuid.uuid4().hex[:8]}/builds"
-    yield name
-    try:
-        clients[0].deleteWorkerPool(name)
-    except taskcluster.exceptions.TaskclusterRestFailure:
-        pass
-    for pid in pool_processes(name):   # a failed test leaves no worker behind
-        os.killpg(pid, signal.SIGKILL)
-
-
-def local_pool(wm, pool_id: str, max_capacity: int, idle: int) -> None:
-    wm.createWorkerPool(pool_id, {"providerId": "local", "description": "tests", "owner": "tests@example.com",
-                                  "emailOnError": False, "config": {"maxCapacity": max_capacity,
-                                                                    "workerConfig": {"idleTimeoutSecs": idle}}})
 
 
 def create(queue, pool_id: str, *commands: list[str], **fields) -> str:
@@ -89,9 +25,10 @@ def state(queue, task_id: str) -> str:
     return queue.status(task_id)["status"]["state"]
 
 
-def test_forty_tasks_on_a_pool_of_three_all_complete_never_on_more_than_three_workers(clients, pool_id):
-    wm, queue = clients
-    local_pool(wm, pool_id, max_capacity=3, idle=3)
+def test_forty_tasks_on_a_pool_of_three_all_complete_never_on_more_than_three_workers(pool_clients, local_pool_id):
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, 3, idle=3)
     sampler = Sampler(pool_id)
     sampler.start()
     tasks = [create(queue, pool_id, ["sleep", "0.3"] if index % 4 == 0 else ["true"]) for index in range(40)]
@@ -110,11 +47,12 @@ def test_forty_tasks_on_a_pool_of_three_all_complete_never_on_more_than_three_wo
     assert all(worker["state"] == "stopped" for worker in stopped)
 
 
-def test_a_task_created_as_an_idle_worker_leaves_goes_to_a_new_worker(clients, pool_id):
+def test_a_task_created_as_an_idle_worker_leaves_goes_to_a_new_worker(pool_clients, local_pool_id):
     """The leaving worker's last claimWork may still be waiting at the Queue: it is refused
     the task, which a new worker runs."""
-    wm, queue = clients
-    local_pool(wm, pool_id, max_capacity=1, idle=1)
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, 1, idle=1)
     first = create(queue, pool_id, ["true"])
     eventually(lambda: state(queue, first) == "completed", timeout=30, interval=0.2, message="the first task")
     eventually(lambda: not pool_processes(pool_id), timeout=20, interval=0.05, message="the idle worker gone")
@@ -124,9 +62,10 @@ def test_a_task_created_as_an_idle_worker_leaves_goes_to_a_new_worker(clients, p
     assert len(runs[1]) == 1 and runs[1][0]["workerId"] != runs[0][0]["workerId"]
 
 
-def test_removing_a_worker_that_holds_a_run_retries_the_run_at_once(clients, pool_id):
-    wm, queue = clients
-    local_pool(wm, pool_id, max_capacity=1, idle=30)
+def test_removing_a_worker_that_holds_a_run_retries_the_run_at_once(pool_clients, local_pool_id):
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, 1, idle=30)
     task_id = create(queue, pool_id, ["sleep", "600"], retries=2)
     eventually(lambda: state(queue, task_id) == "running", timeout=30, interval=0.2, message="the task running")
     run = queue.status(task_id)["status"]["runs"][0]
@@ -141,9 +80,10 @@ def test_removing_a_worker_that_holds_a_run_retries_the_run_at_once(clients, poo
     queue.cancelTask(task_id)
 
 
-def test_a_registration_token_is_spent_once_and_no_task_sees_it(server, clients, pool_id):
-    wm, queue = clients
-    local_pool(wm, pool_id, max_capacity=1, idle=30)
+def test_a_registration_token_is_spent_once_and_no_task_sees_it(server, pool_clients, local_pool_id):
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, 1, idle=30)
     task_id = create(queue, pool_id, ["sh", "-c", 'test -z "$TASKQ_REGISTRATION_TOKEN$TASKCLUSTER_ACCESS_TOKEN"'])
     [pid] = eventually(lambda: pool_processes(pool_id), timeout=30, message="a worker process")
     started = environment_of(pid)   # the environment it was started with, token included

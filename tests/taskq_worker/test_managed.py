@@ -17,8 +17,8 @@ import taskcluster
 
 from shared.domain.ids import new_slugid
 from taskq_worker.managed import RegistrationFailed, take_from_environment
-from tests.conftest import ROOT, ROOT_CREDENTIALS, eventually, make_task
-from tests.system.test_local_pool import pool_processes
+from tests.conftest import ROOT, eventually, make_task
+from tests.local_pools import local_pool, pool_processes
 
 IDENTITY = {"TASKCLUSTER_ROOT_URL": "http://127.0.0.1:1", "TASKQ_WORKER_POOL_ID": "proj/linux",
             "TASKQ_PROVIDER_ID": "local", "TASKQ_WORKER_GROUP": "local", "TASKQ_WORKER_ID": "w1"}
@@ -34,33 +34,14 @@ def test_the_token_leaves_the_environment_as_it_is_read():
         take_from_environment({**IDENTITY, "TASKQ_WORKER_ID": "", "TASKQ_REGISTRATION_TOKEN": "t" * 44})
 
 
-@pytest.fixture
-def clients(server):
-    options = {"rootUrl": server.root_url, "maxRetries": 0, "credentials": dict(ROOT_CREDENTIALS)}
-    return taskcluster.WorkerManager(options), taskcluster.Queue(options)
-
-
-@pytest.fixture
-def pool_id(clients):
-    name = f"managed-{uuid.uuid4().hex[:8]}/builds"
-    yield name
-    clients[0].deleteWorkerPool(name)
-    for pid in pool_processes(name):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def local_pool(wm, pool_id: str, **config) -> None:
-    wm.createWorkerPool(pool_id, {"providerId": "local", "description": "", "owner": "tests@example.com",
-                                  "emailOnError": False, "config": {"maxCapacity": 1, **config}})
-
-
 def worker_log(worker_id: str) -> str:
     """The local provider's log of a worker (the host's temporary folder is this process's)."""
     return (Path(tempfile.gettempdir()) / "taskq-workers" / f"{worker_id}.log").read_text(errors="replace")
 
 
-def test_a_worker_whose_registration_is_refused_exits_without_claiming(server, clients, pool_id, tmp_path):
-    local_pool(clients[0], pool_id)
+def test_a_worker_whose_registration_is_refused_exits_without_claiming(server, pool_clients, local_pool_id, tmp_path):
+    pool_id = local_pool_id
+    local_pool(pool_clients[0], pool_id)
     environment = {**os.environ, **IDENTITY, "TASKCLUSTER_ROOT_URL": server.root_url, "TASKQ_WORKER_POOL_ID": pool_id,
                    "TASKQ_REGISTRATION_TOKEN": new_slugid() + new_slugid(), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "taskq_worker", "--work-dir", str(tmp_path)], env=environment,
@@ -70,9 +51,10 @@ def test_a_worker_whose_registration_is_refused_exits_without_claiming(server, c
 
 
 @pytest.mark.slow
-def test_a_worker_renews_its_credentials_before_they_expire(clients, pool_id):
-    wm, queue = clients
-    local_pool(wm, pool_id, lifecycle={"reregistrationTimeout": 4}, workerConfig={"idleTimeoutSecs": 30})
+def test_a_worker_renews_its_credentials_before_they_expire(pool_clients, local_pool_id):
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, idle=30, lifecycle={"reregistrationTimeout": 4})
     first = new_slugid()
     queue.createTask(first, make_task(pool_id, payload={"command": [["true"]]}))
     eventually(lambda: queue.status(first)["status"]["state"] == "completed", timeout=30, message="the first task")
@@ -87,9 +69,10 @@ def test_a_worker_renews_its_credentials_before_they_expire(clients, pool_id):
 
 
 @pytest.mark.slow
-def test_sigterm_resolves_the_run_it_holds_and_removes_the_worker(clients, pool_id):
-    wm, queue = clients
-    local_pool(wm, pool_id, workerConfig={"idleTimeoutSecs": 60})
+def test_sigterm_resolves_the_run_it_holds_and_removes_the_worker(pool_clients, local_pool_id):
+    wm, queue = pool_clients
+    pool_id = local_pool_id
+    local_pool(wm, pool_id, idle=60)
     task_id = new_slugid()
     queue.createTask(task_id, make_task(pool_id, payload={"command": [["sleep", "600"]]}, retries=0))
     eventually(lambda: queue.status(task_id)["status"]["state"] == "running", timeout=30, message="the task running")
