@@ -10,10 +10,17 @@ PORT ?= 7071
 DAGRE_VERSION := 3.1.3
 UI_ASSET := shared/ui/static/vendor/dagre.min.js
 
-.PHONY: run test bench clean worker ui
+# `taskq` and `taskq-worker` as commands (.venv/bin/, this checkout's code), usable from any folder.
+SCRIPTS := $(VENV)/bin/taskq
 
-run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json
+.PHONY: run services test bench clean worker ui scripts
+
+run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json $(SCRIPTS)
 	$(PY) -m devhost --port $(PORT)
+
+# Azurite and RabbitMQ alone, for an app served by Core Tools (`func start`): docs/functions-core-tools.md
+services: $(VENV)/.installed $(AZURITE)
+	$(PY) -m devhost --services-only
 
 test: $(VENV)/.installed $(AZURITE) $(UI_ASSET)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -38,6 +45,12 @@ $(AZURITE):
 	@echo "==> installing Azurite $(AZURITE_VERSION) into .tools/"
 	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
 
+scripts: $(SCRIPTS)
+
+$(SCRIPTS): $(VENV)/.installed pyproject.toml
+	@echo "==> installing the taskq and taskq-worker commands into $(VENV)/bin/ (editable: this checkout)"
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+
 ui: $(UI_ASSET)
 
 $(UI_ASSET):
@@ -51,4 +64,4 @@ local.settings.json:
 	cp local.settings.sample.json local.settings.json
 
 clean:
-	rm -rf $(VENV) .tools .azurite .pytest_cache shared/ui/static/vendor dist
+	rm -rf $(VENV) .tools .azurite .pytest_cache shared/ui/static/vendor dist *.egg-info

@@ -4,6 +4,7 @@ RabbitMQ broker for its events if needed."""
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import queue
@@ -11,6 +12,8 @@ import signal
 import sys
 from pathlib import Path
 
+from devhost import blob_cors
+from devhost import event_broker
 from devhost import root_client
 from devhost.azurite import Azurite
 from devhost.settings import MissingSetting, load_settings
@@ -27,8 +30,11 @@ def _arguments() -> argparse.Namespace:
                         help="auto: start Azurite when AzureWebJobsStorage is unset or development storage")
     parser.add_argument("--azurite-data", default=".azurite", type=Path)
     parser.add_argument("--broker", choices=("auto", "none"), default="auto",
-                        help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL names a broker")
+                        help="auto: start RabbitMQ for events unless EVENTS_AMQP_URL or "
+                             "EVENTS_SERVICE_BUS_NAMESPACE/_CONNECTION names a broker")
     parser.add_argument("--broker-data", default=".rabbitmq", type=Path)
+    parser.add_argument("--services-only", action="store_true",
+                        help="start Azurite and RabbitMQ but not the app: for `func start` (docs/functions-core-tools.md)")
     return parser.parse_args()
 
 
@@ -64,10 +70,13 @@ def main() -> int:
     broker = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
-        if args.broker == "auto" and not load_settings(args.app_dir).get("EVENTS_AMQP_URL"):
+        if args.broker == "auto" and event_broker.wants_local_broker(load_settings(args.app_dir)):
             broker = _start_broker(args.app_dir / args.broker_data)
             if broker is None:
                 return 1
+        print(event_broker.describe(load_settings(args.app_dir), started_here=broker is not None), flush=True)
+        if args.services_only:
+            return _serve_services(load_settings(args.app_dir), root, stopping)
         from devhost.host import LocalHost
         try:
             host = LocalHost(args.app_dir, args.host, args.port).start()
@@ -90,6 +99,25 @@ def main() -> int:
             broker.stop()
         if azurite:
             azurite.stop()
+    return 0
+
+
+def _serve_services(settings: dict[str, str], root, stopping: queue.SimpleQueue) -> int:
+    """Azurite and the broker for an app served by Core Tools (`func start`, on port 7071): what
+    its local.settings.json needs to use them is printed, then they run until a signal."""
+    blob_cors.allow_browser_reads(settings.get("AzureWebJobsStorage", ""))
+    clients = settings.get("STATIC_CLIENTS") or (root and json.dumps([{**root.credentials, "scopes": ["*"]}]))
+    values = {"AzureWebJobsStorage": settings.get("AzureWebJobsStorage", ""), "EVENTS_AMQP_URL": settings.get("EVENTS_AMQP_URL", ""),
+              "STATIC_CLIENTS": clients or ""}
+    print("==> storage and events are up, without the app; for `func start` here, local.settings.json's "
+          "Values need:", flush=True)
+    for name, value in values.items():
+        print(f"    {json.dumps(name)}: {json.dumps(value)},", flush=True)
+    if root:
+        root.keep()
+        print(root.banner("http://127.0.0.1:7071"), flush=True)
+    _wait_for(stopping)
+    print("==> stopping", flush=True)
     return 0
 
 
@@ -116,7 +144,6 @@ def _start_broker(location: Path):
               "to the broker to use.", file=sys.stderr)
         return None
     os.environ["EVENTS_AMQP_URL"] = broker.url
-    print(f"events on {broker.url} (listen: python -m shared.events listen task-completed '#')", flush=True)
     return broker
 
 

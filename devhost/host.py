@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+from devhost import blob_cors
 from devhost.host_config import HostConfig
 from devhost.http_server import HttpFunction, make_server
 from devhost.ncrontab import Schedule
@@ -73,6 +74,7 @@ class LocalHost:
         log.info("function %-22s %-6s %s", name, kind, detail)
 
     def start(self) -> LocalHost:
+        blob_cors.allow_browser_reads(self.settings.get("AzureWebJobsStorage", ""))
         self.server_thread.start()
         for runner in (*self.pollers, *self.timers):
             runner.start()

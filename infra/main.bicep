@@ -3,11 +3,8 @@
 // Every app setting the app reads is set here; tests/infra checks that none is missing,
 // because the Functions host refuses to start a trigger whose %SETTING% is unset.
 //
-//   az group create --name queue-rg --location westeurope
-//   az deployment group create --resource-group queue-rg --template-file infra/main.bicep \
-//       --parameters appName=myqueue credentialsAccessToken=<a long random secret> \
-//                    staticClients='[{"clientId": "static/admin", "accessToken": "<secret>", "scopes": ["*"]}]'
-//   func azure functionapp publish myqueue
+// The whole path, from an empty subscription to a first task (every command, setting and
+// permission): docs/deploy.md, whose commands tests/infra checks against this file.
 //
 // Events (seed 004) go to a Service Bus namespace: one topic per exchange, published to by the
 // app's managed identity (see shared/events/service_bus.py).
@@ -47,6 +44,9 @@ param roles string = '[]'
 
 @description('QUEUE_ANONYMOUS_SCOPES: JSON [scope] of callers without credentials; empty: Taskcluster\'s public reading.')
 param anonymousScopes string = ''
+
+@description('Object ids of people (or service principals) who read the events with `taskq listen --service-bus`: each gets \'Azure Service Bus Data Owner\' on the namespace, which making a listener\'s feed takes. `az ad signed-in-user show --query id -o tsv` gives yours.')
+param eventListenerPrincipalIds array = []
 
 @description('QUEUE_PUBLIC_URL: the origin clients call (https://queue.example.com) when a front end or custom domain stands before the app; empty: the Host and X-Forwarded-* headers.')
 param publicUrl string = ''
@@ -238,6 +238,17 @@ resource appManagesFeeds 'Microsoft.Authorization/roleAssignments@2022-04-01' = 
     principalType: 'ServicePrincipal'
   }
 }
+
+// People who listen to the events (`taskq listen --service-bus`): their listener makes a feed
+// (a queue and forwarding subscriptions), as the browser view's feeds do, which takes the Manage right.
+resource listenersReadEvents 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for principal in eventListenerPrincipalIds: {
+  name: guid(serviceBus.id, principal, serviceBusDataOwner)
+  scope: serviceBus
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', serviceBusDataOwner)
+    principalId: principal
+  }
+}]
 
 output rootUrl string = 'https://${app.properties.defaultHostName}'
 output eventsNamespace string = serviceBusHost

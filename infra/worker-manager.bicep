@@ -1,5 +1,5 @@
 // The worker manager's azure-container-apps provider
-// (shared/services/worker_manager/providers/azure_container_apps.py): a Container Apps
+// (shared/providers/azure_container_apps.py): a Container Apps
 // environment, a manual-trigger job whose every execution is one worker, and the right of the
 // Function App's managed identity to start, list and stop that job's executions, and nothing
 // else. A module of main.bicep, which passes the app's identity and sets the app settings

@@ -13,11 +13,12 @@ from pathlib import Path
 import taskcluster
 
 from taskq import downloads
+from taskq import event_source
 from taskq import events
 from taskq import groups
 from taskq import logs
-from taskq.connection import events_url, scheduler
-from taskq.output import PEOPLE, emit_json, emit_line
+from taskq.connection import scheduler
+from taskq.output import PEOPLE, emit_json, emit_line, first_line
 from taskq.progress import GroupProgress, describe
 from taskq.states import RESOLVED
 from taskq.task_files import load_graph, load_task
@@ -33,6 +34,8 @@ def _status_line(status: dict) -> str:
 
 def create(args, queue) -> int:
     file_task_id, definition = load_task(args.file, args.queue)
+    if args.group:
+        definition["taskGroupId"] = args.group
     task_id = args.task_id or file_task_id or taskcluster.slugId()
     status = queue.createTask(task_id, definition)["status"]
     if args.json and not args.watch:
@@ -96,12 +99,12 @@ def download(args, queue) -> int:
     results = []
     for index, name in enumerate(names, 1):
         PEOPLE.print(f"[{index}/{len(names)}] {name}", markup=False)
-        results.append(downloads.download(queue, args.task_id, args.run, name, folder))
+        results.append(downloads.download(queue, args.task_id, args.run, name, folder, note=logs.note))
     for result in results:
         if args.json:
             continue
-        emit_line(f"{result['name']}: error artifact ({result['error']}): {result['message']}" if "error" in result
-                  else f"{result['path']} ({result['bytes']} bytes)")
+        emit_line(f"{result['name']}: not downloaded ({result['error']}): {first_line(result['message'])}"
+                  if "error" in result else f"{result['path']} ({result['bytes']} bytes)")
     if args.json:
         emit_json({"taskId": args.task_id, "artifacts": results})
     return 1 if any("error" in result for result in results) else 0
@@ -132,6 +135,8 @@ def group(args, queue) -> int:
         emit_line(f"{entry['status']['taskId']} {entry['status']['state']:<11} {entry['task']['metadata']['name']}")
     graph = f" (graph {snapshot.graph_state})" if snapshot.graph_state else ""
     PEOPLE.print(f"{len(snapshot.tasks)} tasks{graph}: {describe(snapshot.counts, markup=False)}", markup=False)
+    if snapshot.blockage():
+        PEOPLE.print(snapshot.blockage(), markup=False)
     return 0
 
 
@@ -147,21 +152,19 @@ def watch(args, queue) -> int:
         final = groups.watch(queue, scheduler(), args.task_group_id, on_change, timeout=args.timeout)
     ended_well = final.all_completed and final.graph_state in (None, "finished")
     if not args.json:
+        blockage = f"; {final.blockage()}" if final.blockage() else ""
         PEOPLE.print(f"{args.task_group_id}: {'done' if ended_well else 'ended'}: "
-                     f"{describe(final.counts, markup=False)}", markup=False)
+                     f"{describe(final.counts, markup=False)}{blockage}", markup=False)
     return 0 if ended_well else 1
 
 
 def listen(args, queue) -> int:
-    url = args.amqp_url or events_url()
-    if not url:
-        raise SystemExit("error: no event broker: set EVENTS_AMQP_URL (amqp://user:password@host:5672/vhost) "
-                         "or pass --amqp-url")
-    chosen = events.bindings(args.exchange or events.TASK_EXCHANGES + events.GROUP_EXCHANGES,
-                             taskId=args.task, taskGroupId=args.group, workerGroup=args.worker_group,
-                             workerId=args.worker_id)
-    subscription = events.Subscription(url, chosen)
-    PEOPLE.print(f"listening on {len(chosen)} exchanges (Ctrl-C stops)", markup=False)
+    exchanges = events.chosen_exchanges(args.exchange, {"--task": args.task, "--worker-group": args.worker_group,
+                                                        "--worker-id": args.worker_id})
+    chosen = events.bindings(exchanges, taskId=args.task,
+                             taskGroupId=args.group, workerGroup=args.worker_group, workerId=args.worker_id)
+    subscription, where = event_source.open(args, chosen)
+    PEOPLE.print(f"listening on {len(chosen)} exchanges of {where} (Ctrl-C stops)", markup=False)
     try:
         for count, event in enumerate(subscription.events(), 1):
             emit_json(event.as_json()) if args.json else emit_line(_event_line(event))

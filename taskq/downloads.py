@@ -1,11 +1,21 @@
-"""Download a run's artifacts into a folder, each to the path its name gives."""
+"""Download a run's artifacts into a folder, each to the path its name gives.
+
+An artifact's bytes go to a temporary file first and take its name only once complete: an
+artifact that does not exist, or whose download fails, leaves no file behind.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import taskcluster
 from taskcluster.download import downloadArtifactToFile
+
+from taskq import log_artifacts
+from taskq.failures import CommandError, describe
 
 
 def list_artifacts(queue, task_id: str, run_id: int | None) -> list[dict]:
@@ -28,15 +38,26 @@ def target(folder: Path, name: str) -> Path:
     return path
 
 
-def download(queue, task_id: str, run_id: int | None, name: str, folder: Path) -> dict:
-    """One artifact to its file; an error artifact is reported, not written."""
+def download(queue, task_id: str, run_id: int | None, name: str, folder: Path, note=print) -> dict:
+    """One artifact to its file, or why not: `{name, error, message}` (an error artifact's
+    reason, or the code of what failed). A live log whose worker is gone is read from the
+    complete log (`log_artifacts`)."""
     path = target(folder, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    part = tempfile.NamedTemporaryFile(prefix="taskq-", suffix=".part", delete=False)
     try:
-        with path.open("wb") as file:
-            content_type = downloadArtifactToFile(file=file, taskId=task_id, name=name, queueService=queue,
+        with part:
+            source = log_artifacts.readable_name(queue, task_id, run_id, name, note)
+            content_type = downloadArtifactToFile(file=part, taskId=task_id, name=source, queueService=queue,
                                                   **({"runId": str(run_id)} if run_id is not None else {}))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(part.name, path)
     except taskcluster.exceptions.TaskclusterArtifactError as error:
-        path.unlink(missing_ok=True)
         return {"name": name, "error": error.reason, "message": str(error)}
+    except Exception as failure:   # noqa: BLE001 (each artifact's failure is reported; the others go on)
+        code, message = describe(failure)
+        return {"name": name, "error": code or ("NoLog" if isinstance(failure, CommandError) else "Failed"),
+                "message": message}
+    finally:
+        if os.path.exists(part.name):
+            os.unlink(part.name)
     return {"name": name, "path": str(path), "bytes": path.stat().st_size, "contentType": content_type}

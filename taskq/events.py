@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import pika
 import taskcluster
 
+from taskq.failures import CommandError
+
 TASK_EXCHANGES = ("task-defined", "task-pending", "task-running", "artifact-created", "task-completed",
                   "task-failed", "task-exception")
 GROUP_EXCHANGES = ("task-group-resolved", "task-group-sealed")
@@ -33,6 +35,23 @@ class Event:
 
     def as_json(self) -> dict:
         return {"exchange": self.exchange, "routingKey": self.routing_key, "payload": self.payload}
+
+
+def chosen_exchanges(asked: list[str] | None, task_filters: dict[str, str | None]) -> list[str]:
+    """The exchanges to bind: those asked for, or all. A task's or a worker's filter (`task_filters`:
+    option -> value) leaves the group exchanges out: their routing keys name only the group,
+    so such a filter cannot apply to them, and binding them would bring every group's events."""
+    for name in asked or []:
+        if name not in TASK_EXCHANGES + GROUP_EXCHANGES:
+            raise CommandError(f"no exchange {name!r}: the Queue's are {', '.join(TASK_EXCHANGES + GROUP_EXCHANGES)}")
+    filters = [option for option, value in task_filters.items() if value]
+    if not filters:
+        return list(asked or TASK_EXCHANGES + GROUP_EXCHANGES)
+    named_groups = [name for name in asked or [] if name in GROUP_EXCHANGES]
+    if named_groups:
+        raise CommandError(f"{filters[0]} cannot filter {', '.join(named_groups)}: those events name only a task "
+                           "group (filter them with --group)")
+    return [name for name in asked or TASK_EXCHANGES if name not in GROUP_EXCHANGES]
 
 
 def _method_name(exchange: str) -> str:

@@ -14,10 +14,20 @@ GRAPH_ENDED = ("finished", "blocked")
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """A task that did not complete and keeps others of its group from ever running."""
+    task_id: str
+    name: str                  # its label in a graph, else its metadata.name
+    state: str
+
+
+@dataclass(frozen=True)
 class GroupSnapshot:
     task_group_id: str
     tasks: list[dict]          # listTaskGroup's entries: {task, status}
     graph_state: str | None    # the scheduler's state when the group is a task graph
+    blockers: tuple[Blocker, ...] = ()
+    cannot_run: int = 0        # tasks the blockers keep from running
 
     @property
     def counts(self) -> dict[str, int]:
@@ -36,7 +46,17 @@ class GroupSnapshot:
     def as_json(self) -> dict:
         return {"taskGroupId": self.task_group_id, "graphState": self.graph_state, "counts": self.counts,
                 "total": len(self.tasks),
-                "resolved": sum(1 for entry in self.tasks if entry["status"]["state"] in RESOLVED)}
+                "resolved": sum(1 for entry in self.tasks if entry["status"]["state"] in RESOLVED),
+                "blockedBy": [{"taskId": b.task_id, "name": b.name, "state": b.state} for b in self.blockers],
+                "cannotRun": self.cannot_run}
+
+    def blockage(self) -> str:
+        """`blocked by lint (<taskId>, failed); 3 tasks cannot run`, or '' when nothing blocks."""
+        if not self.blockers:
+            return ""
+        named = ", ".join(f"{b.name} ({b.task_id}, {b.state})" for b in self.blockers[:5])
+        more = f" and {len(self.blockers) - 5} more" if len(self.blockers) > 5 else ""
+        return f"blocked by {named}{more}; {self.cannot_run} task(s) cannot run"
 
 
 def list_group(queue: taskcluster.Queue, task_group_id: str) -> list[dict]:
@@ -63,7 +83,44 @@ def graph_state(scheduler, task_group_id: str) -> str | None:
 
 
 def snapshot(queue, scheduler, task_group_id: str) -> GroupSnapshot:
-    return GroupSnapshot(task_group_id, list_group(queue, task_group_id), graph_state(scheduler, task_group_id))
+    tasks, state = list_group(queue, task_group_id), graph_state(scheduler, task_group_id)
+    if state == "blocked":   # the scheduler knows (reruns left, labels): ask it, once blocked
+        inspected = scheduler.inspectTaskGraph(task_group_id)
+        by_label = {node["label"]: node for node in inspected["tasks"]}
+        blockers = tuple(Blocker(by_label[label]["taskId"], label, by_label[label]["state"])
+                         for label in inspected["blockedBy"])
+        return GroupSnapshot(task_group_id, tasks, state, blockers, len(inspected["unreachable"]))
+    if state is None:
+        return GroupSnapshot(task_group_id, tasks, None, *blocked_by(tasks))
+    return GroupSnapshot(task_group_id, tasks, state)
+
+
+def blocked_by(tasks: list[dict]) -> tuple[tuple[Blocker, ...], int]:
+    """In a plain group: the tasks that failed (or ended in exception) with unscheduled
+    dependents that require all to complete, and how many tasks can no longer run behind
+    them (the rule the browser view draws by: group-model.js)."""
+    entries = {entry["status"]["taskId"]: entry for entry in tasks}
+    dependents: dict[str, list[str]] = {}
+    for task_id, entry in entries.items():
+        for dependency in entry["task"].get("dependencies", []):
+            dependents.setdefault(dependency, []).append(task_id)
+    waiting = lambda task_id: entries[task_id]["status"]["state"] == "unscheduled"  # noqa: E731
+    blockers, stuck = [], set()
+    for task_id, entry in entries.items():
+        if entry["status"]["state"] not in ("failed", "exception"):
+            continue
+        held = [child for child in dependents.get(task_id, []) if waiting(child)
+                and entries[child]["task"].get("requires", "all-completed") == "all-completed"]
+        if held:
+            blockers.append(Blocker(task_id, entry["task"]["metadata"]["name"], entry["status"]["state"]))
+            stuck.update(held)
+    frontier = list(stuck)
+    while frontier:
+        for child in dependents.get(frontier.pop(), []):
+            if waiting(child) and child not in stuck:
+                stuck.add(child)
+                frontier.append(child)
+    return tuple(sorted(blockers, key=lambda b: b.name)), len(stuck)
 
 
 def ended(previous: GroupSnapshot | None, current: GroupSnapshot) -> bool:

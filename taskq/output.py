@@ -21,7 +21,11 @@ def emit_line(text: str) -> None:
     sys.stdout.flush()
 
 
+def first_line(message) -> str:
+    """The first line with something on it: the server's messages may span many."""
+    return next((line.strip() for line in str(message).splitlines() if line.strip()), "")
+
+
 def error_line(code: str, message: str) -> str:
     """One line, whatever the server's message spans: `error: <code>: <first line>`."""
-    first = next((line.strip() for line in str(message).splitlines() if line.strip()), "")
-    return f"error: {code}: {first}" if code else f"error: {first}"
+    return f"error: {code}: {first_line(message)}" if code else f"error: {first_line(message)}"

@@ -26,11 +26,25 @@ def read_document(path: str) -> dict:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
         document = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        raise TaskFileError(f"{path}: {_where(error)}") from error
     except (OSError, ValueError, yaml.YAMLError) as error:
         raise TaskFileError(f"{path}: {error}".splitlines()[0]) from error
     if not isinstance(document, dict):
         raise TaskFileError(f"{path}: expected a mapping at the top level, found {type(document).__name__}")
     return document
+
+
+def _where(error: yaml.MarkedYAMLError) -> str:
+    """A YAML error in one line, with the line and column of the problem (and of what it was
+    inside): the first line of PyYAML's own text says only `while parsing a flow sequence`."""
+    mark = error.problem_mark or error.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    inside = ""
+    if error.context and error.context_mark and error.context_mark is not mark:
+        inside = f" ({error.context}, which began at line {error.context_mark.line + 1}, " \
+                 f"column {error.context_mark.column + 1})"
+    return f"{where}{error.problem or error.context}{inside}"
 
 
 def _iso(moment: datetime) -> str:

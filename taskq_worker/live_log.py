@@ -4,6 +4,11 @@
 generic-worker's livelog does), so anyone can read the output as it is written: the
 response streams the file and ends when the run's log is closed. Each log is served under
 a random token, so only those who read the artifact find it.
+
+Once the run ended, its log is no longer served here: a reader still holding the old URL
+(the artifact stays a reference to this server when the complete log could not be uploaded,
+a cancelled run's for one) is told so in a 404 naming the complete log's artifact, instead
+of a response cut short.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from pathlib import Path
 
 log = logging.getLogger("taskq_worker.live_log")
 POLL = 0.1
+BACKING_LOG_NAME = "public/logs/live_backing.log"
+GONE = (f"This run's live log is no longer served: the run has ended. Its complete log is the run's "
+        f"artifact {BACKING_LOG_NAME}, if the worker could upload it.\n").encode()
 
 
 class RunLog:
@@ -47,10 +55,27 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        run_log = self.logs.get(self.path.rsplit("/", 1)[-1])
-        if run_log is None or not self.path.startswith("/log/"):
-            self.send_error(404)
+        run_log = self.logs.get(self.path.rsplit("/", 1)[-1]) if self.path.startswith("/log/") else None
+        try:
+            source = run_log.path.open("rb") if run_log else None
+        except FileNotFoundError:   # the run ended between the look-up and the open
+            source = None
+        if source is None:
+            self._gone()
             return
+        with source:
+            self._send_stream(run_log, source)
+
+    def _gone(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(GONE)))
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(GONE)
+
+    def _send_stream(self, run_log: RunLog, source) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
@@ -59,23 +84,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         try:
-            self._stream(run_log)
+            self._stream(run_log, source)
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _stream(self, run_log: RunLog) -> None:
-        with run_log.path.open("rb") as source:
-            while True:
-                closed = run_log.closed.is_set()  # read after checking, so nothing written before is missed
-                chunk = source.read(65536)
-                if chunk:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
-                elif closed:
-                    return
-                else:
-                    time.sleep(POLL)
+    def _stream(self, run_log: RunLog, source) -> None:
+        while True:
+            closed = run_log.closed.is_set()  # read after checking, so nothing written before is missed
+            chunk = source.read(65536)
+            if chunk:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            elif closed:
+                return
+            else:
+                time.sleep(POLL)
 
 
 class LiveLogServer:

@@ -50,9 +50,11 @@ def _commands(value) -> list[list[str]]:
 
 
 def _env(value) -> dict[str, str]:
-    _require(isinstance(value, dict) and all(isinstance(key, str) and isinstance(item, str)
-                                             for key, item in value.items()),
-             "payload.env must map names to strings")
+    _require(isinstance(value, dict), f"payload.env must map names to strings, got {value!r}")
+    for key, item in value.items():
+        # Names the first bad variable: with many, "must map names to strings" left people searching.
+        _require(isinstance(key, str) and isinstance(item, str),
+                 f"payload.env.{key} must be a string (quote it: \"{item}\"), got {item!r}")
     return value
 
 

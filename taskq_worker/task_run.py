@@ -21,14 +21,13 @@ from pathlib import Path
 import taskcluster
 
 from taskq_worker import artifacts
-from taskq_worker.live_log import LiveLogServer, RunLog
+from taskq_worker.live_log import BACKING_LOG_NAME, LiveLogServer, RunLog
 from taskq_worker.payload import MalformedPayload, Payload, parse
 from taskq_worker.run_watch import RunClient, RunWatch, StopSignal
 
 log = logging.getLogger("taskq_worker.task_run")
 
 LOG_NAME = "public/logs/live.log"
-BACKING_LOG_NAME = "public/logs/live_backing.log"
 PASSED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "TZ")  # never the worker's credentials
 GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a command is stopped
 
@@ -59,6 +58,8 @@ class TaskRun:
             outcome = self._resolve_exception("internal-error")
         finally:
             self.watch.finish()
+            if self.live_logs is not None:   # whether or not the log was uploaded: see live_log.GONE
+                self.live_logs.retire(self.log)
             shutil.rmtree(self.folder, ignore_errors=True)
             self.log.path.unlink(missing_ok=True)
         log.info("run ended task=%s run=%s outcome=%s", self.task_id, self.run_id, outcome)
@@ -199,7 +200,6 @@ class TaskRun:
             log.info("link artifact refused (%s); live.log refers to the backing log instead", failure.status_code)
             url = queue.buildUrl("getArtifact", self.task_id, str(self.run_id), BACKING_LOG_NAME)
             artifacts.reference(queue, self.task_id, self.run_id, LOG_NAME, url, expires)
-        self.live_logs.retire(self.log)
 
     def _publish_log_quietly(self, live: bool) -> None:
         """Upload the log if the Queue takes it; the run's resolution never waits on its log
@@ -207,8 +207,8 @@ class TaskRun:
         try:
             self._publish_log(live)
         except taskcluster.exceptions.TaskclusterFailure as failure:
-            log.warning("log not uploaded task=%s run=%s error=%s", self.task_id, self.run_id,
-                     _failure(failure))
+            log.warning("log not uploaded task=%s run=%s error=%s; its live.log now answers that the run ended",
+                        self.task_id, self.run_id, _failure(failure))
 
     def _resolve_exception(self, reason: str) -> str:
         try:

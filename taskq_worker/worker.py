@@ -5,13 +5,19 @@ every run it holds is stopped and resolved `exception` / `worker-shutdown`, so t
 retries it at once elsewhere instead of waiting for the claim to expire. A worker the
 worker manager started (`managed`) also leaves when it has been idle for its pool's
 idleTimeoutSecs, or, once its runs are done, when the worker manager asks it to; it removes
-itself from its pool as it goes.
+itself from its pool as it goes (which also has the Queue refuse it what a claimWork still
+waiting there would hand it).
+
+Shutting down does not wait out a claimWork that is still waiting at the Queue (up to 20 s):
+the call runs on a thread of its own, and an idle worker exits within a second of Ctrl-C. A
+task that call still hands out in the moment before the process ends is handed back
+(`worker-shutdown`); one it hands out after, which no worker can prevent, is retried once its
+claim expires, as after a crash.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from pathlib import Path
@@ -26,42 +32,7 @@ from taskq_worker.task_run import TaskRun
 
 log = logging.getLogger("taskq_worker.worker")
 RETRY_AFTER = 2.0
-
-
-class InFlight:
-    """One call at a time on a thread of its own, waited for in slices: the claim loop can
-    look at leaving (or shut down) while a claimWork long-polls, and waits for the same
-    call next time instead of making another."""
-
-    def __init__(self) -> None:
-        self._done: queue.SimpleQueue | None = None
-
-    def result(self, call, wait: float | None, stopping: threading.Event):
-        if self._done is None:
-            done: queue.SimpleQueue = queue.SimpleQueue()
-            threading.Thread(target=lambda: done.put(_outcome(call)), name="claim-work", daemon=True).start()
-            self._done = done
-        give_up = None if wait is None else time.monotonic() + wait
-        while not stopping.is_set():
-            try:
-                value, error = self._done.get(timeout=0.2 if give_up is None else
-                                              max(0.0, min(0.2, give_up - time.monotonic())))
-            except queue.Empty:
-                if give_up is not None and time.monotonic() >= give_up:
-                    return []
-                continue
-            self._done = None
-            if error is not None:
-                raise error
-            return value
-        return []
-
-
-def _outcome(call):
-    try:
-        return call(), None
-    except Exception as error:   # handed to the waiting loop
-        return None, error
+HAND_BACK_WAIT = 0.5   # seconds a shutting-down worker still waits for its claimWork's answer
 
 
 class Worker:
@@ -77,7 +48,8 @@ class Worker:
         self.stopping = threading.Event()
         self._runs: dict[tuple[str, int], tuple[TaskRun, threading.Thread]] = {}
         self._lock = threading.Lock()
-        self._claiming = InFlight()
+        self._unanswered: ClaimCall | None = None   # a claimWork still waiting when shutdown began
+        self._waiting: ClaimCall | None = None      # a claimWork a managed worker stopped waiting for
 
     def run(self) -> None:
         self.work_root.mkdir(parents=True, exist_ok=True)
@@ -105,10 +77,12 @@ class Worker:
             for claim in claims:
                 self._start(claim)
         self._stop_runs()
+        if self.managed:   # first: the Queue then refuses it what a waiting claimWork would hand it
+            self.managed.leave(leaving or "shut down")
+        self._unanswered = self._unanswered or self._waiting
+        self._hand_back_late_claims()
         if listener:
             listener.stopping.set()
-        if self.managed:
-            self.managed.leave(leaving or "shut down")
         log.info("worker stopped")
 
     def _leaving(self, idle_since: float) -> str | None:
@@ -121,8 +95,8 @@ class Worker:
         return "the worker manager asked it to terminate" if self.managed.should_terminate() else None
 
     def _idle_left(self, idle_since: float) -> float | None:
-        """How long a claim may wait before the worker looks at leaving again (None: as long
-        as the Queue holds it)."""
+        """How long a claim may wait before a managed worker looks at leaving again (None: as
+        long as the Queue holds it)."""
         if self.managed is None:
             return None
         timeout = self.managed.idle_timeout
@@ -144,17 +118,44 @@ class Worker:
             held[0].signal.stop(StopSignal.CANCELLED)
 
     def _claim(self, free: int, wait: float | None = None) -> list[dict]:
-        """The tasks a claimWork got; [] when it failed, or is still waiting after `wait`
-        seconds (the same call is waited for next time) or a shutdown."""
-        try:
-            return self._claiming.result(lambda: self.queue.claimWork(
-                self.task_queue_id, {"workerGroup": self.worker_group, "workerId": self.worker_id,
-                                     "tasks": free})["tasks"], wait, self.stopping)
-        except taskcluster.exceptions.TaskclusterFailure as failure:
-            log.warning("claimWork failed error=%s; retrying in %.0f s", str(failure).splitlines()[0][:200],
+        """The tasks a claimWork got: [] when it failed, when shutdown began (the call is
+        handed back at the end), or when it still waits after `wait` seconds (the same call
+        is waited for next time)."""
+        call = self._waiting or ClaimCall(self.queue, self.task_queue_id, {
+            "workerGroup": self.worker_group, "workerId": self.worker_id, "tasks": free})
+        self._waiting = None
+        give_up = None if wait is None else time.monotonic() + wait
+        while not call.done.wait(0.1):
+            if self.stopping.is_set():
+                self._unanswered = call
+                return []
+            if give_up is not None and time.monotonic() >= give_up:
+                self._waiting = call
+                return []
+        if call.failure is not None:
+            log.warning("claimWork failed error=%s; retrying in %.0f s", str(call.failure).splitlines()[0][:200],
                         RETRY_AFTER)
             self.stopping.wait(RETRY_AFTER)
             return []
+        return call.tasks
+
+    def _hand_back_late_claims(self) -> None:
+        """Resolve `worker-shutdown` what the claimWork left waiting at shutdown still hands out."""
+        call, self._unanswered = self._unanswered, None
+        if call is None:
+            return
+        if not call.done.wait(HAND_BACK_WAIT):
+            log.info("stopped without waiting out claimWork's long poll")
+            return
+        for claim in call.tasks:
+            task_id, run_id = claim["status"]["taskId"], str(claim["runId"])
+            try:
+                taskcluster.Queue({"rootUrl": self.queue.options["rootUrl"], "credentials": claim["credentials"]}
+                                  ).reportException(task_id, run_id, {"reason": "worker-shutdown"})
+                log.info("claimed while stopping, handed back task=%s run=%s", task_id, run_id)
+            except taskcluster.exceptions.TaskclusterFailure as failure:
+                log.warning("could not hand back task=%s run=%s error=%s", task_id, run_id,
+                            str(failure).splitlines()[0][:200])
 
     def _start(self, claim: dict) -> None:
         run = TaskRun(claim, self.queue.options["rootUrl"], self.work_root, self.live_logs)
@@ -180,3 +181,22 @@ class Worker:
         for run, thread in held:
             run.signal.stop(StopSignal.SHUTDOWN)
             thread.join(max(0.0, give_up - time.monotonic()))
+
+
+class ClaimCall:
+    """One claimWork call, made on a daemon thread; `done` is set once it answered or failed."""
+
+    def __init__(self, queue: taskcluster.Queue, task_queue_id: str, request: dict) -> None:
+        self.tasks: list[dict] = []
+        self.failure: Exception | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._call, args=(queue, task_queue_id, request), name="claim-work",
+                         daemon=True).start()
+
+    def _call(self, queue: taskcluster.Queue, task_queue_id: str, request: dict) -> None:
+        try:
+            self.tasks = queue.claimWork(task_queue_id, request)["tasks"]
+        except taskcluster.exceptions.TaskclusterFailure as failure:
+            self.failure = failure
+        finally:
+            self.done.set()

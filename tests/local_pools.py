@@ -8,7 +8,7 @@ import signal
 import threading
 from pathlib import Path
 
-from tests.conftest import eventually
+from tests.providers.conftest import environment_of  # noqa: F401  (the tests of pools use it too)
 
 
 def pool_processes(pool_id: str) -> list[int]:
@@ -35,15 +35,6 @@ def kill_pool_processes(pool_id: str) -> None:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def environment_of(pid: int) -> dict[str, str]:
-    """The environment the process was started with. The kernel shows it once the exec has
-    set the new program's stack up, a moment after Popen returns."""
-    def read():
-        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-    return eventually(read, message=f"the environment of pid {pid}")
 
 
 def local_pool(wm, pool_id: str, max_capacity: int = 1, idle: int | None = None, **config) -> dict:

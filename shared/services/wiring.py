@@ -36,7 +36,8 @@ from shared.services.event_publisher import EventPublisher
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.task_graphs import TaskGraphs
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
-from shared.services.sweeps.artifact_expiry import INDEX as ARTIFACT_EXPIRES, ArtifactExpiry
+from shared.services.artifacts.expiry_index import INDEX as ARTIFACT_EXPIRES
+from shared.services.sweeps.artifact_expiry import ArtifactExpiry
 from shared.services.sweeps.claim_resolver import ClaimResolver
 from shared.services.sweeps.deadline_resolver import DeadlineResolver, DeadlineWatch
 from shared.services.sweeps.task_expiry import TaskExpiry
@@ -49,7 +50,7 @@ from shared.services.tasks.task_updater import TaskUpdater
 from shared.services.worker_manager.launches import Launches
 from shared.services.worker_manager.manager import WorkerManager
 from shared.services.worker_manager.pool_errors import PoolErrors
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.registry import Providers
 from shared.services.worker_manager.provisioner import Provisioner
 from shared.services.worker_manager.removed_workers import RemovedWorkers
 from shared.services.worker_manager.wake_ups import WakeUps

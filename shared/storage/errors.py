@@ -6,7 +6,12 @@ class AlreadyExists(Exception):
 
 
 class ChangedSinceRead(Exception):
-    """A conditional write lost: the row's ETag moved on since it was read."""
+    """A conditional write lost: the row's ETag moved on since it was read. `fresh`: the row
+    as read since, when the writer that lost has read it already."""
+
+    def __init__(self, *args, fresh=None) -> None:
+        super().__init__(*args)
+        self.fresh = fresh
 
 
 class Closed(Exception):

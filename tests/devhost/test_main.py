@@ -185,3 +185,45 @@ def test_a_handler_that_never_returns_does_not_keep_it_from_stopping(azurite, tm
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_the_event_broker_is_said_at_start(azurite, tmp_path):
+    """`make run` names the broker its events go to (the test servers name theirs)."""
+    server = start_server(azurite, tmp_path)
+    try:
+        broker = server.env["EVENTS_AMQP_URL"].rsplit("@", 1)[1].split("/")[0]
+        log = server.log_path.read_text()
+        assert f"==> events: the AMQP broker EVENTS_AMQP_URL names, {broker} (" in log
+        assert "guest" not in log   # never its credentials
+    finally:
+        server.stop()
+    quiet = start_server(azurite, tmp_path, EVENTS_AMQP_URL="")
+    try:
+        assert "==> events: none (EVENTS_AMQP_URL and EVENTS_SERVICE_BUS_NAMESPACE are unset)" \
+            in quiet.log_path.read_text()
+    finally:
+        quiet.stop()
+
+
+def test_services_only_starts_no_app_and_says_what_func_start_needs(azurite, broker, tmp_path):
+    """`make services`: storage and events for an app that Core Tools serves (`func start`)."""
+    env = {key: value for key, value in os.environ.items() if key != "STATIC_CLIENTS"}
+    env.update({"AzureWebJobsStorage": azurite.connection_string, "EVENTS_AMQP_URL": broker.url,
+                "PYTHONPATH": str(ROOT)})
+    log_path = tmp_path / "services.log"
+    process = subprocess.Popen([sys.executable, "-m", "devhost", "--services-only", "--azurite", "none",
+                                "--broker", "none", "--azurite-data", str(tmp_path / "data")],
+                               cwd=ROOT, env=env, stdout=log_path.open("wb"), stderr=subprocess.STDOUT)
+    try:
+        eventually(lambda: "export TASKCLUSTER_ACCESS_TOKEN=" in log_path.read_text(), timeout=30,
+                   message="what func start needs, printed")
+        assert interrupt(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    log = log_path.read_text()
+    values = json.loads("{" + log.split("Values need:\n", 1)[1].split("\n==>", 1)[0].rstrip().rstrip(",") + "}")
+    assert values["AzureWebJobsStorage"] == azurite.connection_string and values["EVENTS_AMQP_URL"] == broker.url
+    root = json.loads((tmp_path / "data" / "root-client.json").read_text())
+    assert json.loads(values["STATIC_CLIENTS"]) == [{**root, "scopes": ["*"]}]
+    assert "export TASKCLUSTER_ROOT_URL=http://127.0.0.1:7071" in log and "listening on" not in log

@@ -105,3 +105,11 @@ def test_the_worker_managers_container_apps_job_is_deployed_with_a_worker_image(
     module_bicep = (ROOT / "infra" / "worker-manager.bicep").read_text()
     assert "take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in module_bicep
     assert "var workerJobName = take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in BICEP
+
+
+def test_people_who_listen_to_the_events_may_make_their_feeds():
+    assert "param eventListenerPrincipalIds array = []" in BICEP
+    listeners = resource("listenersReadEvents")
+    assert "[for principal in eventListenerPrincipalIds:" in listeners and "scope: serviceBus\n" in listeners
+    assert "principalId: principal" in listeners and "roleDefinitions', serviceBusDataOwner)" in listeners
+    assert "name: guid(serviceBus.id, principal, serviceBusDataOwner)" in listeners   # one per person, stable

@@ -5,8 +5,8 @@ import inspect
 import re
 from pathlib import Path
 
-from shared.services.worker_manager.providers import azure_container_apps
-from shared.services.worker_manager.providers.azure_container_apps import ContainerAppsProvider
+from shared.providers import azure_container_apps
+from shared.providers.azure_container_apps import ContainerAppsProvider
 from tests.infra.test_main_bicep import resource as bicep_resource
 
 BICEP = (Path(__file__).parents[2] / "infra" / "worker-manager.bicep").read_text()

@@ -47,6 +47,21 @@ def test_cancel_then_rerun(taskq, tmp_path, task_queue_id):
     assert rerun.status == 0 and rerun.stdout.strip() == f"{task_id} pending"
 
 
+def test_a_wrong_command_line_is_one_line_too(taskq, tmp_path):
+    said = {}
+    for args in (("status", "not-a-task-id"), ("log",), ("listen", "--task", "x" * 22)):
+        wrong = taskq(*args)
+        assert wrong.status == 2 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
+        assert wrong.stderr.startswith(f"error: taskq {args[0]}: ") and "--help" in wrong.stderr
+        said[args[0]] = wrong.stderr
+    assert "'not-a-task-id' is not a taskId: a taskId is a slugid, 22 characters" in said["status"]
+    bad = tmp_path / "bad.yml"
+    bad.write_text("payload:\n  command: [[echo, hi]\n  maxRunTime: 60\n")
+    refused = taskq("create", str(bad), "--queue", "proj/linux")
+    assert refused.status == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert refused.stderr.startswith(f"error: {bad}: line 3, column 3: expected ',' or ']'")
+
+
 def test_errors_are_one_line_with_the_servers_code_and_a_non_zero_status(taskq, tmp_path, task_queue_id):
     missing = taskq("status", taskcluster.slugId())
     assert missing.status == 1 and missing.stdout == ""
@@ -121,6 +136,27 @@ def test_watch_shows_progress_and_fails_when_the_graph_blocks(taskq, queue, tmp_
     assert progress[-1].startswith(f"{graph_id}: ended: ")
     assert "failed 1" in progress[-1] and "unscheduled 1" in progress[-1]
     assert any(" blocked" in line for line in progress)
+    # The task that blocks it is named, as the scheduler's inspect knows it.
+    lint = next(entry["status"]["taskId"] for entry in queue.listTaskGroup(graph_id)["tasks"]
+                if entry["task"]["metadata"]["name"] == "lint")
+    assert progress[-1].endswith(f"; blocked by lint ({lint}, failed); 1 task(s) cannot run")
+    listed = taskq("group", graph_id)
+    assert f"blocked by lint ({lint}, failed); 1 task(s) cannot run" in listed.stderr
+    assert taskq("group", graph_id, "--json").json()["blockedBy"] == [{"taskId": lint, "name": "lint",
+                                                                       "state": "failed"}]
+
+
+def test_a_plain_groups_blocker_is_named_too(taskq, queue, tmp_path, task_queue_id):
+    group_id = taskcluster.slugId()
+    first = taskq("create", _task_file(tmp_path, task_queue_id, "compile.yml"), "--group", group_id).stdout.strip()
+    after = taskq("create", _task_file(tmp_path, task_queue_id, "package.yml", dependencies=[first]), "--group",
+                  group_id)
+    assert after.status == 0, after.stderr
+    claim = queue.claimWork(task_queue_id, {"workerGroup": "tests", "workerId": "cli", "tasks": 1})["tasks"][0]
+    queue.reportFailed(first, str(claim["runId"]))
+    listed = taskq("group", group_id)
+    assert listed.status == 0 and len(listed.stdout.splitlines()) == 2   # --group put both in one group
+    assert f"blocked by compile ({first}, failed); 1 task(s) cannot run" in listed.stderr
 
 
 def test_watch_a_plain_group_ends_once_nothing_can_run(taskq, queue, tmp_path, task_queue_id):

@@ -45,3 +45,17 @@ def test_download_writes_every_artifact_and_reports_error_artifacts(taskq, start
     assert "exit code 0" in (tmp_path / "all" / "public" / "logs" / "live.log").read_text()
     assert results["public/results.json"]["contentType"] == "application/json"      # the queue's s3 artifact
     assert json.loads((tmp_path / "all" / "public" / "results.json").read_text())["state"] == "completed"
+
+
+def test_a_missing_artifact_is_reported_and_leaves_no_file(taskq, start_worker, queue, new_task, task_id,  # noqa: F811
+                                                          tmp_path):
+    start_worker(new_task()["taskQueueId"])
+    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", "echo hello > a.txt"]], "maxRunTime": 60,
+                                                "artifacts": [{"type": "file", "path": "a.txt",
+                                                               "name": "public/a.txt"}]}))
+    assert _resolved(queue, task_id)["state"] == "completed"
+    asked = taskq("download", task_id, "public/nope.txt", "public/a.txt", "--dest", str(tmp_path / "out"))
+    assert asked.status == 1 and "Traceback" not in asked.stderr
+    assert asked.stdout.splitlines()[0].startswith("public/nope.txt: not downloaded (ResourceNotFound): ")
+    assert not (tmp_path / "out" / "public" / "nope.txt").exists()   # an empty file was left before
+    assert (tmp_path / "out" / "public" / "a.txt").read_text() == "hello\n"   # the others still come

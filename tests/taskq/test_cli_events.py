@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import taskcluster
 
 from tests.conftest import ROOT, eventually
 from tests.taskq_worker.conftest import processes_running, start_worker  # noqa: F401  (the fixture)
@@ -61,3 +62,29 @@ def test_the_worker_hears_a_cancellation_at_once(start_worker, events_server, am
     eventually(lambda: not processes_running(f"sleep {marker}"), timeout=5, interval=0.1, message="stopped")
     assert time.monotonic() - cancelled_at < 5
     assert "cancellation heard" in worker.log()
+
+
+def test_listen_to_a_task_prints_no_other_groups_events(events_server, amqp_url, new_task, task_id):
+    queue = events_server.client()
+    listener = _listen(events_server, amqp_url, "--task", task_id, "--count", "2")
+    eventually(lambda: "listening on" in listener.stderr.readline(), timeout=30, message="the listener ready")
+    other = taskcluster.slugId()   # a task of another group, which resolves that group
+    queue.createTask(other, new_task())
+    claim = queue.claimWork(new_task()["taskQueueId"], {"workerGroup": "g", "workerId": "w", "tasks": 1})
+    queue.reportCompleted(other, str(claim["tasks"][0]["runId"]))
+    queue.createTask(task_id, new_task())
+    out, _ = listener.communicate(timeout=30)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert listener.returncode == 0 and len(events) == 2
+    assert all(event["exchange"].startswith("task-") and not event["exchange"].startswith("task-group")
+               and event["routingKey"].split(".")[1] == task_id for event in events), events
+
+
+def test_listen_without_a_broker_says_how_to_name_one(tmp_path):
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("EVENTS_")}
+    done = subprocess.run([sys.executable, "-m", "taskq", "listen"], cwd=ROOT, capture_output=True, text=True,
+                          env={**environment, "TASKCLUSTER_ROOT_URL": "https://queue.example.com",
+                               "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("error: no event broker: set EVENTS_AMQP_URL")
+    assert "EVENTS_SERVICE_BUS_NAMESPACE" in done.stderr

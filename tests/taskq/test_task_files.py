@@ -35,3 +35,20 @@ def test_what_is_not_a_task_or_graph_is_one_clear_error(tmp_path, text):
     path.write_text(text)
     with pytest.raises(TaskFileError):
         load_graph(str(path))
+
+
+@pytest.mark.parametrize("text, where", [
+    ("payload:\n  command: [[echo, hi]\n  maxRunTime: 60\n",
+     "line 3, column 3: expected ',' or ']', but got '<scalar>' (while parsing a flow sequence, "
+     "which began at line 2, column 12)"),
+    ("a: 1\n b: 2\n", "line 2, column 3: mapping values are not allowed here"),
+    ('payload:\n  command: "unterminated\n', "found unexpected end of stream (while scanning a quoted scalar, "
+                                             "which began at line 2, column 12)"),
+])
+def test_a_yaml_error_says_where_in_one_line(tmp_path, text, where):
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    with pytest.raises(TaskFileError) as refused:
+        load_task(str(path))
+    assert str(refused.value).startswith(f"{path}: ") and where in str(refused.value)
+    assert "\n" not in str(refused.value)

@@ -9,11 +9,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import pytest
-import taskcluster
 
 from shared.domain.ids import new_slugid
 from taskq_worker.managed import RegistrationFailed, take_from_environment

@@ -1,5 +1,7 @@
 """generic-worker payloads: what is run, and what is refused before anything runs."""
 
+import re
+
 import pytest
 
 from taskq_worker.payload import ArtifactSpec, MalformedPayload, parse
@@ -21,7 +23,8 @@ def test_a_full_payload():
     ({"command": "echo hi"}, "non-empty list of commands"),
     ({"command": ["echo", "hi"]}, "payload.command[0] must be a non-empty list of strings"),
     ({"command": [[]]}, "payload.command[0]"),
-    ({"command": [["echo"]], "env": {"A": 1}}, "payload.env"),
+    ({"command": [["echo"]], "env": {"A": "a", "B": 1}}, "payload.env.B must be a string (quote it: \"1\"), got 1"),
+    ({"command": [["echo"]], "env": ["A=1"]}, "payload.env must map names to strings, got ['A=1']"),
     ({"command": [["echo"]], "maxRunTime": "60"}, "payload.maxRunTime"),
     ({"command": [["echo"]], "maxRunTime": 0}, "payload.maxRunTime"),
     ({"command": [["echo"]], "artifacts": [{"type": "tarball", "path": "x"}]}, "payload.artifacts[0].type"),
@@ -30,5 +33,5 @@ def test_a_full_payload():
     (["echo"], "the payload must be an object"),
 ])
 def test_what_cannot_be_parsed_is_refused_with_its_reason(payload, reason):
-    with pytest.raises(MalformedPayload, match=reason.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(MalformedPayload, match=re.escape(reason)):
         parse(payload)

@@ -4,10 +4,13 @@ the artifacts issue's object protocol, are in test_worker_artifacts.py.)"""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 
 import pytest
+import taskcluster
 
 from shared.domain.ids import new_slugid
 from tests.conftest import eventually, start_server
@@ -129,3 +132,37 @@ def test_the_worker_reclaims_before_taken_until(start_worker, short_claims_serve
     queue.createTask(task_id, new_task(payload={"command": [["sleep", "7"]], "maxRunTime": 60}))
     status = _resolved(queue, task_id, timeout=30)
     assert status["state"] == "completed" and len(status["runs"]) == 1  # never lost to claim expiry
+
+
+@pytest.fixture
+def long_poll_server(azurite, tmp_path):
+    """claimWork waits 20 s for work, as it does by default."""
+    instance = start_server(azurite, tmp_path, CLAIM_WORK_WAIT_SECONDS="20")
+    yield instance
+    instance.stop()
+
+
+def test_ctrl_c_stops_an_idle_worker_within_2_seconds(start_worker, long_poll_server, new_task):
+    queue = long_poll_server.client()
+    task_queue_id = new_task()["taskQueueId"]
+    worker_id = f"idle-{uuid.uuid4().hex[:8]}"
+    worker = start_worker(task_queue_id, "--worker-id", worker_id, on=long_poll_server)
+    # The Queue notes the worker as its claimWork begins: from then on the call waits (20 s).
+    provisioner, worker_type = task_queue_id.split("/")
+    eventually(lambda: _known_worker(queue, provisioner, worker_type, worker_id), timeout=30,
+               message="the worker's claimWork waiting at the Queue")
+    interrupted = time.monotonic()
+    os.killpg(worker.process.pid, signal.SIGINT)   # what a terminal's Ctrl-C sends: the whole group
+    eventually(lambda: worker.process.poll() is not None, timeout=20, interval=0.02, message="the worker exiting")
+    took = time.monotonic() - interrupted
+    print(f"the idle worker stopped {took:.2f} s after SIGINT")
+    assert took < 2, f"the worker took {took:.1f} s to stop"
+    assert "worker stopped" in worker.log()
+
+
+def _known_worker(queue, provisioner: str, worker_type: str, worker_id: str) -> bool:
+    try:
+        queue.getWorker(provisioner, worker_type, "local", worker_id)
+    except taskcluster.exceptions.TaskclusterRestFailure:
+        return False
+    return True

@@ -12,7 +12,9 @@ import requests
 from selenium.webdriver.common.by import By
 
 from shared.domain.ids import new_slugid
+from taskq.scheduler import Scheduler
 from tests.conftest import eventually, make_task, start_server
+from tests.taskq_worker.conftest import start_worker  # noqa: F401  (the fixture)
 from tests.ui.browser import headless_chromium
 
 OUTPUT = Path(__file__).resolve().parents[1] / "output"
@@ -156,16 +158,106 @@ def test_without_a_bus_the_page_polls(browser, azurite, tmp_path):
         server.stop()
 
 
-def test_the_list_of_groups_links_to_each(browser, server, queue, group):
-    group_id = group[0]
+def test_the_list_of_groups_shows_names_states_and_times(browser, server, queue, group, tmp_path):
+    group_id, ids = group[0], group[1]
+    graph_id = new_slugid()
+    node = {"task": make_task(f"ui-{new_slugid()[:8].lower().replace('_', 'x').replace('-', 'y')}/graph",
+                              payload={}, metadata={"name": "only-step", "description": "d", "owner": "t@e.com",
+                                                    "source": "https://example.com/ui"})}
+    scheduler = Scheduler({"rootUrl": server.root_url, "credentials": server.credentials, "maxRetries": 0})
+    scheduler.createTaskGraph(graph_id, {"tasks": {"only-step": {"requires": [], "reruns": 0, **node}}})
     browser.get(f"{server.root_url}/api/ui/")
-    link = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'a[href="/api/ui/task-group/{group_id}"]'),
-                      timeout=10, message="the group in the list")
-    changed = link[0].find_element(By.XPATH, "../../td[2]").text
-    assert changed.startswith("20"), changed  # when the group last changed, as storage wrote it
-    link[0].click()
+    rows = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#list tbody tr"), timeout=10,
+                      message="the list of groups")
+    by_id = {row.get_attribute("data-task-group-id"): row for row in rows}
+    mine = by_id[group_id]
+    names = mine.find_element(By.CSS_SELECTOR, "a.names").text
+    assert names.endswith(", …") and len(names.removesuffix(", …").split(", ")) == 3   # three of its five
+    assert set(names.removesuffix(", …").split(", ")) <= {"build", "test-a", "test-b", "lint", "ship"}
+    assert mine.find_element(By.CSS_SELECTOR, ".group-state").text == "unresolved"
+    assert mine.find_element(By.CSS_SELECTOR, ".changed").text.endswith(("ago", "just now"))
+    assert mine.find_element(By.CSS_SELECTOR, ".changed").get_attribute("title").startswith("20")
+    graph_row = by_id[graph_id]
+    assert graph_row.find_element(By.CSS_SELECTOR, "a.names").text == "only-step"
+    assert graph_row.find_element(By.CSS_SELECTOR, ".group-state").text == "graph running"
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "task-groups.png"))
+    mine.find_element(By.CSS_SELECTOR, "a.names").click()
     eventually(lambda: _rendered(browser), timeout=20, message="the group's page")
-    assert len(_nodes(browser)) == 5
+    assert len(_nodes(browser)) == len(ids)
+
+
+def test_a_finished_tasks_log_is_shown_in_its_details(browser, server, queue, start_worker, new_task, task_id):
+    """The log is read from Blob Storage by the browser (getArtifact redirects there): it needs
+    Azurite's CORS rule, which the local host sets as it starts."""
+    start_worker(new_task()["taskQueueId"])
+    queue.createTask(task_id, new_task(payload={"command": [["sh", "-c", "echo hello from the log pane"]],
+                                                "maxRunTime": 60}))
+    eventually(lambda: queue.status(task_id)["status"]["state"] == "completed", timeout=30, message="completed")
+    group_id = queue.task(task_id)["taskGroupId"]
+    browser.get(f"{server.root_url}/api/ui/task-group/{group_id}")
+    eventually(lambda: _rendered(browser), timeout=20, message="the first drawing")
+    browser.find_element(By.CSS_SELECTOR, f'#nodes g[data-task-id="{task_id}"]').click()
+    shown = "return (document.getElementById('run-log') || {}).textContent || ''"   # the pane is redrawn on events
+    log = eventually(lambda: (lambda text: text if "hello from the log pane" in text else None)(
+        browser.execute_script(shown)), timeout=15, message="the log's text in the pane")
+    assert "exit code 0" in log and "no log to show" not in log
+    browser.execute_script("document.getElementById('run-log').scrollIntoView()")
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "task-group-log.png"))
+
+
+def _readable(browser) -> dict:
+    """How the drawn graph sits on the canvas: the fitted scale, the smallest label on screen,
+    and the nodes not wholly inside the canvas."""
+    return browser.execute_script("""
+        const canvas = document.getElementById('graph').getBoundingClientRect();
+        const nodes = [...document.querySelectorAll('#nodes g.node')];
+        const inside = (r) => r.left >= canvas.left - 1 && r.right <= canvas.right + 1 && r.top >= canvas.top - 1
+                              && r.bottom <= canvas.bottom + 1;
+        return {scale: window.taskGroupView.scale(), minScale: GroupFolding.GEOMETRY.minScale, nodes: nodes.length,
+                smallestLabel: Math.min(...nodes.map((g) => g.querySelector('.label').getBoundingClientRect().height)),
+                outside: nodes.filter((g) => !inside(g.querySelector('rect.body').getBoundingClientRect())).length};""")
+
+
+def _graph_of(n: int, task_queue_id: str) -> dict:
+    """A decision task, a fan-out of n - 2 tests, and a task gathering them: a graph as CI makes."""
+    def node(label: str, *requires: str) -> dict:
+        return {"requires": list(requires), "reruns": 0,
+                "task": make_task(task_queue_id, payload={}, metadata={"name": label, "description": "d",
+                                                                       "owner": "t@e.com",
+                                                                       "source": "https://example.com/ui"})}
+    tests = [f"test-{index}" for index in range(n - 2)]
+    return {"tasks": {"decision": node("decision"), **{label: node(label, "decision") for label in tests},
+                      "gather": node("gather", *tests)}}
+
+
+def test_a_300_task_graph_is_drawn_readably_and_each_node_can_be_clicked(browser, server, queue):
+    """At exactly 300 tasks the page drew every task, 1 pixel tall; it now folds what does not fit."""
+    task_queue_id = f"ui-{new_slugid()[:8].lower().replace('_', 'x').replace('-', 'y')}/three-hundred"
+    graph_id = new_slugid()
+    scheduler = Scheduler({"rootUrl": server.root_url, "credentials": server.credentials, "maxRetries": 0})
+    scheduler.createTaskGraph(graph_id, _graph_of(300, task_queue_id))
+    eventually(lambda: scheduler.getTaskGraphStatus(graph_id)["status"]["state"] == "running", timeout=60,
+               message="the graph created")
+    browser.get(f"{server.root_url}/api/ui/task-group/{graph_id}")
+    eventually(lambda: _rendered(browser) and len(_nodes(browser)) == 3, timeout=30, message="the graph drawn")
+    shown = _readable(browser)
+    assert shown["scale"] >= shown["minScale"] and shown["outside"] == 0, shown
+    assert shown["smallestLabel"] >= 8, shown   # pixels on screen
+    labels = {node["label"] for node in _nodes(browser).values()}
+    assert labels == {"decision", "test ×298 tasks", "gather"}
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "task-group-300.png"))
+    # The folded node lists its members, in name order (test-2 before test-10).
+    browser.find_element(By.CSS_SELECTOR, "#nodes g.aggregate").click()
+    members = eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "#details tr.member"), timeout=10,
+                         message="the members listed")
+    assert [row.find_element(By.XPATH, "td[1]").text for row in members[:12]] == [f"test-{i}" for i in range(12)]
+    members[10].click()
+    summary = eventually(lambda: browser.find_elements(By.ID, "task-summary"), timeout=10, message="its details")
+    assert "state  unscheduled" in summary[0].text   # until the decision task completes
+    assert browser.find_element(By.CSS_SELECTOR, "#details h2").text == "test-10"
 
 
 SYNTHETIC_10000 = """
@@ -192,7 +284,9 @@ def test_ten_thousand_tasks_fold_into_a_graph_that_fits(browser, server):
     eventually(lambda: browser.execute_script("return !!window.taskGroupView"), timeout=10, message="the page")
     took_ms = browser.execute_script(SYNTHETIC_10000)
     nodes = _nodes(browser)
-    assert len(nodes) <= 300 and took_ms < 10_000
+    assert len(nodes) == 4 and took_ms < 10_000
+    shown = _readable(browser)
+    assert shown["scale"] >= shown["minScale"] and shown["outside"] == 0 and shown["smallestLabel"] >= 8, shown
     labels = {node["label"] for node in nodes.values()}
     assert "test-chunk ×9,498 tasks" in labels
     notice = browser.find_element(By.ID, "notice").text
@@ -204,3 +298,34 @@ def test_ten_thousand_tasks_fold_into_a_graph_that_fits(browser, server):
     OUTPUT.mkdir(exist_ok=True)
     browser.save_screenshot(str(OUTPUT / "task-group-10000.png"))
     print(f"10,000 tasks drawn as {len(nodes)} nodes in {took_ms:.0f} ms")
+
+
+SYNTHETIC_LAYERED = """
+const entry = (id, deps, state, name) => ({task: {dependencies: deps, metadata: {name}},
+                                           status: {taskId: id, state, runs: []}});
+let seed = 11;
+const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+const tasks = [];
+for (let i = 0; i < arguments[0]; i++) {
+  const level = Math.floor(i / 20), deps = level ? [0, 1].map(() => 'n' + ((level - 1) * 20 + Math.floor(random() * 20))) : [];
+  tasks.push(entry('n' + i, [...new Set(deps)], i % 23 ? 'completed' : 'failed', 'build-' + level + '-' + (i % 20)));
+}
+window.taskGroupView.render({tasks, at: new Date()});
+"""
+
+
+@pytest.mark.parametrize("size", [300, 10_000])
+def test_a_graph_without_fan_outs_or_chains_is_drawn_as_a_readable_grid(browser, server, size):
+    """Nothing alike to fold (each task of a level has dependencies of its own): the depths fold
+    into as many columns, and each column's tasks into as many parts, as the canvas holds."""
+    browser.get(f"{server.root_url}/api/ui/task-group/{new_slugid()}?static")
+    eventually(lambda: browser.execute_script("return !!window.taskGroupView"), timeout=10, message="the page")
+    browser.execute_script(SYNTHETIC_LAYERED, size)
+    shown = _readable(browser)
+    assert 1 < shown["nodes"] < size and shown["outside"] == 0, shown
+    assert shown["scale"] >= shown["minScale"] and shown["smallestLabel"] >= 8, shown
+    assert any(node["label"].startswith("build-") and " +" in node["label"] for node in _nodes(browser).values())
+    assert "tasks at depths " in browser.find_element(By.CSS_SELECTOR, "#nodes g.aggregate title").get_attribute(
+        "textContent")
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / f"task-group-grid-{size}.png"))

@@ -38,7 +38,7 @@ from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.keys import blob_name
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.storage.patterns.time_index import TimeIndex
-from shared.services.sweeps import artifact_expiry
+from shared.services.artifacts import expiry_index
 from shared.services.claims.credentials import CredentialIssuer
 from shared.services.event_publisher import EventPublisher
 from shared.services.artifacts.objects import SIMPLE_URL_LIFETIME, Objects
@@ -115,7 +115,7 @@ class Artifacts:
 
     def _keep(self, wanted: Artifact, task: TaskRecord) -> Artifact:
         """Store `wanted`, or what Taskcluster's rules make of it over the artifact there."""
-        artifact_expiry.watch_artifact(self.expiries, wanted.task_id, wanted.run_id, wanted.name, wanted.expires)
+        expiry_index.watch_artifact(self.expiries, wanted.task_id, wanted.run_id, wanted.name, wanted.expires)
         try:
             return self._published(self.artifact_table.save(wanted, events=self._announced(task, wanted))).artifact
         except AlreadyExists:

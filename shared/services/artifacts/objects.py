@@ -8,7 +8,7 @@ come inline (`dataInline`, up to 8 KiB, written here) or by the client's PUT to 
 there with the length announced. Hashes are recorded, not computed from uploaded bytes
 (but inline ones, which pass through here): an existing hash cannot change, and the
 downloader verifies them, as Taskcluster's download helpers do. Every object is indexed
-at its expiry, when its blob and row are deleted (see `artifact_expiry`).
+at its expiry, when its blob and row are deleted (see `expiry_index`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from shared.storage.errors import AlreadyExists
 from shared.storage.patterns.keys import blob_name
 from shared.storage.tables.object_table import ObjectRecord, ObjectTable
 from shared.storage.patterns.time_index import TimeIndex
-from shared.services.sweeps import artifact_expiry
+from shared.services.artifacts import expiry_index
 from shared.storage.patterns.conditional_writes import change_until_saved
 
 MAX_NAME = 2048
@@ -93,7 +93,7 @@ class Objects:
         hashes and method added."""
         existing = self.object_table.load(wanted.name)
         if existing is None:
-            artifact_expiry.watch_object(self.expiries, wanted.name, wanted.expires)
+            expiry_index.watch_object(self.expiries, wanted.name, wanted.expires)
             try:
                 return self.object_table.save(wanted)
             except AlreadyExists:

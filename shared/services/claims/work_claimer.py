@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 from datetime import datetime, timedelta
 
+from shared.runtime.thread_pools import CLAIMS
 from shared.domain import lifecycle
 from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
@@ -38,9 +38,6 @@ log = logging.getLogger("queue.claims")
 ORPHAN_HINT_GRACE = timedelta(minutes=10)
 TAKES = 3   # hands of hints one claimWork takes at most (the later ones when earlier hints were stale)
 CONTENTION_MEMORY = 10.0   # seconds a lost race makes this process's claimWork on that queue pick at random
-# The runs of one claimWork are claimed concurrently: each is a read and a conditional write
-# of its own task row, independent of the others.
-_CLAIMERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="claim")
 
 
 def _left_pending(record: TaskRecord | None, run_id: int) -> bool:
@@ -169,7 +166,7 @@ class WorkClaimer:
             return True, False
         worker.record = written
         worker.noted += [(row.task_id, row.run_id) for row in rows]
-        outcomes = at_once(_CLAIMERS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
+        outcomes = at_once(CLAIMS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
                                        for hint in hints], settle=True)
         unused, errors, lost = [], [], False
         for hint, row, outcome in zip(hints, rows, outcomes):

@@ -20,8 +20,6 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from azure.data.tables import TableTransactionError
-
 from shared.domain import lifecycle
 from shared.domain.errors import NotFound
 from shared.domain.runs import ReasonResolved, RunState
@@ -81,9 +79,9 @@ class Workers:
         def write(noted: WorkerRecord) -> WorkerRecord:
             try:
                 answer = self.claim_table.add(rows, beside=self.worker_table.update_operation(noted))
-            except TableTransactionError as exc:  # quarantined, or expired and deleted by the sweep meanwhile
+            except ChangedSinceRead:  # quarantined, or expired and deleted by the sweep meanwhile
                 self.worker_table.forget(noted)
-                raise ChangedSinceRead(f"{noted.worker_group}/{noted.worker_id}") from exc
+                raise
             return self.worker_table.wrote(noted, answer)
         note = _unless_quarantined(now, lambda worker: _active(worker, runs, now))
         try:   # `touch`: the claim rows are written even if the worker's row says nothing new

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
 from typing import Callable
 
+from shared.runtime.thread_pools import FAN_OUTS, RESOLUTION_GROUPS
 from shared.domain.timestamps import to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.tables.task_table import TaskTable
@@ -44,11 +45,6 @@ from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.sweeps.claim_resolver import RECHECK
 
 log = logging.getLogger("queue.resolutions")
-# A resolution's graph and group, alongside its dependents. Nothing run here submits work
-# to this pool, so it cannot wait on itself.
-_ALONGSIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="resolution-group")
-# Long fan-outs, after their calls answered: each a page of dependents at a time.
-_FAN_OUTS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolution-fan-out")
 AFTER_ANSWER = 64   # resolutions finished after their call answered, at most, per process
 # What became of a resolution's dependents in the call that resolved it.
 DONE, LONG, FAILED = "done", "a long fan-out", "failed"
@@ -127,7 +123,7 @@ class DependencyResolver:
         graph alongside, finished after the call answers if there is room; what could not be
         done here is announced."""
         later = _after_answer.enter()
-        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        group_and_graph = RESOLUTION_GROUPS.submit(self._group_and_graph, resolution)
         handled = None   # stays None if this thread dies here: the claimed run's row brings it back
         try:
             handled = self._dependents(resolution)
@@ -154,7 +150,7 @@ class DependencyResolver:
                 self._processed(resolution)
                 return
             if handled == LONG and _after_answer.enter():
-                _FAN_OUTS.submit(_after_answer.leave_after, partial(self._fan_out, resolution))
+                FAN_OUTS.detach(_after_answer.leave_after, partial(self._fan_out, resolution))
                 return
         except Exception:
             _failed(resolution, "handling its resolution failed")
@@ -180,7 +176,7 @@ class DependencyResolver:
         """Process a resolution; False (with its claim row kept) if its fan-out is long and
         `long_fan_out` is False. The dependents, and the graph and group, are independent
         of each other: they are processed at once, the claim row removed after both."""
-        group_and_graph = _ALONGSIDE.submit(self._group_and_graph, resolution)
+        group_and_graph = RESOLUTION_GROUPS.submit(self._group_and_graph, resolution)
         try:
             handled = self.dependency_tracker.task_resolved(resolution, long_fan_out)
         finally:

@@ -25,9 +25,9 @@ Invariants, kept in this order of writes:
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from shared.runtime.thread_pools import DEPENDENCY_READS, DEPENDENTS
 from shared.domain import lifecycle
 from shared.domain.dependencies import LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies
 from shared.domain.errors import Conflict, InvalidInput
@@ -57,9 +57,6 @@ class Registration:
                                       # insert, and the intent standing for that re-check meanwhile
     # taskId -> its dependencies that keep a TaskDependencies row of it (none lists it)
     tabled: dict[str, list[str]] = field(default_factory=dict)
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependencies")
-# Reads only, never submitting more work: no thread of it waits for another of it.
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="dependency-reads")
 
 
 class DependencyTracker:
@@ -90,7 +87,7 @@ class DependencyTracker:
             # Growing chunks: a request naming thousands of unknown tasks is refused after
             # reading a few, while a valid one is still read many at a time.
             ids = outside[len(records):len(records) + chunk]
-            records.update(zip(ids, _POOL.map(self._load, ids)))
+            records.update(zip(ids, DEPENDENTS.map(self._load, ids)))
             _refuse_missing(records, len(outside))
             chunk *= 2
         _check_dependencies(definitions, records)
@@ -129,7 +126,7 @@ class DependencyTracker:
             if not unresolved and any(required not in definitions for required in waiting):
                 # The intent stands for the re-check if this process dies before it.
                 registration.recheck[task_id] = events.intend_readiness_check(task_id)
-        listed = list(_READERS.map(lambda pair: self._list_on(*pair), outside))
+        listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), on_row in zip(outside, listed) if not on_row]
         self.dependency_table.add(edges)
@@ -171,7 +168,7 @@ class DependencyTracker:
             waiting = self.requirement_table.remaining(task_id, page)
             if not waiting:
                 return self.schedule(task_id)
-            records = _READERS.map(self._load, waiting)
+            records = DEPENDENCY_READS.map(self._load, waiting)
             done = [required_id for required_id, record in zip(waiting, records)
                     if _satisfied_now(requires, record)]
             if not done:
@@ -225,10 +222,10 @@ class DependencyTracker:
         if len(alone) > 1:
             now = utcnow()
             left = set(self.updater.apply_many(alone, lambda status: lifecycle.schedule(status, now),
-                                               "schedule (dependencies done)", _POOL))
+                                               "schedule (dependencies done)", DEPENDENTS))
             done = set(alone) - left
             dependents = [dependent for dependent in dependents if dependent.task_id not in done]
-        list(_POOL.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))
+        list(DEPENDENTS.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))
 
     def _satisfy(self, dependent: Dependent, required_id: str, state: RunState) -> None:
         if not satisfies(dependent.requires, state):

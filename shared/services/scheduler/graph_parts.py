@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
+from shared.runtime.thread_pools import GRAPH_STARTS
 from shared.domain.dependencies import Dependent, Listing, dependencies_of
 from shared.domain.task_graph import CREATING, FINISHED, RUNNING, Node
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
@@ -54,7 +54,6 @@ PART_CHARS = 420_000      # JSON per part: 2 bytes a character keeps its row und
 INLINE_TASKS = PART_TASKS # a graph of one part is created before the PUT answers
 LEASE_DELAYS = 5          # repair delays (and at least LEASE_FLOOR) after which a part's
 LEASE_FLOOR = timedelta(seconds=30)   # creation is presumed dead (see `_begin`)
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-start")
 
 
 class GraphParts:
@@ -207,7 +206,7 @@ class GraphParts:
             roots = []
         else:
             roots = [label.task_id for label in self.graph_table.labels(graph_id) if not label.required_ids]
-            list(_POOL.map(lambda task_id: self.dependency_tracker.schedule(task_id, "graph started"), roots))
+            list(GRAPH_STARTS.map(lambda task_id: self.dependency_tracker.schedule(task_id, "graph started"), roots))
 
         def created(g: GraphRecord) -> GraphRecord:
             if g.state != CREATING and not g.extension:

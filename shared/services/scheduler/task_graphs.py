@@ -9,11 +9,11 @@ module adds what a graph has on top: labels, reruns, and the graph's state.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from typing import Callable
 
+from shared.runtime.thread_pools import TASK_READS
 from shared.domain import lifecycle, task_definition, task_graph
 from shared.domain.errors import Conflict, InvalidInput, NotFound
 from shared.domain.runs import RunState, TaskState
@@ -31,7 +31,6 @@ from shared.services.tasks.task_creation import TaskCreation
 from shared.services.tasks.task_updater import TaskUpdater
 
 log = logging.getLogger("queue.task-graphs")
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-read")
 # The caller's scope check on the (normalized) tasks a call would create, before any write.
 Authorize = Callable[[dict[str, dict]], None]
 # A graph made with this many tasks gets a group (and rows of the graph) in wide buckets
@@ -130,7 +129,7 @@ class TaskGraphs:
         graph = self._existing(graph_id)
         if graph.state == BLOCKED:  # read only the blockers' tasks
             labels = [self.graph_table.load_label(graph_id, label) for label in graph.blocked_by]
-            records = dict(zip(graph.blocked_by, _READERS.map(
+            records = dict(zip(graph.blocked_by, TASK_READS.map(
                 lambda label: self.task_table.load(label.task_id) if label else None, labels)))
             graph = _as_now(graph, records)
         return {"status": {"taskGraphId": graph_id, "schedulerId": SCHEDULER_ID, "state": graph.state}}
@@ -139,7 +138,7 @@ class TaskGraphs:
         graph = self._existing(graph_id)
         labels = self.graph_table.labels(graph_id)
         records = dict(zip((label.label for label in labels),
-                           _READERS.map(lambda label: self.task_table.load(label.task_id), labels)))
+                           TASK_READS.map(lambda label: self.task_table.load(label.task_id), labels)))
         graph = _as_now(graph, records)
         label_of = {label.task_id: label.label for label in labels}
         requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}

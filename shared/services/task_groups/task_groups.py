@@ -7,11 +7,11 @@ announce, in the group row's outbox, and published right after it (see `event_pu
 from __future__ import annotations
 
 import base64
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
+from shared.runtime.thread_pools import GROUP_CANCELS, TASK_READS
 from shared.domain import task_events
 from shared.domain.errors import Conflict, InvalidInput, NotFound
 from shared.domain.task_status import render_status
@@ -28,7 +28,6 @@ READ_PAGE = 1000   # members read at once when a whole group is walked
 # added) unless its expiry is this near: once that passes it may be deleted and made anew.
 TRUST_BEFORE_EXPIRY = timedelta(hours=1)
 Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="group-read")
 
 
 class TaskGroups:
@@ -180,7 +179,7 @@ class TaskGroups:
         size, canceled, after = 0, [], ""
         while page := self.group_table.members(task_group_id, after, READ_PAGE):
             size += len(page)
-            canceled += [task_id for task_id, done in zip(page, _READERS.map(cancel_task, page)) if done]
+            canceled += [task_id for task_id, done in zip(page, GROUP_CANCELS.map(cancel_task, page)) if done]
             after = page[-1]
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}
@@ -209,7 +208,7 @@ class TaskGroups:
         """`{tasks: [{task, status}]}` for one page of ids (limit + 1 given when there may be
         more), reading the tasks in parallel; and the page's last id when more follow."""
         page = task_ids[:limit]
-        records = _READERS.map(lambda task_id: self.task_table.load(task_id, with_definition=True), page)
+        records = TASK_READS.map(lambda task_id: self.task_table.load(task_id, with_definition=True), page)
         out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
                          for record in records if record is not None]}
         return out, page[-1] if len(task_ids) > limit else None

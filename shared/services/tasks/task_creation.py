@@ -20,10 +20,10 @@ died before publishing).
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
+from shared.runtime.thread_pools import CREATION_STEPS, TASK_READS
 from shared.domain import lifecycle, task_definition
 from shared.domain.dependencies import Listing, insertion_waves
 from shared.domain.errors import Conflict, InvalidInput
@@ -43,10 +43,6 @@ from shared.services.event_publisher import EventPublisher
 from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
-_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-create")
-# The independent steps of one creation. A step may use the other pools, never this one,
-# so no step waits for a thread that waits for it.
-_STEPS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="task-create-step")
 
 
 @dataclass(frozen=True)
@@ -111,7 +107,7 @@ class TaskCreation:
             reads["existing"] = lambda: self._existing(definitions)
         if not held and any(definition["dependencies"] for definition in definitions.values()):
             reads["outside"] = lambda: self.dependency_tracker.check(definitions)
-        found = dict(zip(reads, at_once(_STEPS, list(reads.values()), settle=True)))
+        found = dict(zip(reads, at_once(CREATION_STEPS, list(reads.values()), settle=True)))
         existing, outside, groups = found.get("existing", {}), found.get("outside", {}), found["groups"]
         if isinstance(existing, Exception):
             raise existing
@@ -147,7 +143,7 @@ class TaskCreation:
         return self._same_definitions(self._load(definitions), definitions)
 
     def _load(self, task_ids) -> dict[str, TaskRecord]:
-        found = dict(zip(task_ids, _WRITERS.map(lambda task_id: self.task_table.load(task_id, True), task_ids)))
+        found = dict(zip(task_ids, TASK_READS.map(lambda task_id: self.task_table.load(task_id, True), task_ids)))
         return {task_id: record for task_id, record in found.items() if record is not None}
 
     @staticmethod
@@ -193,7 +189,7 @@ class TaskCreation:
         # is never without its hint. Unread tasks (see `prepare`) learn from the membership
         # whether they were created before: the hints just written for those are taken back
         # (a claim that finds one first drops it: its run is not pending, or is another's).
-        members_before, registration = at_once(_STEPS, [watch_and_join, register_and_hint], settle=True)
+        members_before, registration = at_once(CREATION_STEPS, [watch_and_join, register_and_hint], settle=True)
         if plan.unread and isinstance(members_before, Conflict):
             # Sealed since this process knew the group: tasks made before are answered.
             loaded = self._load(new)

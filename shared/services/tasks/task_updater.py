@@ -30,6 +30,7 @@ from shared.domain.task_definition import priority_rank
 from shared.domain.task_status import TaskStatus
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.errors import ChangedSinceRead
+from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.tables.pending_table import PendingHint, PendingTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.event_publisher import EventPublisher
@@ -37,7 +38,6 @@ from shared.services.dependencies.resolution_messages import Resolution, Resolut
 from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
-MAX_ATTEMPTS = 20
 
 Transition = Callable[[TaskStatus], TaskStatus]
 
@@ -70,9 +70,9 @@ class TaskUpdater:
         conditional on its ETag: any other outcome (nothing to change, a refusal, a write
         that lost) is decided again on the row read afresh."""
         remembered = self.task_table.last_written(task_id, with_definition)
-        for _ in range(MAX_ATTEMPTS):
-            record, fresh = (remembered, False) if remembered else (self.task_table.load(task_id, with_definition), True)
-            remembered = None
+
+        def write(record: TaskRecord | None) -> TaskRecord:
+            fresh = record is not remembered
             if record is None:
                 raise NotFound(f"Task {task_id} not found")
             try:
@@ -82,23 +82,23 @@ class TaskUpdater:
             except Exception:
                 if fresh:
                     raise
-                continue
+                raise ChangedSinceRead(task_id)   # a refusal is decided on the row as it is
             if status is record.status:
                 if not fresh:
-                    continue
+                    raise ChangedSinceRead(task_id)
                 if record.outbox:   # left by a writer that may have died: see event_publisher
                     self.publisher.settle(self.task_table, task_id, record.outbox, record.etag)
                 return record
-            try:
-                saved, resolution = self.write(record, status, remove_hints)
-            except ChangedSinceRead:
-                continue
+            saved, resolution = self.write(record, status, remove_hints)
             log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
                      extra={"taskId": task_id, "action": action})
             if resolution is not None:
                 self.after_resolution.follow_up(resolution)
             return saved
-        raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
+
+        def gave_up() -> TaskRecord:
+            raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
+        return until_written(lambda: self.task_table.load(task_id, with_definition), write, remembered, gave_up)
 
     def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool) -> list[str]:
         """`try_apply` for tasks whose changes only ever make a run pending (a fan-out's

@@ -1,3 +1,3 @@
-"""The worker manager (Taskcluster's worker-manager): registration of the workers it starts,
-and the providers that start, check and stop them (`providers/`). The provisioner, the API
-and the watchdog build on these."""
+"""The worker manager (Taskcluster's worker-manager): pools, the workers it starts through the
+providers (`shared/providers/`), their registration (`shared/domain/registration.py`), and the
+provisioner that brings workers to pending tasks."""

@@ -17,9 +17,9 @@ from shared.domain.timestamps import to_iso
 from shared.domain.worker_manager_events import WORKER_REQUESTED
 from shared.domain.worker_pools import WorkerPool, split_worker_pool_id
 from shared.domain.workers import WorkerState, new_worker_id
-from shared.services.worker_manager.providers.base import Registration, StartOutcome, WorkerLaunch
-from shared.services.worker_manager.providers.registry import Providers
-from shared.services.worker_manager.registration import issue_token
+from shared.providers.base import Registration, StartOutcome, WorkerLaunch
+from shared.providers.registry import Providers
+from shared.domain.registration import issue_token
 from shared.services.worker_manager.worker_states import STOPPED_KEPT, WorkerStates
 from shared.storage.tables.pool_worker_table import PoolWorkerRecord, ProvisioningRecord
 

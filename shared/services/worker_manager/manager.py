@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.services.worker_manager.pool_errors import PoolErrors
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.registry import Providers
 from shared.services.worker_manager.provisioner import Provisioner
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.services.worker_manager.worker_credentials import WorkerCredentials

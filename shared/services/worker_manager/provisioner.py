@@ -34,8 +34,8 @@ from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import NOT_STOPPED
 from shared.services.worker_manager.launches import Launches
 from shared.services.worker_manager.pool_errors import PoolErrors
-from shared.services.worker_manager.providers.base import ProviderError
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.base import ProviderError
+from shared.providers.registry import Providers
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.services.worker_manager.worker_care import WorkerCare
 from shared.storage.errors import ChangedSinceRead

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from shared.domain.timestamps import parse_iso, to_iso
 from shared.domain.workers import WorkerState
 from shared.services.claims.workers import Workers as QueueWorkers
-from shared.services.worker_manager.providers.base import ProviderError, WorkerRef
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.base import ProviderError, WorkerRef
+from shared.providers.registry import Providers
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.services.worker_manager.worker_states import WorkerStates
 from shared.storage.tables.claim_table import ClaimTable

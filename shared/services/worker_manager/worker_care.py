@@ -27,8 +27,8 @@ from shared.domain.timestamps import parse_iso, to_iso
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import WorkerState, termination_reason
 from shared.services.worker_manager.pool_errors import PoolErrors
-from shared.services.worker_manager.providers.base import ProviderError, WorkerHealth
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.base import ProviderError, WorkerHealth
+from shared.providers.registry import Providers
 from shared.services.worker_manager.removed_workers import RemovedWorkers, ref_of
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.services.worker_manager.worker_states import WorkerStates

@@ -25,9 +25,9 @@ from shared.domain.worker_pools import Lifecycle, WorkerPool
 from shared.domain.worker_manager_events import WORKER_RUNNING
 from shared.domain.workers import WorkerState, credentials_client_id, credentials_scopes
 from shared.services.claims.credentials import CredentialIssuer
-from shared.services.worker_manager.providers.registry import Providers
-from shared.services.worker_manager.providers.static import StaticProvider
-from shared.services.worker_manager.registration import (
+from shared.providers.registry import Providers
+from shared.providers.static import StaticProvider
+from shared.domain.registration import (
     RegistrationRefused, RegistrationToken, digest, new_secret, redeem_token, secret_matches,
 )
 from shared.services.worker_manager.worker_pools import WorkerPools

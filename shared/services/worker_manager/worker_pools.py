@@ -20,7 +20,7 @@ from shared.domain.worker_manager_events import POOL_CREATED, POOL_UPDATED, pool
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import WorkerState
 from shared.services.event_publisher import EventPublisher
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.registry import Providers
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.storage.errors import AlreadyExists
 from shared.storage.tables.pool_worker_table import PoolWorkerRecord, PoolWorkerTable

@@ -12,8 +12,8 @@ from shared.domain.errors import Conflict, InputError, NotFound
 from shared.domain.timestamps import normalize_iso, parse_iso, to_iso
 from shared.domain.worker_manager_events import WORKER_RUNNING
 from shared.domain.workers import WorkerState
-from shared.services.worker_manager.providers.registry import Providers
-from shared.services.worker_manager.providers.static import StaticProvider
+from shared.providers.registry import Providers
+from shared.providers.static import StaticProvider
 from shared.services.worker_manager.removed_workers import RemovedWorkers
 from shared.services.worker_manager.worker_pools import WorkerPools
 from shared.services.worker_manager.worker_states import WorkerStates

@@ -14,7 +14,7 @@ to another worker, and the task would sit claimed by nobody until its claim expi
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError,
@@ -23,13 +23,18 @@ from azure.data.tables import UpdateMode
 
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 
-if TYPE_CHECKING:
-    from shared.storage.client.table import Table
-
 WRITE_ID = "writeId"
 ATTEMPTS = 5
 _LOST = (ServiceRequestError, ServiceResponseError)
 _REFUSALS = (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError)
+
+
+class Rows(Protocol):
+    """What this module needs of a table (`table.Table`, or the tests' in-memory one)."""
+
+    def create_entity(self, entity: dict) -> dict: ...
+    def update_entity(self, entity: dict, mode=..., etag=None, match_condition=None) -> dict: ...
+    def get_entity(self, partition_key: str, row_key: str, select=None): ...
 
 
 def unrepeatable(method: str, url: str, if_match: str) -> bool:
@@ -40,13 +45,13 @@ def unrepeatable(method: str, url: str, if_match: str) -> bool:
     return method.upper() == "POST" and not path.endswith(("$batch", "/Tables"))
 
 
-def insert(table: Table, entity: dict) -> dict:
+def insert(table: Rows, entity: dict) -> dict:
     """`create_entity` that knows its outcome; ResourceExistsError if the row was there."""
     entity = _with_write_id(entity)
     return _certain(table, entity, lambda: table.create_entity(entity), before=None)
 
 
-def update(table: Table, entity: dict, etag: str) -> dict:
+def update(table: Rows, entity: dict, etag: str) -> dict:
     """A merge conditional on `etag` that knows its outcome; ResourceModifiedError if the
     row changed since (ResourceNotFoundError if it is gone). A merge, because Azure's retry
     policy never resends a PATCH on its own: a conditional PUT it resent after a lost
@@ -56,7 +61,7 @@ def update(table: Table, entity: dict, etag: str) -> dict:
         entity, mode=UpdateMode.MERGE, etag=etag, match_condition=MatchConditions.IfNotModified), before=etag)
 
 
-def write(table: Table, entity: dict, etag: str | None) -> dict:
+def write(table: Rows, entity: dict, etag: str | None) -> dict:
     """`insert` when `etag` is None, else `update`; storage's refusal as AlreadyExists (a row
     was there) or ChangedSinceRead (the row changed, or went, since it was read)."""
     try:
@@ -71,7 +76,7 @@ def _with_write_id(entity: dict) -> dict:
     return {**entity, WRITE_ID: uuid.uuid4().hex}
 
 
-def _certain(table: Table, entity: dict, write, before: str | None) -> dict:
+def _certain(table: Rows, entity: dict, write, before: str | None) -> dict:
     """Send `write` until storage says what happened. `before` is the ETag the row must
     still have (None: the row must not exist) for a resend to be safe."""
     uncertain: Exception | None = None
@@ -91,7 +96,7 @@ def _certain(table: Table, entity: dict, write, before: str | None) -> dict:
     raise uncertain
 
 
-def _current(table: Table, entity: dict):
+def _current(table: Rows, entity: dict):
     try:
         return table.get_entity(entity["PartitionKey"], entity["RowKey"], select=[WRITE_ID])
     except ResourceNotFoundError:

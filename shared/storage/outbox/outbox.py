@@ -23,13 +23,14 @@ from shared.domain import task_events
 from shared.domain.task_events import Event
 from shared.storage.patterns import long_text
 from shared.storage.client import lost_responses
+from shared.storage.errors import ChangedSinceRead
+from shared.storage.patterns.conditional_writes import until_written
 
 log = logging.getLogger("queue.events")
 NAME = "outbox"
 CHUNKS = 2
 OUTBOX_CHARS = CHUNKS * long_text.CHUNK
 COLUMNS = [f"{NAME}Chunks", *(f"{NAME}{i}" for i in range(CHUNKS))]
-ATTEMPTS = 10
 
 
 def to_columns(events: tuple[Event, ...]) -> dict:
@@ -62,21 +63,23 @@ def clear(table, partition_key: str, row_key: str, published: Iterable[str], eta
     caller knows it at `etag` (read again when the row has changed since). When it wrote:
     the outbox left, the ETag the write replaced and the row's new ETag."""
     published = set(published)
-    for _ in range(ATTEMPTS):
-        if kept is None:
-            found = load(table, partition_key, row_key)
-            if found is None:
-                return None   # the row is gone (expired): nothing left to announce
-            kept, etag = found
-        remaining = tuple(event for event in kept if event.id not in published)
-        if len(remaining) == len(kept):
+
+    def write(found: tuple[tuple[Event, ...], str] | None) -> tuple[tuple[Event, ...], str, str] | None:
+        if found is None:
+            return None   # the row is gone (expired): nothing left to announce
+        events, read_etag = found
+        remaining = tuple(event for event in events if event.id not in published)
+        if len(remaining) == len(events):
             return None
         entity = {"PartitionKey": partition_key, "RowKey": row_key, **to_columns(remaining)}
         try:
-            meta = lost_responses.update(table, entity, etag)
-            return remaining, etag, meta.get("etag")
+            meta = lost_responses.update(table, entity, read_etag)
         except (ResourceModifiedError, ResourceNotFoundError):
-            kept = None
-    log.warning("outbox of %s/%s not cleared: the row keeps changing; its events may be published again",
-                partition_key, row_key)
-    return None
+            raise ChangedSinceRead(row_key)
+        return remaining, read_etag, meta.get("etag")
+
+    def gave_up() -> None:
+        log.warning("outbox of %s/%s not cleared: the row keeps changing; its events may be published again",
+                    partition_key, row_key)
+    return until_written(lambda: load(table, partition_key, row_key), write,
+                         (kept, etag) if kept is not None else None, gave_up)

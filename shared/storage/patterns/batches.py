@@ -3,22 +3,19 @@ a larger batch with a malformed response instead of an error)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError
 
+from shared.runtime.thread_pools import BATCH_WRITES
 from shared.storage.errors import ChangedSinceRead
 from shared.storage.patterns.queries import first_rows
 from shared.storage.patterns.shared_writes import SharedWrites
 from shared.storage.client.table import Table
 
 MAX_BATCH = 100
-# Only upsert_in_tables submits to this pool, and never from inside it: no task waits on
-# another, so the pool cannot deadlock.
-_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="batch-write")
 
 
 def upsert_in_batches(table: Table, rows: list[dict]) -> int:
@@ -45,7 +42,7 @@ def upsert_in_tables(tables: list[tuple[Table, list[dict]]]) -> int:
     if len(chunks) == 1:
         _upsert(*chunks[0])
     else:
-        for _ in _WRITERS.map(lambda job: _upsert(*job), chunks):
+        for _ in BATCH_WRITES.map(lambda job: _upsert(*job), chunks):
             pass
     return len(chunks)
 

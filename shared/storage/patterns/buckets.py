@@ -25,10 +25,10 @@ them reads the rows in task id order, as one partition did.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 
 
+from shared.runtime.thread_pools import BUCKET_READS
 from shared.domain.ids import SLUGID_CHARACTERS
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import MAX_BATCH, delete_in_batches
@@ -40,7 +40,6 @@ SEPARATOR = "~"
 IN_BUCKETS = "PartitionKey gt @low and PartitionKey lt @high"   # with `bucket_range(owner)`
 WIDE = 2       # the width of a large owner's buckets
 SPREAD = "W"   # after a table's name: the tables a wide owner's buckets are spread over
-_READERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bucket-read")
 
 
 def bucket(owner: str, task_id: str, width: int = 1) -> str:
@@ -89,7 +88,7 @@ class BucketTables:
             return first_rows(tables[0], query, parameters, limit, select)
         if select:   # the keys, to merge by
             select = list(dict.fromkeys(["PartitionKey", "RowKey", *select]))
-        found = _READERS.map(lambda table: first_rows(table, query, parameters, limit, select), tables)
+        found = BUCKET_READS.map(lambda table: first_rows(table, query, parameters, limit, select), tables)
         return sorted((row for rows in found for row in rows),
                       key=lambda row: (row["PartitionKey"], row["RowKey"]))[:limit]
 

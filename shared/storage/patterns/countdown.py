@@ -41,7 +41,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby, islice
 
@@ -49,21 +48,19 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, all_buckets, bucket, bucket_range, bucket_width
-from shared.storage.errors import Closed
+from shared.storage.errors import ChangedSinceRead, Closed
+from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.patterns.queries import first_rows
 from shared.storage.client.table import Table
 
 COUNT = "count"
 CLOSED = "closed"
-ATTEMPTS = 20            # transactions refused in a row (each after a fresh read) before giving up
 REMEMBERED = 8192        # counts this process remembers
 PROBES = 2               # counts read (see `left`) before a query over every bucket
 EMPTIED_PAUSE = 0.01     # seconds between taking a bucket to zero and asking whether others are
-# Separate pools: a bucket's writer (in _BUCKETS) may wait on reads (in _READERS).
-_BUCKETS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-write")
-_READERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="countdown-read")
 
 
 @dataclass(frozen=True)
@@ -164,13 +161,15 @@ class Countdown:
             return before
         if len(by_bucket) == 1:
             return fill(*by_bucket[0])
-        return set().union(*_BUCKETS.map(lambda job: fill(*job), by_bucket))
+        return set().union(*COUNTDOWN_WRITES.map(lambda job: fill(*job), by_bucket))
 
     def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool,
                    beside: dict[str, dict]) -> set[str]:
         """Add one transaction's worth of a bucket's rows; those counted before."""
-        missing, count = task_ids, self._remembered(partition) or _Count(0, None)
-        for refusals in range(ATTEMPTS):
+        missing, refusals = task_ids, 0
+
+        def write(count: _Count) -> set[str]:
+            nonlocal missing, refusals
             if refuse_closed and count.closed:
                 raise Closed(partition)
             if not missing:
@@ -183,13 +182,14 @@ class Countdown:
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count or refusals % 2:   # refused for a row, not (only) the count: which exist?
-                    missing = [task_id for task_id, found in zip(missing, _READERS.map(
+                    missing = [task_id for task_id, found in zip(missing, COUNTDOWN_READS.map(
                         lambda t: self._exists(partition, self._marker + t), missing)) if not found]
-                count = fresh
-                continue
+                refusals += 1
+                raise ChangedSinceRead(partition, fresh=fresh)
             self._remember(partition, count.counted(len(missing), etag))
             return set(task_ids) - set(missing)
-        raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
+        return until_written(lambda: self._read(partition), write,
+                             self._remembered(partition) or _Count(0, None), _kept_changing(partition))
 
     def remove(self, owner: str, task_id: str, width: int = 1, beside: dict | None = None) -> bool:
         """Delete the task's counted row (gone already: nothing to count); whether any counted
@@ -206,26 +206,26 @@ class Countdown:
 
     def _remove(self, partition: str, task_id: str, beside: dict | None = None) -> bool:
         """Whether the bucket counts a row after the task's is removed."""
-        count = self._remembered(partition)
-        if count is None or count.etag is None:    # "no count row" only as read now
-            count = self._read(partition)
-        for _ in range(ATTEMPTS):
+        remembered = self._remembered(partition)
+
+        def write(count: _Count) -> bool:
             if count.etag is None:      # no count: no counted row in the bucket
                 delete_row(self._in(partition), partition, self._prefix + task_id)
                 return False
             try:
                 etag = self._in(partition).submit_transaction([*_merged(partition, beside),
-                                                    *self._removal(partition, task_id, count)])[-1].get("etag")
+                                                                *self._removal(partition, task_id, count)])[-1].get("etag")
             except TableTransactionError:
                 fresh = self._read(partition)
                 if fresh == count:      # refused for the row: removed before
                     return count.value > 0
-                count = fresh
-                continue
+                raise ChangedSinceRead(partition, fresh=fresh)
             count = count.counted(-1, etag)
             self._remember(partition, count)
             return count.value > 0
-        raise RuntimeError(f"the count of {partition} kept changing: {ATTEMPTS} transactions refused")
+        # "no count row" is believed only as read now
+        return until_written(lambda: self._read(partition), write,
+                             remembered if remembered and remembered.etag else None, _kept_changing(partition))
 
     def remove_with(self, other: Countdown, owner: str, task_id: str, width: int = 1,
                     beside: dict | None = None) -> tuple[bool, bool]:
@@ -260,7 +260,7 @@ class Countdown:
         each count row, made if missing): an `add` refusing closed owners that began before
         is refused by the count's changed ETag, or by the row it would have made, and reads
         the mark. Done again, it changes nothing but the ETags."""
-        list(_READERS.map(lambda partition: self._in(partition).upsert_entity(
+        list(COUNTDOWN_READS.map(lambda partition: self._in(partition).upsert_entity(
             {"PartitionKey": partition, "RowKey": self._row, CLOSED: when}, mode=UpdateMode.MERGE),
             all_buckets(owner, width)))
 
@@ -332,3 +332,9 @@ class Countdown:
 def _merged(partition: str, beside: dict | None) -> list[tuple]:
     """The operation that merges `beside` (RowKey and columns) into the bucket, if given."""
     return [("upsert", {**beside, "PartitionKey": partition})] if beside else []
+
+
+def _kept_changing(partition: str):
+    def gave_up():
+        raise RuntimeError(f"the count of {partition} kept changing: its transactions were refused again and again")
+    return gave_up

@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.data.tables import UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.client.account import StorageAccount
+from shared.storage.errors import ChangedSinceRead
 from shared.storage.patterns.batches import delete_in_batches, upsert_in_batches
 from shared.storage.patterns.deferred_deletes import DeferredDeletes
 from shared.storage.patterns.keys import escape_key, unescape_key
@@ -54,14 +55,17 @@ class ClaimTable:
         """Write (or move the `takenUntil` of) claim rows, one transaction per queue. `beside`:
         one more operation of the same partition (a worker row's conditional write, see
         `WorkerTable.update_operation`) in the same transaction, which all fails if it does
-        (TableTransactionError); its answer ({"etag": ...}) is returned."""
+        (ChangedSinceRead); its answer ({"etag": ...}) is returned."""
         entities = [{"PartitionKey": escape_key(row.task_queue_id), "RowKey": row.row_key,
                      "takenUntil": row.taken_until, "workerGroup": row.worker_group, "workerId": row.worker_id}
                     for row in rows]
         if beside is None:
             upsert_in_batches(self._table, entities)
             return None
-        return self._table.submit_transaction([beside, *(("upsert", entity) for entity in entities)])[0]
+        try:
+            return self._table.submit_transaction([beside, *(("upsert", entity) for entity in entities)])[0]
+        except TableTransactionError as refused:
+            raise ChangedSinceRead(rows[0].task_queue_id if rows else "") from refused
 
     def move(self, row: ClaimRow, taken_until: str) -> None:
         """Set a row's `takenUntil`, unless the row is gone (never bringing one back)."""

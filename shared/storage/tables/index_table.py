@@ -23,6 +23,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_row
+from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.keys import bounded_key
 from shared.storage.patterns.queries import first_rows
@@ -32,7 +33,6 @@ TABLE = "Index"
 NAMESPACE, TASK = "n:", "t:"
 _NEXT = {NAMESPACE: "n;", TASK: "t;"}    # the first key after every row of the kind (';' follows ':')
 _KEY_LIMIT = 500                          # characters of a key (Azure takes 1 KiB)
-ATTEMPTS = 20                             # conditional writes lost to other writers before giving up
 
 
 class IndexTable:
@@ -48,16 +48,16 @@ class IndexTable:
         """Index `entry` unless a higher rank is stored at its path; returns what the path
         holds afterwards (the stored entry when `entry` lost). Idempotent."""
         self.ensure_namespaces(entry.namespace, entry.expires)
-        for _ in range(ATTEMPTS):
-            stored = self.get(entry.namespace)
+
+        def write(stored: IndexEntry | None) -> IndexEntry:
             if stored is not None and not replaces(entry.rank, stored.rank):
                 return stored
             try:
                 meta = lost_responses.write(self._table, _entity(entry), stored.etag if stored else None)
-            except (AlreadyExists, ChangedSinceRead):
-                continue          # another indexer wrote meanwhile: compare with its entry
+            except AlreadyExists:
+                raise ChangedSinceRead(entry.namespace)   # another indexer wrote meanwhile: compare
             return replace(entry, etag=meta.get("etag"))
-        raise ChangedSinceRead(entry.namespace)
+        return until_written(lambda: self.get(entry.namespace), write)
 
     def delete(self, namespace: str) -> None:
         """Remove the task at `namespace` (its namespaces stay, as in Taskcluster); gone is fine."""
@@ -98,15 +98,14 @@ class IndexTable:
 
     def _extend(self, found: Namespace, until: str) -> None:
         """Write the namespace `found` (not stored yet when it has no ETag) to live `until`."""
-        for _ in range(ATTEMPTS):
-            if found.etag is not None and found.expires >= until:
+        def write(current: Namespace) -> None:
+            if current.etag is not None and current.expires >= until:
                 return
             try:
-                lost_responses.write(self._table, _namespace_entity(found.namespace, until), found.etag)
-                return
-            except (AlreadyExists, ChangedSinceRead):
-                found = self.namespace(found.namespace) or Namespace(found.namespace, until)
-        raise ChangedSinceRead(found.namespace)
+                lost_responses.write(self._table, _namespace_entity(current.namespace, until), current.etag)
+            except AlreadyExists:
+                raise ChangedSinceRead(current.namespace)
+        until_written(lambda: self.namespace(found.namespace) or Namespace(found.namespace, until), write, found)
 
     def _row(self, kind: str, namespace: str):
         parent, name = split_namespace(namespace)

@@ -12,15 +12,14 @@ per bucket. The waiting task's rows are in one of the table's shards (see `table
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
+from shared.runtime.thread_pools import REQUIREMENT_WRITES
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.buckets import first_keys, forget_buckets
 from shared.storage.patterns.countdown import Countdown
 from shared.storage.patterns.table_shards import TableShards
 
-_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="requirements")
 
 
 class RequirementTable:
@@ -32,7 +31,7 @@ class RequirementTable:
         written before (satisfied or not) is not written again."""
         owners = [(task_id, [required for _, required in same])
                   for task_id, same in groupby(sorted(rows), key=lambda row: row[0])]
-        list(_WRITERS.map(lambda owner: self._waits(owner[0]).add(*owner), owners))
+        list(REQUIREMENT_WRITES.map(lambda owner: self._waits(owner[0]).add(*owner), owners))
 
     def satisfy(self, task_id: str, required_id: str) -> bool:
         """The requirement is met (again, or never written: no change); whether the task

@@ -28,12 +28,12 @@ counts both down in one transaction.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
+from shared.runtime.thread_pools import GRAPH_PART_WRITES
 from shared.storage.patterns import long_text
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
@@ -45,7 +45,6 @@ from shared.storage.patterns.queries import any_row, first_rows
 
 EXTENDING, EXTENDED = "extending", "extended"
 NAMES_PER_ROW = 2_000   # labels of up to 128 characters: 256,000 characters, a quarter of a row
-_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graph-parts")
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ class TaskGraphTable:
                 rows.append(_label_entity(record, width))
                 rows.append({"PartitionKey": bucket(graph_id, record.task_id, width),
                              "RowKey": f"task.{record.task_id}", "label": record.label})
-            opened.append(_WRITERS.submit(self._open_labels.add, graph_id, [record.task_id for record in same], width))
+            opened.append(GRAPH_PART_WRITES.submit(self._open_labels.add, graph_id, [record.task_id for record in same], width))
         upsert_in_batches(self._table, rows)
         for future in opened:
             future.result()
@@ -150,7 +149,7 @@ class TaskGraphTable:
         rows = [{"PartitionKey": graph_id, "RowKey": f"names.{source}.{number:06d}",
                  **long_text.to_columns("names", json.dumps(labels[start:start + NAMES_PER_ROW]))}
                 for number, start in enumerate(range(0, len(labels), NAMES_PER_ROW))]
-        list(_WRITERS.map(self._table.upsert_entity, rows))
+        list(GRAPH_PART_WRITES.map(self._table.upsert_entity, rows))
 
     def label_names(self, graph_id: str, but: str = "") -> set[str]:
         """Every label of the graph, but those the extension with fingerprint `but` brought."""
@@ -180,7 +179,7 @@ class TaskGraphTable:
         rows = [{"PartitionKey": graph_id, "RowKey": f"part.{stage:05d}.{number:06d}", "extension": extension,
                  "begun": "", **long_text.to_columns("nodes", json.dumps(nodes, separators=(",", ":")))}
                 for number, (stage, nodes) in enumerate(parts)]
-        list(_WRITERS.map(self._table.upsert_entity, rows))
+        list(GRAPH_PART_WRITES.map(self._table.upsert_entity, rows))
 
     def load_part(self, graph_id: str, key: str) -> Part | None:
         row = self._get(graph_id, f"part.{key}")

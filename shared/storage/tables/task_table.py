@@ -17,7 +17,6 @@ announces are written with it, in the row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -25,6 +24,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
+from shared.runtime.thread_pools import TASK_INSERTS
 from shared.domain import task_events
 from shared.domain.dependencies import Dependent
 from shared.domain.runs import Run
@@ -41,8 +41,6 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.recent_writes import RecentWrites
 
 PARTITION_CHARS = 1
-# The transactions of one insert_many, at once (a part of a graph spans tens of partitions).
-_INSERTERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="task-insert")
 # Characters of definitions a transaction of new rows carries at most (a request holds 4 MiB).
 BATCH_CHARS = 2_000_000
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
@@ -146,7 +144,7 @@ class TaskTable:
         request too large) is done again row by row."""
         outcomes: dict[str, TaskRecord | AlreadyExists] = {}
         chunks = _chunks([self._new_row(task) for task in tasks])
-        inserted = _INSERTERS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)
+        inserted = TASK_INSERTS.map(self._insert_chunk, chunks) if len(chunks) > 1 else map(self._insert_chunk, chunks)
         for found in inserted:
             outcomes.update(found)
         return [outcomes[task.status.task_id] for task in tasks]

@@ -1,7 +1,7 @@
-// What a task group is, as a graph to draw: its tasks, the edges between them, what blocks
-// it and what can no longer run; and, past `maxNodes`, the same graph with what does not fit
-// folded into aggregate nodes; and how events keep a group's entries current. Plain
-// functions without the DOM, so Node can test them too.
+// What a task group is, as a graph: its tasks, the edges between them, what blocks it and
+// what can no longer run; and how events keep a group's entries current. (What is drawn of
+// it, folded to fit, is group-folding.js.) Plain functions without the DOM, so Node can test
+// them too.
 (function (exports) {
   "use strict";
 
@@ -63,136 +63,6 @@
     return counts;
   }
 
-  // ---- what is drawn ----------------------------------------------------------------------
-  // A display node stands for one task or for several (`members`); edges join display nodes.
-
-  function displayGraph(model, maxNodes) {
-    let graph = {
-      nodes: new Map([...model.tasks.keys()].map((id) => [id, { id, members: [id], kind: "task" }])),
-      edges: model.edges.map(([from, to]) => [from, to]),
-    };
-    if (graph.nodes.size > maxNodes) graph = foldSiblings(graph);
-    if (graph.nodes.size > maxNodes) graph = foldChains(graph);
-    if (graph.nodes.size > maxNodes) graph = foldLevels(graph, maxNodes);
-    for (const node of graph.nodes.values()) describe(node, model);
-    return graph;
-  }
-
-  function neighbours(graph) {
-    const ins = new Map([...graph.nodes.keys()].map((id) => [id, []]));
-    const outs = new Map([...graph.nodes.keys()].map((id) => [id, []]));
-    for (const [from, to] of graph.edges) { outs.get(from).push(to); ins.get(to).push(from); }
-    return { ins, outs };
-  }
-
-  // Rebuild the graph with each node mapped to the group it falls in.
-  function fold(graph, groupOf, kindOf) {
-    const nodes = new Map();
-    for (const node of graph.nodes.values()) {
-      const id = groupOf(node.id);
-      if (!nodes.has(id)) nodes.set(id, { id, members: [], kind: "task", parts: 0 });
-      const into = nodes.get(id);
-      into.members.push(...node.members);
-      into.parts += 1;
-    }
-    for (const node of nodes.values()) {
-      if (node.parts > 1) node.kind = kindOf;
-      else node.kind = graph.nodes.get(node.id) ? graph.nodes.get(node.id).kind : node.kind;
-      delete node.parts;
-    }
-    const seen = new Set();
-    const edges = [];
-    for (const [from, to] of graph.edges) {
-      const a = groupOf(from), b = groupOf(to);
-      const key = a + ">" + b;
-      if (a !== b && !seen.has(key)) { seen.add(key); edges.push([a, b]); }
-    }
-    return { nodes, edges };
-  }
-
-  // Tasks with the same dependencies and the same dependents (a fan-out's children) are one node.
-  function foldSiblings(graph) {
-    const { ins, outs } = neighbours(graph);
-    const bySignature = new Map();
-    for (const id of graph.nodes.keys()) {
-      const signature = [...ins.get(id)].sort().join(",") + "|" + [...outs.get(id)].sort().join(",");
-      if (!bySignature.has(signature)) bySignature.set(signature, []);
-      bySignature.get(signature).push(id);
-    }
-    const groupOf = new Map();
-    for (const ids of bySignature.values()) for (const id of ids) groupOf.set(id, ids.length > 1 ? "siblings:" + ids[0] : id);
-    return fold(graph, (id) => groupOf.get(id), "siblings");
-  }
-
-  // A run of single tasks each with one way in and one way out (a chain) is one node.
-  function foldChains(graph) {
-    const { ins, outs } = neighbours(graph);
-    const linear = (id) => graph.nodes.get(id).kind === "task" && ins.get(id).length === 1 && outs.get(id).length === 1;
-    const groupOf = new Map();
-    for (const id of graph.nodes.keys()) {
-      if (!linear(id) || linear(ins.get(id)[0])) continue;  // only from the head of each run
-      const run = [id];
-      for (let next = outs.get(id)[0]; linear(next); next = outs.get(next)[0]) run.push(next);
-      if (run.length > 1) for (const member of run) groupOf.set(member, "chain:" + id);
-    }
-    return fold(graph, (id) => groupOf.get(id) || id, "chain");
-  }
-
-  // Last resort: nodes at the same depth (longest path from a root), in bands, are one node.
-  function foldLevels(graph, maxNodes) {
-    const { ins } = neighbours(graph);
-    const depth = new Map();
-    const depthOf = (start) => {
-      const stack = [start];
-      while (stack.length) {
-        const id = stack[stack.length - 1];
-        if (depth.has(id)) { stack.pop(); continue; }
-        const pending = ins.get(id).filter((parent) => !depth.has(parent));
-        if (pending.length) { stack.push(...pending); continue; }
-        depth.set(id, ins.get(id).reduce((deepest, parent) => Math.max(deepest, depth.get(parent) + 1), 0));
-        stack.pop();
-      }
-      return depth.get(start);
-    };
-    const deepest = Math.max(0, ...[...graph.nodes.keys()].map(depthOf));
-    const band = Math.max(1, Math.ceil((deepest + 1) / maxNodes));
-    return fold(graph, (id) => "level:" + Math.floor(depth.get(id) / band), "level");
-  }
-
-  function describe(node, model) {
-    const members = node.members.map((id) => model.tasks.get(id));
-    node.counts = countStates(members);
-    node.blocker = members.some((task) => model.blockers.has(task.id));
-    node.unreachable = members.every((task) => model.unreachable.has(task.id));
-    if (node.kind === "task") {
-      node.label = members[0].name;
-      node.state = members[0].state;
-    } else {
-      node.label = groupLabel(node, members);
-      node.state = dominantState(node.counts);
-    }
-  }
-
-  function groupLabel(node, members) {
-    const names = members.map((task) => task.name);
-    let prefix = names[0];
-    for (const name of names) while (!name.startsWith(prefix)) prefix = prefix.slice(0, -1);
-    prefix = prefix.replace(/[-_.:/ ]+$/, "");
-    const what = { siblings: "tasks", chain: "in a chain", level: "at this depth" }[node.kind];
-    return (prefix ? prefix + " " : "") + "×" + members.length.toLocaleString("en") + " " + what;
-  }
-
-  // The state an aggregate is colored by: what needs attention first.
-  function dominantState(counts) {
-    for (const state of ["failed", "exception", "running", "pending", "unscheduled"]) if (counts[state]) return state;
-    return "completed";
-  }
-
-  // A key that changes only when what is drawn changes shape (not when states change).
-  function structureKey(graph) {
-    return [...graph.nodes.keys()].sort().join(",") + "#" + graph.edges.map((edge) => edge.join(">")).sort().join(",");
-  }
-
   // ---- keeping the group's entries current from events ---------------------------------
   // `entries`: a Map of taskId -> listTaskGroup's entry ({task, status}). An event carries its
   // task's whole status (`payload.status`); events may come twice, or out of order when
@@ -234,6 +104,5 @@
     return merged;
   }
 
-  Object.assign(exports, { STATES, buildModel, displayGraph, structureKey, countStates, isNewer, applyEvent,
-                           reconcile });
+  Object.assign(exports, { STATES, buildModel, countStates, isNewer, applyEvent, reconcile });
 })(typeof module !== "undefined" ? module.exports : (window.GroupModel = {}));

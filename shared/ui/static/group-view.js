@@ -1,11 +1,10 @@
-// The task-group page: draws the group as its graph (laid out by dagre), keeps it current,
-// and shows a task's definition, runs, log and artifacts when it is clicked.
+// The task-group page: draws the group as its graph, folded to fit the window
+// (group-folding.js), keeps it current, and shows what is clicked (task-details.js).
 (function () {
   "use strict";
 
-  const QUEUE = "/api/queue/v1";
-  const MAX_NODES = 300;         // past this, what does not fit is folded (GroupModel.displayGraph)
-  const NODE_WIDTH = 170, NODE_HEIGHT = 40;
+  const { QUEUE, getJson } = TaskDetails;
+  const { nodeWidth: NODE_WIDTH, nodeHeight: NODE_HEIGHT } = GroupFolding.GEOMETRY;
   const groupId = decodeURIComponent(location.pathname.replace(/\/+$/, "").split("/").pop());
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
@@ -128,13 +127,6 @@
     return () => { stopped = true; };
   }
 
-  async function getJson(url, options = {}) {
-    const response = await fetch(url, { cache: "no-store", ...options });
-    const body = await response.json().catch(() => ({}));
-    if (!response.ok) throw Object.assign(new Error(body.message || response.statusText), { status: response.status, code: body.code });
-    return body;
-  }
-
   async function listTaskGroup(id) {
     const tasks = [];
     let token = null;
@@ -148,38 +140,39 @@
   }
 
   // ---- drawing ----------------------------------------------------------------------------
+  // What is drawn is folded to what fits the canvas at a readable size (GroupFolding.arrange).
+  // A snapshot of the same shape only restyles what is drawn: nothing moves; a new shape, or
+  // a resized window, arranges it anew.
   const view = { model: null, graph: null, key: null, transform: { x: 0, y: 0, k: 1 }, selected: null };
 
   function render(snapshot) {
     const model = GroupModel.buildModel(snapshot.tasks);
-    const graph = GroupModel.displayGraph(model, MAX_NODES);
-    const key = GroupModel.structureKey(graph);
     view.model = model;
-    if (key !== view.key) {       // a new shape: lay it out again
-      view.key = key;
-      view.graph = graph;
-      layOut(graph);
+    view.snapshot = snapshot;
+    const same = view.key && GroupFolding.displayGraph(model, view.limits, { grid: view.grid });
+    if (same && GroupFolding.structureKey(same) === view.key) {
+      for (const node of same.nodes.values()) Object.assign(node, { x: view.graph.nodes.get(node.id).x, y: view.graph.nodes.get(node.id).y });
+      Object.assign(same, { paths: view.graph.paths, size: view.graph.size });
+      view.graph = same;
+      restyle(same);
+    } else {
+      const box = $("graph").getBoundingClientRect();
+      const graph = GroupFolding.arrange(model, box, dagre);
+      Object.assign(view, { graph, key: GroupFolding.structureKey(graph), grid: !!graph.grid,
+                            limits: GroupFolding.limitsFor(box.width, box.height) });
       draw(graph);
       if (!view.fitted) { fit(); view.fitted = true; }
-    } else {                      // same shape: only states change, nothing moves
-      view.graph = graph;
-      restyle(graph);
     }
-    summarize(model, graph, snapshot);
+    summarize(model, view.graph, snapshot);
     document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
   }
 
-  function layOut(graph) {
-    const layout = new dagre.graphlib.Graph();
-    layout.setGraph({ rankdir: "LR", nodesep: 14, ranksep: 50, marginx: 20, marginy: 20 });
-    layout.setDefaultEdgeLabel(() => ({}));
-    for (const node of graph.nodes.values()) layout.setNode(node.id, { width: NODE_WIDTH, height: NODE_HEIGHT });
-    for (const [from, to] of graph.edges) layout.setEdge(from, to);
-    dagre.layout(layout);
-    for (const node of graph.nodes.values()) Object.assign(node, { x: layout.node(node.id).x, y: layout.node(node.id).y });
-    graph.paths = graph.edges.map(([from, to]) => ({ from, to, points: layout.edge(from, to).points }));
-    graph.size = { width: layout.graph().width, height: layout.graph().height };
-  }
+  // A resized window may hold more, or less: fold and fit again.
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => { if (view.snapshot) { view.key = null; view.fitted = false; render(view.snapshot); } }, 200);
+  });
 
   function element(name, attributes, parent) {
     const made = document.createElementNS(SVG, name);
@@ -194,7 +187,9 @@
     nodes.replaceChildren();
     for (const path of graph.paths) {
       const d = path.points.map((point, index) => `${index ? "L" : "M"}${point.x.toFixed(1)},${point.y.toFixed(1)}`).join(" ");
-      element("path", { class: "edge", d, "data-from": path.from, "data-to": path.to, "marker-end": "url(#arrow)" }, edges);
+      const flat = graph.grid && graph.nodes.get(path.from).column === graph.nodes.get(path.to).column;
+      element("path", { class: "edge", d, "data-from": path.from, "data-to": path.to, "marker-end": "url(#arrow)",
+                        ...(flat ? { "data-flat": "" } : {}) }, edges);
     }
     for (const node of graph.nodes.values()) {
       const g = element("g", { transform: `translate(${node.x - NODE_WIDTH / 2},${node.y - NODE_HEIGHT / 2})`, "data-id": node.id }, nodes);
@@ -226,7 +221,7 @@
         : GroupModel.STATES.filter((state) => node.counts[state]).map((state) => `${state[0].toUpperCase()}${node.counts[state]}`).join(" ");
       g.querySelector(".sub").textContent = sub;
       g.querySelector(".sub").setAttribute("class", node.blocker && node.kind === "task" ? "sub blocker-tag" : "sub");
-      g.querySelector("title").textContent = `${node.label}\n${total} task(s): ` +
+      g.querySelector("title").textContent = `${[node.label, node.detail].filter(Boolean).join(" · ")}\n${total} task(s): ` +
         GroupModel.STATES.filter((state) => node.counts[state]).map((state) => `${state} ${node.counts[state]}`).join(", ");
       if (node.kind !== "task") drawSegments(g.querySelector(".segments"), node);
     }
@@ -266,9 +261,13 @@
     const blocked = model.blockers.size ? ` · blocked by ${model.blockers.size} task(s), ${model.unreachable.size} cannot run` : "";
     $("status-line").textContent = `${total.toLocaleString("en")} tasks${blocked} · updated ${snapshot.at.toLocaleTimeString()}`;
     $("notice").textContent = graph.nodes.size < total
-      ? `${total.toLocaleString("en")} tasks drawn as ${graph.nodes.size} nodes: tasks alike are folded together; click one to list them`
+      ? `${total.toLocaleString("en")} tasks drawn as ${graph.nodes.size} nodes, to fit the window: ` +
+        (graph.grid ? "each column holds a band of depths, each node a part of one" : "tasks alike are folded together") +
+        "; click one to list its tasks"
       : "";
-    if (view.selected && graph.nodes.has(view.selected) && graph.nodes.get(view.selected).kind !== "task") showMembers(graph.nodes.get(view.selected));
+    if (view.selected && graph.nodes.has(view.selected) && graph.nodes.get(view.selected).kind !== "task") {
+      TaskDetails.showMembers($("details"), graph.nodes.get(view.selected), model);
+    }
   }
 
   // ---- pan and zoom -----------------------------------------------------------------------
@@ -280,7 +279,7 @@
   function fit() {
     const box = $("graph").getBoundingClientRect();
     const size = view.graph.size;
-    const k = Math.min(1.5, box.width / size.width, box.height / size.height) * 0.95;
+    const k = GroupFolding.fitScale(size, box.width, box.height);
     view.transform = { k, x: (box.width - size.width * k) / 2, y: (box.height - size.height * k) / 2 };
     applyTransform();
   }
@@ -318,91 +317,8 @@
     view.selected = id;
     restyle(view.graph);
     const node = view.graph.nodes.get(id);
-    if (node.kind === "task") showTask(id); else showMembers(node);
-  }
-
-  function section(title, content) {
-    const h3 = document.createElement("h3");
-    h3.textContent = title;
-    return [h3, content];
-  }
-
-  function pre(text) { const block = document.createElement("pre"); block.textContent = text; return block; }
-
-  function showMembers(node) {
-    const table = document.createElement("table");
-    table.innerHTML = "<tr><th>task</th><th>state</th></tr>";
-    const first = ["failed", "exception", "running", "pending", "unscheduled", "completed"];
-    const order = (id) => first.indexOf(view.model.tasks.get(id).state);
-    // What needs attention first: a folded node's failures are at the top of its list.
-    for (const id of [...node.members].sort((a, b) => order(a) - order(b)).slice(0, 500)) {
-      const task = view.model.tasks.get(id);
-      const row = table.insertRow();
-      row.className = "member";
-      row.insertCell().textContent = task.name;
-      row.insertCell().innerHTML = `<span class="dot" style="background:var(--${task.state})"></span>${task.state}`;
-      row.addEventListener("click", () => showTask(id));
-    }
-    const heading = document.createElement("h2");
-    heading.textContent = `${node.label}`;
-    const more = node.members.length > 500 ? [pre(`… and ${node.members.length - 500} more`)] : [];
-    $("details").replaceChildren(heading, ...section(`${node.members.length} tasks`, table), ...more);
-  }
-
-  async function showTask(taskId) {
-    const panel = $("details");
-    panel.replaceChildren(pre("loading…"));
-    try {
-      const [task, { status }] = await Promise.all([getJson(`${QUEUE}/task/${taskId}`), getJson(`${QUEUE}/task/${taskId}/status`)]);
-      const heading = document.createElement("h2");
-      heading.textContent = task.metadata.name;
-      const id = pre(`taskId ${taskId}\nstate  ${status.state}\nqueue  ${status.taskQueueId}`);
-      id.id = "task-summary";
-      const runs = pre(status.runs.map((run) => `run ${run.runId}: ${run.state} (${run.reasonCreated}` +
-        `${run.reasonResolved ? " → " + run.reasonResolved : ""})${run.workerId ? " on " + run.workerGroup + "/" + run.workerId : ""}`).join("\n") || "no runs yet");
-      const definition = pre(JSON.stringify(task, null, 2));
-      definition.id = "task-definition";
-      panel.replaceChildren(heading, id, ...section("runs", runs), ...section("definition", definition));
-      if (status.runs.length) await showRunFiles(panel, taskId, status.runs[status.runs.length - 1]);
-    } catch (error) {
-      panel.replaceChildren(pre(`cannot read task ${taskId}: ${error.code || ""} ${error.message}`));
-    }
-  }
-
-  async function showRunFiles(panel, taskId, run) {
-    const runId = run.runId;
-    const artifactsBlock = document.createElement("div");
-    const logBlock = pre("…");
-    panel.append(...section(`artifacts of run ${runId}`, artifactsBlock), ...section("log", logBlock));
-    try {
-      const { artifacts } = await getJson(`${QUEUE}/task/${taskId}/runs/${runId}/artifacts`);
-      for (const artifact of artifacts) {
-        const link = document.createElement("a");
-        link.href = `${QUEUE}/task/${taskId}/runs/${runId}/artifacts/${encodeURIComponent(artifact.name)}`;
-        link.textContent = `${artifact.name} (${artifact.storageType})`;
-        artifactsBlock.append(link, document.createElement("br"));
-      }
-      if (!artifacts.length) artifactsBlock.textContent = "none";
-    } catch (error) {
-      artifactsBlock.textContent = `none (${error.code || error.message})`;
-    }
-    const logUrl = `${QUEUE}/task/${taskId}/runs/${runId}/artifacts/${encodeURIComponent("public/logs/live.log")}`;
-    if (run.state === "running") {  // the live log streams until the run ends: link to it instead
-      const link = document.createElement("a");
-      link.href = logUrl;
-      link.target = "_blank";
-      link.textContent = "open the live log (it grows while the run goes on)";
-      logBlock.replaceChildren(link);
-      return;
-    }
-    try {
-      const response = await fetch(logUrl);
-      if (!response.ok) throw new Error(response.statusText);
-      const text = await response.text();
-      logBlock.textContent = text.split("\n").slice(-200).join("\n");
-    } catch (error) {
-      logBlock.textContent = `no log to show (${error.message})`;
-    }
+    if (node.kind === "task") TaskDetails.showTask($("details"), id);
+    else TaskDetails.showMembers($("details"), node, view.model);
   }
 
   // ---- start ------------------------------------------------------------------------------
@@ -418,10 +334,10 @@
   // An event about the task whose details are open: show them anew (new runs, artifacts).
   function refreshDetails(taskIds) {
     if (view.selected && taskIds.has(view.selected) && view.graph && view.graph.nodes.get(view.selected)
-        && view.graph.nodes.get(view.selected).kind === "task") showTask(view.selected);
+        && view.graph.nodes.get(view.selected).kind === "task") TaskDetails.showTask($("details"), view.selected);
   }
 
-  window.taskGroupView = { render, watchGroup, stats };
+  window.taskGroupView = { render, watchGroup, stats, scale: () => view.transform.k };
   $("group-id").textContent = groupId;
   document.title = `Task group ${groupId}`;
   enablePanAndZoom();

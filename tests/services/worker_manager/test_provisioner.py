@@ -14,10 +14,10 @@ import pytest
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.domain.workers import WorkerState
-from shared.services.worker_manager.providers.local import LocalProvider
-from shared.services.worker_manager.providers.registry import Providers
+from shared.providers.local import LocalProvider
+from shared.providers.registry import Providers
 from tests.conftest import build_services, eventually, make_task
-from tests.services.worker_manager.conftest import POOL_BODY, SLEEPER, environment_of
+from tests.providers.conftest import POOL_BODY, SLEEPER, environment_of
 
 POOL = "proj/aca"
 

@@ -16,7 +16,7 @@ from shared.services.worker_manager.wake_ups import WakeUps
 from shared.domain.ids import new_slugid
 from tests.conftest import eventually, make_task, memory_services, unique_prefix
 from tests.memory_storage import MemoryAccount
-from tests.services.worker_manager.conftest import POOL_BODY
+from tests.providers.conftest import POOL_BODY
 
 POOLS = {"proj/linux": "local", "proj/static": "static"}
 

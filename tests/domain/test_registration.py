@@ -12,7 +12,7 @@ from azure.core.exceptions import ResourceModifiedError
 from azure.data.tables import TableServiceClient, UpdateMode
 
 from shared.domain.timestamps import utcnow
-from shared.services.worker_manager.registration import (
+from shared.domain.registration import (
     SECRET_LENGTH, RegistrationRefused, RegistrationToken, issue_token, new_secret, redeem_token, secret_matches,
 )
 from tests.conftest import unique_prefix

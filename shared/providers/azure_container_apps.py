@@ -34,7 +34,7 @@ from azure.mgmt.appcontainers.models import (
 
 from shared.domain.worker_pools import WorkerPool
 
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     ENV_WORKER_ID, Provider, ProviderError, ProviderUnavailable, QuotaExceeded, StartedWorker, StartRefused,
     WorkerHealth, WorkerLaunch, WorkerRef,
 )

@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     ENV_REGISTRATION_TOKEN, ENV_WORKER_ID, ErrorClass, StartRefused, WorkerHealth, WorkerRef,
 )
-from shared.services.worker_manager.providers.local import LocalProvider, ProcessId
+from shared.providers.local import LocalProvider, ProcessId
 from tests.conftest import eventually
-from tests.services.worker_manager.conftest import SLEEPER, environment_of, make_launch, ref_of
+from tests.providers.conftest import SLEEPER, environment_of, make_launch, ref_of
 
 STUBBORN = [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                   "print('ignoring SIGTERM', flush=True)\nwhile True: time.sleep(1)"]

@@ -10,11 +10,11 @@ import pytest
 
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     ENV_REGISTRATION_TOKEN, ENV_WORKER_ID, ErrorClass, ProviderUnavailable, QuotaExceeded, StartRefused, WorkerHealth,
 )
 from tests.conftest import eventually
-from tests.services.worker_manager.conftest import POOL_BODY, environment_of, make_launch, ref_of
+from tests.providers.conftest import POOL_BODY, environment_of, make_launch, ref_of
 
 @pytest.fixture
 def pool():

@@ -29,13 +29,13 @@ from typing import Any, Mapping, Sequence
 
 from shared.domain.worker_pools import WorkerPool
 
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     ENV_WORKER_ID, Provider, QuotaExceeded, StartedWorker, StartRefused, WorkerHealth, WorkerLaunch, WorkerRef,
 )
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[2]   # the checkout: workers run `python -m taskq_worker` from it
 # Only these pass from the host's environment to a worker's (the host's holds its secrets).
 INHERITED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPATH", "VIRTUAL_ENV")
 # A fork refused for want of room on the machine is a quota, not a broken configuration.

@@ -40,8 +40,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from shared.services.worker_manager.providers.base import ENV_WORKER_ID
-from shared.services.worker_manager.providers.local import ProcessId, WorkerProcesses
+from shared.providers.base import ENV_WORKER_ID
+from shared.providers.local import ProcessId, WorkerProcesses
 
 JOB_PATH = re.compile(r"/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.App/jobs/([^/]+)(/.*)?$")
 

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 from shared.domain.worker_pools import WorkerPool
 from shared.domain.workers import WorkerState
 
-from shared.services.worker_manager.registration import RegistrationRefused, digest, secret_matches
-from shared.services.worker_manager.providers.base import Provider, StartedWorker, StartRefused, WorkerHealth, WorkerLaunch, WorkerRef
+from shared.domain.registration import RegistrationRefused, digest, secret_matches
+from shared.providers.base import Provider, StartedWorker, StartRefused, WorkerHealth, WorkerLaunch, WorkerRef
 
 SECRET_DIGEST = "staticSecretDigest"
 

@@ -6,10 +6,10 @@ import pytest
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
 from shared.domain.workers import WorkerState
-from shared.services.worker_manager.providers.base import ErrorClass, WorkerHealth, WorkerRef
-from shared.services.worker_manager.providers.static import StaticProvider
-from shared.services.worker_manager.registration import RegistrationRefused, new_secret
-from tests.services.worker_manager.conftest import POOL_BODY, make_launch
+from shared.providers.base import ErrorClass, WorkerHealth, WorkerRef
+from shared.providers.static import StaticProvider
+from shared.domain.registration import RegistrationRefused, new_secret
+from tests.providers.conftest import POOL_BODY, make_launch
 
 POOL = WorkerPool.create("proj/static", {**POOL_BODY, "providerId": "static", "config": {}}, utcnow())
 SECRET = new_secret()

@@ -18,10 +18,10 @@ from typing import Mapping, Sequence
 
 from shared.domain.errors import InputError, NotFound
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
-from shared.services.worker_manager.providers.base import (
+from shared.providers.base import (
     Provider, StartedWorker, StartRefused, WorkerHealth, WorkerLaunch, WorkerRef,
 )
-from shared.services.worker_manager.providers.static import StaticProvider
+from shared.providers.static import StaticProvider
 
 log = logging.getLogger("worker_manager.providers")
 
@@ -55,10 +55,10 @@ class Providers:
         providers: dict[str, Provider] = {"static": StaticProvider()}
         local = environ.get("WORKER_MANAGER_LOCAL_PROVIDER", "").strip().lower()
         if local == "true" or (local != "false" and "WEBSITE_INSTANCE_ID" not in environ):
-            from shared.services.worker_manager.providers.local import LocalProvider
+            from shared.providers.local import LocalProvider
             providers["local"] = LocalProvider(environment=worker_environment)
         if environ.get("WORKER_MANAGER_ACA_JOB_NAME"):
-            from shared.services.worker_manager.providers.azure_container_apps import ContainerAppsProvider
+            from shared.providers.azure_container_apps import ContainerAppsProvider
             providers["azure-container-apps"] = ContainerAppsProvider.from_settings(environ)
         log.info("worker manager providers: %s (workers reach the app at %s)", ", ".join(sorted(providers)), root_url)
         return cls(providers)
