@@ -21,8 +21,8 @@ beside the issue's targets (printed, not pass/fail):
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
-import threading
 import time
 import uuid
 from datetime import datetime
@@ -34,12 +34,12 @@ import taskcluster
 from devhost.azurite import Azurite
 from shared.domain.timestamps import parse_iso, utcnow
 from tests.conftest import ROOT_CREDENTIALS, make_task
-from tests.system.test_local_pool import pool_processes
+from tests.local_pools import Sampler, pool_processes
 
 from bench import local_host
 from bench import storage_baseline
 from bench.lifecycle import latency_text, run
-from bench.report import percentiles, progress
+from bench.report import RESULTS, percentiles, progress
 
 SETTINGS = {**local_host.SETTINGS, "CLAIM_WORK_WAIT_SECONDS": "20", "WORKER_MANAGER_PROVISIONER_SCHEDULE": "*/5 * * * * *"}
 TARGETS = {"empty_p95_s": 5.0, "burst_s": 10.0, "idle_extra_s": 15.0, "removal_s": 2.0}
@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                 return out
             finally:
                 bench.close()
+                RESULTS.mkdir(exist_ok=True)   # the host's log, to read what the figures do not say
+                shutil.copyfile(server.log_path, RESULTS / "worker_manager-host.log")
 
     return run("worker_manager", args, measure, lambda results: {}, _rows, _headline)
 
@@ -124,15 +126,12 @@ class Bench:
         sampler.start()
         progress(f"a burst of {tasks} tasks (1 s each) on a pool of maxCapacity {max_capacity}")
         started, started_at = time.perf_counter(), datetime.now().strftime("%H:%M:%S,%f")[:-3]
-        with ThreadPoolExecutor(8) as creators:
-            task_ids = list(creators.map(lambda _: self.task(pool_id, "sleep", "1"), range(tasks)))
-        created = time.perf_counter() - started
-        reached = None
-        while reached is None and time.perf_counter() - started < 120:
-            if self.wm.workerPool(pool_id)["runningCount"] >= max_capacity:
-                reached = time.perf_counter() - started
-            time.sleep(0.1)
-        progress(f"  {max_capacity} workers running {reached} s after the first createTask; waiting for the tasks")
+        with ThreadPoolExecutor(9) as pool:
+            running = pool.submit(self.reaching, pool_id, max_capacity, started)   # watched while tasks come
+            task_ids = list(pool.map(lambda _: self.task(pool_id, "sleep", "1"), range(tasks)))
+            created = time.perf_counter() - started
+            reached = running.result()
+        progress(f"  {max_capacity} workers running {reached:.2f} s after the first createTask; waiting for the tasks")
         while any(self.queue.status(t)["status"]["state"] != "completed" for t in task_ids[-max_capacity:]):
             time.sleep(0.5)
         done = [self.queue.status(t)["status"] for t in task_ids]
@@ -149,6 +148,14 @@ class Bench:
                           "workers": len({s["runs"][-1].get("workerId") for s in done}),
                           "seconds": round(finished - started, 1)},
                 "idle": {"idle_timeout_s": idle, "to_zero_s": round(to_zero, 2)}}
+
+    def reaching(self, pool_id: str, count: int, started: float, timeout: float = 120) -> float | None:
+        """Seconds from `started` until `count` of the pool's workers are running (registered)."""
+        while time.perf_counter() - started < timeout:
+            if self.wm.workerPool(pool_id)["runningCount"] >= count:
+                return time.perf_counter() - started
+            time.sleep(0.1)
+        return None
 
     def removals(self, rounds: int) -> dict:
         pool_id = self.pool("removal", 1, 30)
@@ -178,18 +185,6 @@ def passes(log_path: Path, pool_id: str) -> list[str]:
     marker = f"worker pool {pool_id}: "
     return [line.split(" INFO")[0].split(" ", 1)[1] + " " + line.split(marker, 1)[1]
             for line in log_path.read_text(errors="replace").splitlines() if marker in line and "starting" in line]
-
-
-class Sampler(threading.Thread):
-    """The number of the pool's worker processes, every 50 ms."""
-
-    def __init__(self, pool_id: str) -> None:
-        super().__init__(daemon=True)
-        self.pool_id, self.samples, self.stopping = pool_id, [0], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.wait(0.05):
-            self.samples.append(len(pool_processes(self.pool_id)))
 
 
 def _verdict(ok: bool) -> str:
