@@ -306,9 +306,9 @@ class Sweep:
 
 
 SWEEPS = (
-    Sweep("claim expiry sweep", "claim_expiry", "takenUntil"),
-    Sweep("deadline sweep", "deadlines", "deadline"),
-    Sweep("expiration sweep", "expiration", "task expires"),
+    Sweep("claim expiry sweep", "claim_resolver", "takenUntil"),
+    Sweep("deadline sweep", "deadline_resolver", "deadline"),
+    Sweep("expiration sweep", "task_expiry", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),
     # The same timer's last sweep: artifacts and objects (the tasks' only ones are any the
@@ -348,8 +348,8 @@ def count(connection: str, lifecycles: int, progress, claim_batch: int = CLAIM_B
         harness.labeller.background = steps[HOST_STEPS[2]]
         claims = warm_up + _lifecycles(harness, definition, lifecycles, claim_batch, steps)
         with harness.step(steps[HOST_STEPS[2]]):   # what the threads hold yet, before the sweeps look
-            harness.services.claims.claim_rows.flush_removals()
-            harness.services.publisher.upkeep()
+            harness.services.work_claimer.claim_table.flush_removals()
+            harness.services.event_publisher.upkeep()
         harness.labeller.background = None
         progress(f"  the time-driven sweeps, each run just past what it watches: "
                  f"{', '.join(sweep.step for sweep in sweeps)}")
