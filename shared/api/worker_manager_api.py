@@ -41,15 +41,6 @@ def _list_workers(call: Call) -> dict:
                                                                        call.query.get("state")))
 
 
-def _report_error(call: Call) -> dict:
-    body = call.body
-    pool = _wm(call).pools.load(_pool_id(call)).pool
-    extra = {**body["extra"], "workerGroup": body["workerGroup"], "workerId": body["workerId"]}
-    return _wm(call).errors.record(pool.worker_pool_id, pool.provider_id, body["kind"], body["title"],
-                                   body["description"], extra, utcnow(), body["workerGroup"],
-                                   body["workerId"]).to_json()
-
-
 ENDPOINTS = [
     *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in _SERVICE_CALLS),
     Endpoint("openapi", "GET", "/openapi.json",
@@ -75,7 +66,8 @@ ENDPOINTS = [
     Endpoint("listWorkerPools", "GET", "/worker-pools",
              lambda call: paged(call.query, _wm(call).pools.list),
              query=PAGED, output_schema="worker-manager/worker-pool-list"),
-    Endpoint("reportWorkerError", "POST", "/worker-pool-errors/<workerPoolId>", _report_error,
+    Endpoint("reportWorkerError", "POST", "/worker-pool-errors/<workerPoolId>",
+             lambda call: _wm(call).pools.report_error(_pool_id(call), call.body, utcnow()),
              input_schema="worker-manager/report-worker-error-request",
              output_schema="worker-manager/worker-pool-error"),
     Endpoint("listWorkerPoolErrors", "GET", "/worker-pool-errors/<workerPoolId>",

@@ -213,7 +213,7 @@ def _worker_manager(settings: Settings, account: StorageAccount, publisher: Even
     wake_ups = WakeUps(account.queue(settings.worker_manager_queue), pool_table.ids, providers.starts_workers, signal)
     states = WorkerStates(pool_workers, publisher)
     errors = PoolErrors(WorkerPoolErrorTable(account, marks), publisher)
-    pools = WorkerPools(pool_table, pool_workers, providers, publisher, wake_ups)
+    pools = WorkerPools(pool_table, pool_workers, providers, publisher, wake_ups, errors)
     removed = RemovedWorkers(states, providers, claim_table, queue_workers, wake_ups)
     care = WorkerCare(states, providers, removed, errors, pool_table, wake_ups,
                       lambda pool, group, worker: getattr(worker_table.load(pool, group, worker), "last_date_active",

@@ -105,7 +105,7 @@ class WorkerCredentials:
         pool_id, group, worker_id, secret = body["workerPoolId"], body["workerGroup"], body["workerId"], body["secret"]
         worker = self.states.load(pool_id, group, worker_id)
         new = new_secret()
-        pool = self.pools.pool_table.load(pool_id)
+        pool = self.pools.find(pool_id)
         expires = now + timedelta(seconds=self._lifecycle(pool.pool if pool else None).reregistration_timeout)
 
         def renewed(current: PoolWorkerRecord) -> PoolWorkerRecord:

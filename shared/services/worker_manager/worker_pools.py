@@ -1,5 +1,6 @@
 """Worker pools: createWorkerPool, updateWorkerPool, deleteWorkerPool, workerPool,
-listWorkerPools, workerPoolStats and listProviders, with Taskcluster's semantics.
+listWorkerPools, workerPoolStats, listProviders and reportWorkerError, with Taskcluster's
+semantics.
 
 A pool's config is checked against its provider's schema (400 naming the field). Updating
 a pool's providerId keeps the old one among its previous providers (its workers may still
@@ -20,6 +21,7 @@ from shared.domain.worker_manager_events import POOL_CREATED, POOL_UPDATED, pool
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import WorkerState
 from shared.services.event_publisher import EventPublisher
+from shared.services.worker_manager.pool_errors import PoolErrors
 from shared.providers.registry import Providers
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.storage.errors import AlreadyExists
@@ -32,18 +34,30 @@ LAUNCH_CONFIG = "default"   # our providers have one launch configuration each
 
 class WorkerPools:
     def __init__(self, pool_table: WorkerPoolTable, worker_table: PoolWorkerTable, providers: Providers,
-                 publisher: EventPublisher, wake_ups: WakeUps) -> None:
+                 publisher: EventPublisher, wake_ups: WakeUps, errors: PoolErrors) -> None:
         self.pool_table = pool_table
         self.worker_table = worker_table
         self.providers = providers
         self.publisher = publisher
         self.wake_ups = wake_ups
+        self.errors = errors
+
+    def find(self, worker_pool_id: str) -> WorkerPoolRecord | None:
+        return self.pool_table.load(worker_pool_id)
 
     def load(self, worker_pool_id: str) -> WorkerPoolRecord:
-        record = self.pool_table.load(worker_pool_id)
+        record = self.find(worker_pool_id)
         if record is None:
             raise NotFound(f"Worker pool {worker_pool_id} does not exist")
         return record
+
+    def report_error(self, worker_pool_id: str, body: dict, now: datetime) -> dict:
+        """reportWorkerError: recorded with the pool's errors, the worker named in `extra`."""
+        pool = self.load(worker_pool_id).pool
+        group, worker_id = body["workerGroup"], body["workerId"]
+        return self.errors.record(pool.worker_pool_id, pool.provider_id, body["kind"], body["title"],
+                                  body["description"], {**body["extra"], "workerGroup": group, "workerId": worker_id},
+                                  now, group, worker_id).to_json()
 
     def create(self, worker_pool_id: str, body: dict, now: datetime) -> dict:
         self._check_config(body)
