@@ -15,8 +15,9 @@ SCRIPTS := $(VENV)/bin/taskq
 
 .PHONY: run services test bench clean worker ui scripts
 
+# make run THROTTLE=100: storage throttled as Azure throttles, its targets divided by 100 (docs/throttling.md)
 run: $(VENV)/.installed $(AZURITE) $(UI_ASSET) local.settings.json $(SCRIPTS)
-	$(PY) -m devhost --port $(PORT)
+	$(PY) -m devhost --port $(PORT) $(if $(THROTTLE),--throttle $(THROTTLE))
 
 # Azurite and RabbitMQ alone, for an app served by Core Tools (`func start`): docs/functions-core-tools.md
 services: $(VENV)/.installed $(AZURITE)

@@ -1,7 +1,7 @@
 """A task graph of N tasks, created in one request (more than 10,000: a PUT and then
 extensions of 10,000 each) and run to completion, beside the storage it is made of.
 
-    python -m bench.graph [--tasks N] [--workers W]
+    python -m bench.graph [--tasks N] [--workers W] [--throttle SCALE]
 
 The graph (default N = 10,000) has three parts, each testing something else:
 - fan-out: one root task required by about 95% of the tasks (one resolution that
@@ -46,6 +46,7 @@ from bench import graphs
 from bench import http_lifecycles
 from bench import local_host
 from bench import storage_baseline
+from bench import throttled
 from bench.graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
                      host, host_rows, inspected_labels, part_figures, parts, put_graph, requests_of, shape,
                      signed_session)
@@ -61,10 +62,15 @@ STATUS_FAILURES = 5       # consecutive failed status polls before the run fails
 
 # -- 2. over HTTP -------------------------------------------------------------------------
 
-def measure_http(azurite: Azurite, n: int, workers: int, bound: float, log_dir: Path) -> dict:
+def measure_http(azurite: Azurite, n: int, workers: int, bound: float, log_dir: Path,
+                 throttle: float | None = None) -> dict:
     out: dict = {}
-    with host(azurite, log_dir, "graph", out) as server:
+    with throttled.storage(azurite, throttle) as (_, proxy), host(azurite, log_dir, "graph", out, proxy) as server:
+        if proxy:
+            proxy.reset()   # the run's figures, not the host's start and warm-up
         out.update(_measure_http(server, n, workers, bound))
+        if proxy:
+            out["throttling"] = throttled.figures(proxy)
     return out
 
 
@@ -331,6 +337,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                                                "counted in-process (default 500)")
     storage_baseline.add_arguments(parser)
     parser.add_argument("--skip-http", action="store_true", help="leave out the HTTP run (no local host needed)")
+    throttled.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -341,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     def measure(azurite: Azurite, scratch: Path) -> dict:
         out = {}
         if not args.skip_http:
-            out["http"] = measure_http(azurite, args.tasks, args.workers, bound, scratch)
+            out["http"] = measure_http(azurite, args.tasks, args.workers, bound, scratch, args.throttle)
         out["operations"] = count_operations(azurite.connection_string, args.count)
         return out
 
@@ -385,7 +392,7 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
              f"fan-in, chain of {http['chain']}), {http['edges']} edges, {http['workers']} workers "
              f"(<= {http['claim_batch']} tasks per claimWork)")
     if "failed" in http:
-        return [(title, ""), ("FAILED", http["failed"]), *host_rows(http)]
+        return [(title, ""), ("FAILED", http["failed"]), *host_rows(http), *throttled.rows(http.get("throttling"))]
     seconds, rates, part = http["seconds"], http["rates"], http["parts"]
     drained = seconds["events_drained_after_last_completion"]
     chain = part["chain"]
@@ -417,6 +424,7 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
         ("host's events drained", f"{drained} s after the last completion" if drained is not None
          else f"NOT drained; left: {http['events_left_undrained']}"),
         *host_rows(http),
+        *throttled.rows(http.get("throttling")),
     ]
 
 

@@ -125,15 +125,18 @@ def graph_request(requires: dict[str, list[str]], task_queue_id: str, graph_id: 
 # -- over HTTP ------------------------------------------------------------------------------
 
 @contextmanager
-def host(azurite: Azurite, log_dir: Path, name: str, out: dict):
-    """The local host for a graph run; afterwards `out` gets the host's errors from its log
-    and the peak memory of every process of the run, and the log is kept in bench/results/
-    when anything went wrong."""
-    with local_host.running(azurite, log_dir, progress, SETTINGS) as server:
+def host(azurite: Azurite, log_dir: Path, name: str, out: dict, throttled=None):
+    """The local host for a graph run (its storage through `throttled`, the throttling
+    proxy, if given); afterwards `out` gets the host's errors from its log and the peak
+    memory of every process of the run, and the log is kept in bench/results/ when anything
+    went wrong."""
+    with local_host.running(throttled or azurite, log_dir, progress, SETTINGS) as server:
         yield server
-        out["peak_memory_mib"] = peaks({"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
-                                        "RabbitMQ": group_pids(shared_broker().process.pid),
-                                        "benchmark (clients)": [os.getpid()]})
+        processes = {"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
+                     "RabbitMQ": group_pids(shared_broker().process.pid), "benchmark (clients)": [os.getpid()]}
+        if throttled:
+            processes["throttling proxy"] = [throttled.process.pid]
+        out["peak_memory_mib"] = peaks(processes)
         progress(f"peak resident memory: {peaks_text(out['peak_memory_mib'])}")
     out["host_errors"] = host_errors(server.log_path)
     if out["host_errors"]["http_5xx"] or "failed" in out:

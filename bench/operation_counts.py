@@ -306,9 +306,9 @@ class Sweep:
 
 
 SWEEPS = (
-    Sweep("claim expiry sweep", "claim_resolver", "takenUntil"),
-    Sweep("deadline sweep", "deadline_resolver", "deadline"),
-    Sweep("expiration sweep", "task_expiry", "task expires"),
+    Sweep("claim resolver", "claim_resolver", "takenUntil"),
+    Sweep("deadline resolver", "deadline_resolver", "deadline"),
+    Sweep("task expiry sweep", "task_expiry", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),
     # The same timer's last sweep: artifacts and objects (the tasks' only ones are any the

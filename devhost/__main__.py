@@ -19,6 +19,7 @@ from devhost.azurite import Azurite
 from devhost.settings import MissingSetting, load_settings
 
 DEVELOPMENT_STORAGE = "UseDevelopmentStorage=true"
+THROTTLE_SETTING = "STORAGE_THROTTLE"
 
 
 def _arguments() -> argparse.Namespace:
@@ -35,6 +36,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--broker-data", default=".rabbitmq", type=Path)
     parser.add_argument("--services-only", action="store_true",
                         help="start Azurite and RabbitMQ but not the app: for `func start` (docs/functions-core-tools.md)")
+    parser.add_argument("--throttle", type=float, default=float(os.environ.get(THROTTLE_SETTING) or 0) or None,
+                        metavar="SCALE", help="put Azure's throttling, its targets divided by SCALE, between the app "
+                                              f"and Azurite (docs/throttling.md; default: {THROTTLE_SETTING})")
     return parser.parse_args()
 
 
@@ -67,9 +71,13 @@ def main() -> int:
                   "AzureWebJobsStorage to the connection string of the storage to use.", file=sys.stderr)
             return 1
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
-    broker = None
+    broker = throttled = None
     root = root_client.ensure(load_settings(args.app_dir), args.app_dir / args.azurite_data)
     try:
+        if args.throttle:
+            throttled = _start_throttling(load_settings(args.app_dir).get("AzureWebJobsStorage", ""), args.throttle)
+            if throttled is None:
+                return 1
         if args.broker == "auto" and event_broker.wants_local_broker(load_settings(args.app_dir)):
             broker = _start_broker(args.app_dir / args.broker_data)
             if broker is None:
@@ -95,6 +103,8 @@ def main() -> int:
         print("==> stopping", flush=True)
         host.stop()
     finally:
+        if throttled:
+            throttled.stop()
         if broker:
             broker.stop()
         if azurite:
@@ -145,6 +155,24 @@ def _start_broker(location: Path):
         return None
     os.environ["EVENTS_AMQP_URL"] = broker.url
     return broker
+
+
+def _start_throttling(storage: str, scale: float):
+    """The throttling proxy in front of the Azurite the app uses (AzureWebJobsStorage set to
+    go through it), or None if it cannot start."""
+    from devhost.throttling.process import ThrottledStorage
+    from devhost.throttling.targets import rates
+    from shared.storage.client.account import resolve_connection
+    try:
+        throttled = ThrottledStorage(resolve_connection(storage), scale).start()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    os.environ["AzureWebJobsStorage"] = throttled.connection_string
+    targets = ", ".join(f"{name} {value:g}" for name, value in rates(scale).items())
+    print(f"==> storage throttled as Azure's targets / {scale:g} ({targets}); counts: "
+          f"http://127.0.0.1:{throttled.ports['table']}/_throttling/counts", flush=True)
+    return throttled
 
 
 def _exit(code: int) -> None:

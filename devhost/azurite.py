@@ -12,9 +12,11 @@ import tempfile
 from pathlib import Path
 
 from devhost.processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
+from devhost.tls import self_signed_certificate
 
 REPO = Path(__file__).resolve().parent.parent
 VERSION = "3.35.0"
+ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 KEEP_ALIVE_SECONDS = 300   # how long Azurite keeps an idle connection open (its default: 5)
 # Azurite writes a line per request to its log unless silent: measured here, formatting and
@@ -40,20 +42,28 @@ class Azurite:
     """One Azurite: blob, queue and table services on 127.0.0.1."""
 
     def __init__(self, location: Path | None = None, blob_port: int = 0, queue_port: int = 0,
-                 table_port: int = 0) -> None:
+                 table_port: int = 0, oauth: bool = False) -> None:
+        """`oauth`: Azurite checks bearer tokens too (`--oauth basic`), which it does over
+        HTTPS only: it serves with a self-signed certificate made at start (`certificate`,
+        what clients must trust); `azurite_tokens.AzuriteCredential` makes tokens it takes."""
         self.location = Path(location) if location else None
         self.ports = {"blob": blob_port or free_port(), "queue": queue_port or free_port(),
                       "table": table_port or free_port()}
+        self.oauth = oauth
+        self.certificate: Path | None = None
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
+        self._scratch: tempfile.TemporaryDirectory | None = None
+
+    def endpoint(self, service: str) -> str:
+        """The URL of a service's account ("blob", "queue", "table"), as SDK clients take it."""
+        return f"{'https' if self.oauth else 'http'}://127.0.0.1:{self.ports[service]}/{ACCOUNT}"
 
     @property
     def connection_string(self) -> str:
-        base = "http://127.0.0.1:{}/devstoreaccount1"
-        return (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={ACCOUNT_KEY};"
-                f"BlobEndpoint={base.format(self.ports['blob'])};"
-                f"QueueEndpoint={base.format(self.ports['queue'])};"
-                f"TableEndpoint={base.format(self.ports['table'])};")
+        return (f"DefaultEndpointsProtocol={'https' if self.oauth else 'http'};AccountName={ACCOUNT};"
+                f"AccountKey={ACCOUNT_KEY};BlobEndpoint={self.endpoint('blob')};"
+                f"QueueEndpoint={self.endpoint('queue')};TableEndpoint={self.endpoint('table')};")
 
     def start(self, timeout: float = 30) -> Azurite:
         taken = [name for name, port in self.ports.items() if port_open(port)]
@@ -71,6 +81,10 @@ class Azurite:
             command += [f"--{service}KeepAliveTimeout", str(KEEP_ALIVE_SECONDS)]
         if os.environ.get(ACCESS_LOG_SETTING) != "1":
             command += ["--silent"]
+        if self.oauth:
+            self._scratch = tempfile.TemporaryDirectory(prefix="azurite-tls-")
+            self.certificate, key = self_signed_certificate(Path(self._scratch.name))
+            command += ["--oauth", "basic", "--cert", str(self.certificate), "--key", str(key)]
         if self.location:
             self.location.mkdir(parents=True, exist_ok=True)
             command += ["--location", str(self.location)]
@@ -97,6 +111,9 @@ class Azurite:
         if not self.location and self.log_path:   # an in-memory Azurite's log is a temporary file
             self.log_path.unlink(missing_ok=True)
             self.log_path = None
+        if self._scratch:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> Azurite:
         return self.start()

@@ -12,9 +12,11 @@ import json
 import os
 import secrets
 import subprocess
+import threading
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from contextlib import contextmanager
@@ -25,8 +27,11 @@ import requests
 import taskcluster
 
 from devhost.azurite import Azurite
+from devhost.azurite_tokens import AzuriteCredential
 from devhost.processes import free_port
 from devhost.rabbitmq import RabbitMQ
+from devhost.throttling.proxy import ThrottlingProxy
+from devhost.throttling.targets import Throttle
 from shared.config import Settings
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
@@ -50,15 +55,37 @@ def as_members(task_ids, deadline: str = "2030-01-01T00:00:00.000Z", expires: st
     return {task_id: {"deadline": deadline, "expires": expires, "dependencies": []} for task_id in task_ids}
 
 
+def meanwhile(action):
+    """What `action` answers, run as another process would run it at this moment: in a thread
+    of its own. A test's hook may run in one of the process's pools (`runtime/thread_pools`),
+    whose threads may not wait on the pools that `action` uses."""
+    outcome: list = []
+
+    def act() -> None:
+        try:
+            outcome.append((True, action()))
+        except BaseException as error:   # raised again in the test's thread
+            outcome.append((False, error))
+    thread = threading.Thread(target=act, name="meanwhile")
+    thread.start()
+    thread.join()
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return value
+
+
 def eventually(probe, timeout: float = 10, interval: float = 0.05, message: str = "condition"):
-    """Call `probe` until it returns something truthy and return that; fail after `timeout` s.
-    Tests poll with a bound instead of sleeping a fixed time."""
+    """Call `probe` until it returns something truthy and return that; fail after `timeout` s
+    (saying `message`, or what `message()` says then). Tests poll with a bound instead of
+    sleeping a fixed time."""
     give_up = time.monotonic() + timeout
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > give_up:
+            message = message() if callable(message) else message
             raise AssertionError(f"{message} not reached within {timeout} s (last value: {value!r})")
         time.sleep(interval)
 
@@ -81,6 +108,20 @@ def azurite(tmp_path_factory):
     instance.stop()
 
 
+@pytest.fixture(scope="session")
+def oauth_azurite():
+    """An Azurite that checks bearer tokens (`--oauth basic`, over HTTPS with a certificate
+    made at its start: `oauth_azurite.certificate`, which clients pass as `connection_verify`)."""
+    with Azurite(oauth=True) as instance:
+        yield instance
+
+
+@pytest.fixture
+def storage_credential() -> AzuriteCredential:
+    """What stands for the app's managed identity: tokens `oauth_azurite` takes."""
+    return AzuriteCredential()
+
+
 @pytest.fixture
 def own_azurite():
     """An empty Azurite of the test's own, for tests of hundreds of tasks. Azurite's cost per
@@ -97,6 +138,22 @@ def own_server(own_azurite, tmp_path):
     instance = start_server(own_azurite, tmp_path)
     yield instance
     instance.stop()
+
+
+@pytest.fixture
+def throttling(azurite):
+    """`throttling(scale, timeouts=0.0)`: Azure's throttling (`devhost.throttling`, in this
+    process) in front of the session's Azurite; `proxy.connection_string(azurite.connection_string)`
+    goes through it, and `proxy.throttle` counts (and can be armed)."""
+    proxies = []
+
+    def start(scale: float, timeouts: float = 0.0) -> ThrottlingProxy:
+        proxy = ThrottlingProxy(azurite.ports, Throttle(scale, timeouts, seed=0)).start()
+        proxies.append(proxy)
+        return proxy
+    yield start
+    for proxy in proxies:
+        proxy.stop()
 
 
 _broker: RabbitMQ | None = None
@@ -173,15 +230,28 @@ class PortTaken(RuntimeError):
     pass
 
 
+def storage_names(prefix: str) -> dict[str, str]:
+    """The settings that name a deployment's tables, queues and container: hosts given the
+    same are instances of one Function App on one storage account."""
+    return {"QUEUE_TABLE_PREFIX": prefix, "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
+            "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs",
+            "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts"}
+
+
+def start_instances(azurite: Azurite, log_dir: Path, count: int, **settings: str) -> list[Server]:
+    """`count` hosts on `azurite` sharing its tables and queues (one Function App scaled out
+    to `count` instances), started at once."""
+    shared = {**storage_names(unique_prefix()), **settings}
+    shared_broker()   # started from this thread: it dies with the thread that started it (die_with_parent)
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(lambda _: start_server(azurite, log_dir, **shared), range(count)))
+
+
 def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tree: Path = ROOT) -> Server:
-    prefix = unique_prefix()
     env = {
         **os.environ,
         "AzureWebJobsStorage": azurite.connection_string,
-        "QUEUE_TABLE_PREFIX": prefix,
-        "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
-        "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs",
-        "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs",
+        **storage_names(unique_prefix()),
         "QUEUE_REPAIR_DELAY_SECONDS": "2",
         "QUEUE_REPAIR_SCHEDULE": "*/1 * * * * *",
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
@@ -191,7 +261,6 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "WORKER_MANAGER_PROVISIONER_SCHEDULE": "*/2 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
-        "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts",
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "STATIC_CLIENTS": json.dumps([{**ROOT_CREDENTIALS, "scopes": ["*"]}]),
         **settings,

@@ -20,6 +20,7 @@ FORBIDDEN = {
     "shared.api": ("shared.storage", "shared.functions", "azure"),
     "shared.providers": ("shared.storage", "shared.services", "shared.api", "shared.functions"),
     "shared.events": ("shared.storage", "shared.services", "shared.api", "shared.functions"),
+    "shared.auth": ("shared.storage", "shared.services", "shared.api", "shared.functions", "shared.events"),
 }
 
 

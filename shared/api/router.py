@@ -31,7 +31,7 @@ PARAM_PATTERNS = {
     # Printable ASCII, as Taskcluster's object names; artifact names are held to 1,024 by
     # their own rules, object names (`t/<taskId>/<runId>/<artifact name>`) may be longer.
     "name": r"^[\x20-\x7e]{1,2048}$",
-    # A feed of the browser view: 16 random bytes, URL-safe base64 (services/group_feeds.py).
+    # A feed of the browser view: 16 random bytes, URL-safe base64 (services/task_groups/group_feeds.py).
     "feedId": r"^[A-Za-z0-9_-]{22}$",
 }
 # Final segments that take every segment left: an artifact's or object's name, and a worker

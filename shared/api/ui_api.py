@@ -2,7 +2,7 @@
 
 Everything about a group's tasks comes from the Queue API itself (listTaskGroup, task,
 status, artifacts); here are only what Taskcluster has no call for: the list of recent
-groups, and the feeds that carry a group's events to the page (`services/group_feeds.py`:
+groups, and the feeds that carry a group's events to the page (`services/task_groups/group_feeds.py`:
 a long poll, since a Functions HTTP answer is one body).
 """
 

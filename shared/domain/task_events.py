@@ -44,7 +44,7 @@ class Event:
     at: str                    # when the change was recorded (ISO 8601)
     routes: tuple[str, ...] = ()   # the task's routes: copies go to `route.<r>`
     # Which process wrote the event into an outbox, and its number there (see
-    # `storage.publication_marks`); not part of what is published. Empty: not written yet.
+    # `storage/outbox/publication_marks`); not part of what is published. Empty: not written yet.
     writer: str = ""
     seq: int = 0
 

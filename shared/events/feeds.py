@@ -1,7 +1,7 @@
 """The port a reader of events implements: a feed, a named subscription that keeps the events
 of its bindings between reads, and goes away by itself once nobody reads it.
 
-It is what lets a browser follow the bus through HTTP (see `services/group_feeds.py`): a
+It is what lets a browser follow the bus through HTTP (see `services/task_groups/group_feeds.py`): a
 feed outlives each request, so a reader polling it misses nothing between two polls, and
 costs nothing once the page is closed. Adapters: `amqp_feed.py` (a queue with `x-expires`),
 `service_bus_feed.py` (a queue fed by a subscription on each topic, deleted when idle).

@@ -1,4 +1,4 @@
-"""Queue trigger: create the tasks of one part of a new task graph (see services.graph_parts)."""
+"""Queue trigger: create the tasks of one part of a new task graph (see services/scheduler/graph_parts)."""
 
 import json
 

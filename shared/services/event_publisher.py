@@ -4,7 +4,7 @@ process that wrote them, and again by whoever finds them left over.
 The events of a change are written in the changed row's outbox (see `storage.outbox`), so
 none is lost when a process dies; this module gets them out:
 - after a write, the writer publishes the events it wrote (and those it took over from a
-  writer that did not publish them: see `storage.publication_marks`), and notes them out
+  writer that did not publish them: see `storage/outbox/publication_marks`), and notes them out
   in its mark, which it stores every half second, instead of writing the row again;
 - a publish the bus refused is retried by this process every few seconds, from the row,
   for as long as the process lives; so is the row of a write whose outcome was unknown;
@@ -12,7 +12,7 @@ none is lost when a process dies; this module gets them out:
   brings a change back after a crash reads that row anyway: the next change of the task
   (a claim, a reclaim, a resolution, a sweep), a retried createTask, the repair of an
   unclaimed resolution, the claim row of a claimed one (which is removed only once the
-  task's events are out: see `resolution_handler`), the next member resolution or seal of
+  task's events are out: see `dependency_resolver`), the next member resolution or seal of
   a group. Each publishes what it finds that is not known to be out and older than GRACE,
   and clears it from the row.
 An event may so be published twice (a writer slower than GRACE, a retry); its id is stable,

@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import re
+
 import pytest
 import requests
+import taskcluster
 from azure.storage.queue import QueueClient
 
 from devhost.processes import port_open
-from tests.conftest import free_port, launch_host, start_server, unique_prefix
+from tests.conftest import free_port, launch_host, make_task, start_server, unique_prefix
 
 from tests.devhost.conftest import alive, eventually
 
@@ -60,6 +63,26 @@ def test_with_the_test_azurite_answers_ping_and_stops_on_sigint(azurite, tmp_pat
         log = server.log_path.read_text()
         assert "Queue API listening on" in log and "==> stopping" in log
         assert "starting Azurite" not in log
+    finally:
+        server.stop(sig_kill=True)
+
+
+def test_storage_throttled_when_asked_and_the_proxy_stops_with_the_host(azurite, tmp_path):
+    server = start_server(azurite, tmp_path, STORAGE_THROTTLE="10")
+    try:
+        queue = server.client()
+        task_queue_id = f"prov-{unique_prefix()}/throttled"
+        task_id = taskcluster.slugId()
+        queue.createTask(task_id, make_task(task_queue_id))
+        assert queue.status(task_id)["status"]["state"] == "pending"
+        log = server.log_path.read_text()
+        assert "==> storage throttled as Azure's targets / 10 (partition_entities_per_s 200," in log
+        counts_url = re.search(r"counts: (http://\S+)", log).group(1)
+        counts = requests.get(counts_url, timeout=10).json()
+        assert counts["scale"] == 10 and counts["account"]["requests"] > 0
+        proxy_port = int(counts_url.split(":")[2].split("/")[0])
+        assert interrupt(server.process) == 0
+        eventually(lambda: not port_open(proxy_port), timeout=15, message="the proxy stopped with the host")
     finally:
         server.stop(sig_kill=True)
 

@@ -56,6 +56,6 @@ def test_the_app_indexes_with_only_its_local_settings_and_every_binding_resolves
             assert not missing, f"{name}: {binding['type']} names {missing}, which local.settings.json lacks"
             if binding["type"] == "httpTrigger":
                 routes.append(binding["route"])
-            if binding["type"] in ("queueTrigger", "timerTrigger"):
+            if binding["type"] in ("queueTrigger", "timerTrigger") and not binding.get("runOnStartup"):
                 assert named, f"{name}: its {binding['type']} should take its queue or schedule from a setting"
     assert len(routes) == len(set(routes)), routes

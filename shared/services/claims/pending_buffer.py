@@ -1,6 +1,6 @@
 """The pending hints this process read from a task queue and has not handed out yet.
 
-claimWork finds runs through their hints (see `claims`), and reading a queue's first hints
+claimWork finds runs through their hints (see `work_claimer`), and reading a queue's first hints
 is a query: one that Azurite answers by scanning the whole PendingTasks table, every hint of
 every queue (90,000 while a large fan-out waits), so each claimWork cost more the larger the
 backlog. A process now reads READ hints at once and hands them to its claimWork calls, each

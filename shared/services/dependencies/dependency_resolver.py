@@ -14,7 +14,7 @@ carrying the `Resolution`, for the queue-triggered handler, which scales out; so
 whose handling failed here. (Announced, a fan-out waited for the trigger's next poll: up to
 `maxPollingInterval`, 2 s, before its first dependent was pending.) A process that dies
 first leaves the claimed run's row or the repair intent, which bring the resolution back
-(see `resolution_events`); repairs read it from the task row.
+(see `resolution_messages`); repairs read it from the task row.
 
 Events arrive at least once and may be handled twice, concurrently or after a crash
 midway: every step is idempotent (a deleted requirement stays deleted, scheduling and

@@ -93,7 +93,7 @@ class DependencyTracker:
         _check_dependencies(definitions, records)
         return records
 
-    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], events,
+    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], messages,
                       unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
@@ -125,7 +125,7 @@ class DependencyTracker:
             registration.ready[task_id] = not waiting
             if not unresolved and any(required not in definitions for required in waiting):
                 # The intent stands for the re-check if this process dies before it.
-                registration.recheck[task_id] = events.intend_readiness_check(task_id)
+                registration.recheck[task_id] = messages.intend_readiness_check(task_id)
         listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), on_row in zip(outside, listed) if not on_row]

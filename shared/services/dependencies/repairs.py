@@ -1,7 +1,7 @@
 """The repair sweep (seed 003, "what could go wrong"): finish work a crashed process left.
 
 It reads only what is due: the delayed intents written before each risky step (see
-`resolution_events`). For each one it checks the invariant and repairs what is broken:
+`resolution_messages`). For each one it checks the invariant and repairs what is broken:
 - a resolution whose event was never processed: process it now;
 - an unscheduled task whose dependencies are all satisfied: schedule it;
 - a new graph whose parts made no progress: send them again.

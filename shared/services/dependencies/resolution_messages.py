@@ -1,7 +1,7 @@
-"""'Task resolved' events, and what makes sure no resolution is ever lost.
+"""'Task resolved' messages on storage queues, and what makes sure no resolution is ever lost.
 
 The process that resolves a task handles the resolution itself right after the write
-(`resolution_handler.follow_up`); a long fan-out, or a handling that failed, is announced
+(`dependency_resolver.follow_up`); a long fan-out, or a handling that failed, is announced
 instead: a message on the `task-resolved` queue carrying everything the handler needs (a
 `Resolution`), so handling it reads nothing back. What finishes the work if the process
 dies between the write and the follow-up depends on how the task resolved:
@@ -10,7 +10,7 @@ dies between the write and the follow-up depends on how the task resolved:
   resolution, and the claim expiry sweep announces it again once the row is due;
 - otherwise (a cancel or a deadline before any claim): a *delayed* intent on the `repairs`
   queue, sent before the write, which the repair sweep checks against the task row.
-Handling a resolution twice changes nothing (see `resolution_handler`).
+Handling a resolution twice changes nothing (see `dependency_resolver`).
 """
 
 from __future__ import annotations

@@ -6,14 +6,13 @@ announce, in the group row's outbox, and published right after it (see `event_pu
 
 from __future__ import annotations
 
-import base64
 from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
 from shared.runtime.thread_pools import GROUP_CANCELS, TASK_READS
 from shared.domain import task_events
-from shared.domain.errors import Conflict, InvalidInput, NotFound
+from shared.domain.errors import Conflict, NotFound
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.storage.patterns.buckets import WIDE

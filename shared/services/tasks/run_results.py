@@ -13,7 +13,7 @@ by convention `public/logs/live.log`, is named apart. Once written it stays as i
 
 It is one blob at the run's artifact name, `t/<taskId>/<runId>/public/results.json`, and
 nothing else: no row, no expiry index item. Its artifact is made up when it is read (see
-`artifacts`) and it goes when its task expires (see `expiration`). Two first readers at
+`artifacts`) and it goes when its task expires (see `sweeps/task_expiry`). Two first readers at
 once both write it, each from stored state; a PUT over the same blob replaces it.
 """
 

@@ -9,8 +9,8 @@ Crash safety comes from the order of writes:
   removes one left behind), except when the run resolved the task: then the resolution
   handler removes it, once it is done;
 - a change that resolves the task is followed up after the row write (see
-  `resolution_handler`); one that resolves an unclaimed run sends a delayed repair intent
-  before it (see `resolution_events`), so no resolution is lost;
+  `dependency_resolver`); one that resolves an unclaimed run sends a delayed repair intent
+  before it (see `resolution_messages`), so no resolution is lost;
 - the events of the change are written with it, in the row's outbox, and published right
   after it (see `event_publisher`), before anything that follows from the change.
 Losing the conditional write means someone else changed the task first: read again.

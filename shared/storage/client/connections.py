@@ -18,6 +18,8 @@ went out a `ServiceResponseError` (the request may have landed).
 
 from __future__ import annotations
 
+import itertools
+import random
 import socket
 import ssl
 import threading
@@ -37,8 +39,11 @@ CONNECT_SECONDS = 20.0
 READ_SECONDS = 120.0    # a query page or a 100-row transaction; Azure's own limit per operation is 30 s
 IDLE_SECONDS = 4.0      # under Node's keep-alive of 5 s; Azure's front end keeps them for minutes
 MAX_LINE = 65536        # a status or header line longer than this is no storage answer
-ATTEMPTS = 5            # of a request storage answered busy or whose answer was lost
-BUSY = {408, 429, 500, 502, 503, 504}   # storage did not finish (or start) the request: try again
+ATTEMPTS = 5            # of a request whose answer was lost, or that could not be sent
+BUSY_SECONDS = 60.0     # of backing off from a storage that keeps answering busy (Azure's throttling)
+BACKOFF_CAP = 1.0       # seconds between two attempts at most: one waiting long keeps its chances
+REFUSED = {408, 429, 503}               # storage refused the request before carrying it out
+BUSY = {500, 502, 504} | REFUSED        # storage did not finish (or start) the request: try again
 
 
 class Headers(dict):
@@ -154,28 +159,41 @@ class Connections:
 
 def send_repeating(connections: Connections, method: str, target: str, body: bytes | None,
                    signed: Callable[[], dict[str, str]], repeatable: bool) -> Answer:
-    """One request, sent again while storage answers busy or its answer is lost, if it is
-    `repeatable` (safe to apply twice); `signed()` gives each attempt its dated headers. A
-    request not repeatable whose answer is lost or busy raises ServiceResponseError: it may
-    have been applied, and its caller settles it."""
-    for attempt in range(ATTEMPTS):
-        last = attempt + 1 == ATTEMPTS
+    """One request, sent again while storage answers busy (for up to BUSY_SECONDS of backing
+    off) or its answer is lost, if it is `repeatable` (safe to apply twice); `signed()` gives
+    each attempt its dated headers. Any request storage refused before carrying it out (503
+    ServerBusy: Azure's throttling) is sent again. A request not repeatable whose answer is
+    lost, or that storage may have carried out before failing (500 OperationTimedOut), raises
+    ServiceResponseError: it may have been applied, and its caller settles it."""
+    lost, waited = 0, 0.0
+    for attempt in itertools.count():
         try:
             answer = connections.send(method, target, body, signed())
         except ServiceRequestError:   # never sent: always safe to send again
-            if last:
+            lost += 1
+            if lost == ATTEMPTS:
                 raise
         except ServiceResponseError:
-            if last or not repeatable:
+            lost += 1
+            if lost == ATTEMPTS or not repeatable:
                 raise
         else:
             if answer.status not in BUSY:
                 return answer
-            if not repeatable:
+            if not repeatable and answer.status not in REFUSED:
                 raise ServiceResponseError(f"{method} {target}: storage answered {answer.status} {answer.reason}")
-            if last:
+            if waited >= BUSY_SECONDS:
                 return answer
-        time.sleep(min(0.05 * 4 ** attempt, 3.2))
+        delay = backoff(attempt)
+        waited += delay
+        time.sleep(delay)
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before attempt `attempt + 1`: from 50 ms, four times longer each time
+    up to BACKOFF_CAP, each between half and one and a half of that, so that requests
+    throttled together come back spread out instead of together."""
+    return min(0.05 * 4 ** attempt, BACKOFF_CAP) * random.uniform(0.5, 1.5)
 
 
 def _request(method: str, target: str, host: str, body: bytes | None, headers: dict[str, str]) -> bytes:

@@ -13,6 +13,7 @@ to another worker, and the task would sit claimed by nobody until its claim expi
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, R
                                    ServiceRequestError, ServiceResponseError)
 from azure.data.tables import UpdateMode
 
+from shared.storage.client.connections import backoff
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 
 WRITE_ID = "writeId"
@@ -38,7 +40,11 @@ class Rows(Protocol):
 
 
 def unrepeatable(method: str, url: str, if_match: str) -> bool:
-    """An insert or a conditional write: its outcome must be verified, not re-sent."""
+    """An insert or a conditional write: its outcome must be verified, not re-sent. A delete,
+    even a conditional one, may be sent again: if the first landed, the second finds the row
+    gone, which every delete here takes as done."""
+    if method.upper() == "DELETE":
+        return False
     if if_match != "*":
         return True
     path = url.split("?", 1)[0].rstrip("/")
@@ -80,7 +86,7 @@ def _certain(table: Rows, entity: dict, write, before: str | None) -> dict:
     """Send `write` until storage says what happened. `before` is the ETag the row must
     still have (None: the row must not exist) for a resend to be safe."""
     uncertain: Exception | None = None
-    for _ in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS):
         try:
             return write()
         except _LOST as lost:
@@ -93,6 +99,8 @@ def _certain(table: Rows, entity: dict, write, before: str | None) -> dict:
         if row is not None and row.get(WRITE_ID) == entity[WRITE_ID]:
             return {"etag": row.metadata.get("etag")}
         _raise_unless_unchanged(row, before, entity)
+        if attempt + 1 < ATTEMPTS:   # storage may have timed out near its limits: give it room
+            time.sleep(backoff(attempt))
     raise uncertain
 
 

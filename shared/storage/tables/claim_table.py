@@ -9,7 +9,7 @@ row is written *before* the claim it watches (one transaction for all the runs o
 claimWork) and keeps a `takenUntil` no later than the run's, so no claim can outlive a crash
 unwatched. It is removed when its run leaves `running` without resolving the task (a
 retry), and otherwise by the resolution handler once the resolution is processed: until
-then it is the resolution's intent (see `resolution_events`). Rows whose `takenUntil` passed
+then it is the resolution's intent (see `resolution_messages`). Rows whose `takenUntil` passed
 are what the claim expiry sweep reads; they are few, as the table only holds live claims
 and workers.
 """

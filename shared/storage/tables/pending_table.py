@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.batches import MAX_BATCH, delete_in_batches, delete_row, upsert_in_batches
+from shared.storage.patterns.batches import MAX_BATCH, delete_row, upsert_in_batches
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, bucket_range
 from shared.storage.patterns.deferred_deletes import DeferredDeletes
 from shared.storage.patterns.keys import escape_key

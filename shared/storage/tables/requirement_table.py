@@ -2,7 +2,7 @@
 
 PartitionKey = the waiting taskId's bucket for the required task (see `buckets`: a fan-in
 waits on up to 10,000 tasks), RowKey = a required taskId that has not yet resolved in a way
-that satisfies it (a task that waits on one task has none: see `dependencies`), counted per bucket (see `countdown`: "~waits" counts them, "~once.<taskId>"
+that satisfies it (a task that waits on one task has none: see `dependency_tracker`), counted per bucket (see `countdown`: "~waits" counts them, "~once.<taskId>"
 marks each requirement ever written). A satisfied requirement's row is deleted with its
 count, and never comes back (its marker stays); the task is ready when every count is zero,
 which whoever deletes the last row learns from its own write and schedules the task

@@ -10,7 +10,7 @@ from shared.domain.ids import new_slugid
 from shared.services.dependencies.resolution_messages import Resolution
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
-from tests.conftest import follow_ups_lost, make_task
+from tests.conftest import follow_ups_lost, make_task, meanwhile
 
 
 def deliver_events(services: Services) -> int:
@@ -129,7 +129,7 @@ def test_a_dependency_resolving_before_its_dependent_is_listed_still_schedules_i
 
     def save(record):
         if not raced:
-            raced.extend(run(services, task_queue_id))   # the quickest worker, between the read and the listing
+            raced.extend(meanwhile(lambda: run(services, task_queue_id)))   # the quickest worker, between the read and the listing
         return real(record)
     monkeypatch.setattr(tasks, "save_dependents", save)
     second = create(services, task_queue_id, dependencies=[first])
@@ -276,9 +276,9 @@ def test_r2_a_requirement_written_again_after_it_was_satisfied_does_not_block_th
     requirements = services.dependency_tracker.requirement_table
     real = requirements.satisfy
 
-    def satisfy_then_rewritten(task_id, required_id, only=False):
+    def satisfy_then_rewritten(task_id, required_id):
         monkeypatch.setattr(requirements, "satisfy", real)   # the other creator writes once
-        left = real(task_id, required_id, only)
+        left = real(task_id, required_id)
         requirements.add([(task_id, required_id)])
         return left
     monkeypatch.setattr(requirements, "satisfy", satisfy_then_rewritten)

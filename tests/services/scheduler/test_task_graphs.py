@@ -9,7 +9,7 @@ from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
 from shared.services.scheduler import task_graphs
 from shared.storage.patterns.buckets import WIDE
-from tests.conftest import make_task
+from tests.conftest import make_task, meanwhile
 from tests.services.dependencies.test_dependency_tracker import run
 
 
@@ -364,11 +364,11 @@ def test_r1_a_worker_claiming_while_a_graph_is_created_loses_no_dependent(task_q
 
     def insert(chunk):
         records = real_insert(chunk)
-        ran.extend(run(services, task_queue_id))
+        ran.extend(meanwhile(lambda: run(services, task_queue_id)))
         return records
     monkeypatch.setattr(tasks, "_insert_chunk", insert)
     # One writer, so the order of the rows is the order the creation chose, not a race's.
-    monkeypatch.setattr(task_table, "_INSERTERS", ThreadPoolExecutor(max_workers=1))
+    monkeypatch.setattr(task_table, "TASK_INSERTS", ThreadPoolExecutor(max_workers=1))
     graph_id = new_slugid()
     children = {f"child-{number}": {"requires": ["root"]} for number in range(10)}
     services.task_graphs.create(graph_id, graph(task_queue_id, root={}, **children))
@@ -424,7 +424,7 @@ def test_r4_extending_a_finished_graph_whose_new_task_completes_at_once_finishes
 
     def carry_out_and_run(plan, now):
         statuses = real(plan, now)
-        assert len(run(services, task_queue_id)) == 1   # the quickest possible worker
+        assert len(meanwhile(lambda: run(services, task_queue_id))) == 1   # the quickest possible worker
         return statuses
     monkeypatch.setattr(creation, "carry_out", carry_out_and_run)
     services.task_graphs.extend(graph_id, graph(task_queue_id, more={}))
@@ -438,7 +438,7 @@ def test_a_graph_whose_roots_complete_before_it_starts_running_finishes(services
 
     def schedule_and_run(task_id, why):
         scheduled = real(task_id, why)
-        assert len(run(services, task_queue_id)) == 1
+        assert len(meanwhile(lambda: run(services, task_queue_id))) == 1
         return scheduled
     monkeypatch.setattr(dependencies, "schedule", schedule_and_run)
     graph_id = new_slugid()
@@ -471,7 +471,7 @@ def test_an_unblocking_completion_that_raced_the_last_one_finishes_the_graph(ser
         seen = any_open(wanted_graph, *task_id)
         if armed[0]:
             armed[0] = False
-            services.resolutions.completed(last, claims[last])   # handled in full meanwhile
+            meanwhile(lambda: services.resolutions.completed(last, claims[last]))   # handled in full meanwhile
         return seen
     monkeypatch.setattr(table, "any_open", stale_then_last_completes)
     services.resolutions.completed(blocker, 1)

@@ -1,11 +1,14 @@
 """Writes whose answer (or request) is lost on the way, through a proxy that drops them."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
 
 from shared.domain import lifecycle
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import utcnow
+from shared.storage.patterns import batches
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.errors import ChangedSinceRead
@@ -113,6 +116,7 @@ def test_a_claim_whose_answer_is_lost_still_belongs_to_its_writer(azurite, proxy
     ("POST", "http://h/acct/$batch", "*", False),
     ("POST", "http://h/acct/Tables", "*", False),
     ("DELETE", "http://h/acct/Rows(PartitionKey='p')", "*", False),
+    ("DELETE", "http://h/acct/Rows(PartitionKey='p')", 'W/"1"', False),  # sent again: it finds the row gone
     ("GET", "http://h/acct/Rows()?$filter=x", "*", False),
 ])
 def test_which_requests_are_unrepeatable(method, url, if_match, expected):
@@ -126,3 +130,79 @@ def test_rows_carry_the_id_of_their_last_write(tables):
     lost_responses.update(lossy, row("a"), direct.get_entity("p", "a").metadata["etag"])
     assert direct.get_entity("p", "a")[WRITE_ID] not in ("", None, first)
     assert isinstance(lossy, Table)
+
+
+# -- Azure's answers near its limits, from the throttling proxy (devhost.throttling) ---------
+
+@pytest.fixture
+def throttled(azurite, throttling):
+    """The proxy (no limit that bites: failures come when armed), and the same table through
+    it and directly."""
+    proxy = throttling(1)
+    prefix = unique_prefix()
+    return (proxy, StorageAccount(proxy.connection_string(azurite.connection_string), prefix).table("Rows"),
+            StorageAccount(azurite.connection_string, prefix).table("Rows"))
+
+
+def timed_out(proxy) -> int:
+    return proxy.throttle.counts()["account"]["timed_out"]
+
+
+def test_an_insert_or_update_that_timed_out_after_it_landed_knows_it_landed(throttled):
+    proxy, table, direct = throttled
+    proxy.throttle.arm("timeout")
+    etag = lost_responses.insert(table, row("a", value=1))["etag"]
+    proxy.throttle.arm("timeout")
+    new_etag = lost_responses.update(table, row("a", value=2), etag)["etag"]
+    assert timed_out(proxy) == 2
+    stored = direct.get_entity("p", "a")
+    assert (stored["value"], stored.metadata["etag"]) == (2, new_etag)
+
+
+def test_writes_safe_to_repeat_that_timed_out_after_they_landed_are_sent_again(throttled):
+    proxy, table, direct = throttled
+    etag = lost_responses.insert(table, row("gone"))["etag"]
+    for write in (lambda: table.upsert_entity(row("a", value=1)),
+                  lambda: table.submit_transaction([("upsert", row(key)) for key in "bc"]),
+                  lambda: batches.delete_if_unchanged(table, "p", "gone", etag, "gone")):
+        proxy.throttle.arm("timeout")
+        write()
+    assert timed_out(proxy) == 3
+    assert sorted(entity["RowKey"] for entity in direct.list_entities()) == ["a", "b", "c"]
+
+
+def test_an_insert_refused_as_busy_is_sent_again_and_lands_once(throttled):
+    proxy, table, direct = throttled
+    for _ in range(3):
+        proxy.throttle.arm("busy")
+    lost_responses.insert(table, row("a", value=1))
+    assert proxy.throttle.counts()["account"]["refused"] == 3
+    assert [entity["value"] for entity in direct.list_entities()] == [1]
+
+
+def test_a_claim_that_timed_out_after_it_landed_still_belongs_to_its_writer(azurite, throttling):
+    proxy = throttling(1)
+    tasks = TaskTable(StorageAccount(proxy.connection_string(azurite.connection_string), unique_prefix()))
+    task = definition("TaskA")
+    record = tasks.insert(task, lifecycle.schedule(TaskStatus.new("TaskA", task), utcnow()))
+    now = utcnow()
+    claimed = lifecycle.claim(record.status, 0, "group", "worker-1", now, now)
+    proxy.throttle.arm("timeout")
+    saved = tasks.save_status(record, claimed)
+    assert timed_out(proxy) == 1 and tasks.load("TaskA").status == claimed
+    with pytest.raises(ChangedSinceRead):
+        tasks.save_status(record, lifecycle.claim(record.status, 0, "group", "worker-2", now, now))
+    assert tasks.load("TaskA").etag == saved.etag
+
+
+def test_writers_beyond_a_partitions_target_all_get_their_answer(azurite, throttling):
+    """20 writers at once on one partition whose target is 10 entities/s: refused again and
+    again, each backs off with jitter and gets its answer, later."""
+    proxy = throttling(200)
+    table = StorageAccount(proxy.connection_string(azurite.connection_string), unique_prefix()).table("Rows")
+    proxy.throttle.reset()
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        list(pool.map(lambda n: lost_responses.insert(table, row(f"r{n}", n=n)), range(20)))
+        list(pool.map(lambda n: table.upsert_entity(row(f"u{n}", n=n)), range(20)))
+    assert len(list(table.query_entities("PartitionKey eq 'p'"))) == 40
+    assert proxy.throttle.counts()["partitions"][f"table {table.table_name} p"]["refused"] > 0

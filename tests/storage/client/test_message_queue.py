@@ -3,6 +3,7 @@ calls, the messages' encoding as the Functions trigger reads it, where a connect
 points it and how it authorizes, and what it sends again."""
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -215,10 +216,36 @@ def test_a_send_storage_was_busy_for_or_whose_answer_was_lost_is_sent_again_and_
     assert script.sent == ["POST"] * 3 and OPERATIONS.value == before + 1
 
 
-def test_a_queue_busy_every_time_is_an_error_after_a_few_attempts(scripted_queue, monkeypatch):
-    script = Scripted(*[BUSY] * connections_module.ATTEMPTS)
+def test_a_queue_busy_every_time_is_an_error_after_backing_off_with_jitter(scripted_queue, monkeypatch):
+    waits = []
+    monkeypatch.setattr(connections_module.time, "sleep", waits.append)
+    script = Scripted(*[BUSY] * 100)
     monkeypatch.setattr(scripted_queue, "_connections", script)
     with pytest.raises(HttpResponseError) as refused:
         scripted_queue.receive(32, HOLD)
     assert (refused.value.status_code, refused.value.error_code) == (503, "ServerBusy")
-    assert script.sent == ["GET"] * connections_module.ATTEMPTS
+    assert sum(waits[:-1]) < connections_module.BUSY_SECONDS <= sum(waits)   # backed off for as long as allowed
+    assert len(script.sent) == len(waits) + 1 and max(waits) <= connections_module.BACKOFF_CAP * 1.5
+    capped = waits[4:]
+    assert len(set(capped)) == len(capped)   # the waits are jittered: no two alike
+
+
+def test_messages_sent_beyond_a_queues_target_all_arrive(azurite, throttling):
+    """Through Azure's throttling (`devhost.throttling`) at 10 messages/s a queue: 20 senders
+    at once are refused, back off with jitter, and every message lands; one whose send
+    timed out after it landed is sent again (a hint may come twice)."""
+    proxy = throttling(200)
+    queue = StorageAccount(proxy.connection_string(azurite.connection_string)).queue(f"{unique_prefix()}-busy")
+    proxy.throttle.arm("timeout")
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        list(pool.map(lambda n: queue.send({"n": n}), range(20)))
+    received: set[int] = set()
+
+    def all_received() -> bool:
+        for message in queue.receive(32, HOLD):
+            received.add(message.body["n"])
+            queue.delete(message)
+        return received == set(range(20))
+    eventually(all_received, timeout=30, interval=0.2, message="every message received")
+    counts = proxy.throttle.counts()["partitions"][f"queue {queue.name}"]
+    assert counts["refused"] > 0 and counts["timed_out"] == 1

@@ -65,6 +65,8 @@ class Scripted:
 
 
 BUSY = Answer(503, "Server Busy", {}, b'{"odata.error":{"code":"ServerBusy","message":{"value":"busy"}}}')
+TIMED_OUT = Answer(500, "Operation could not be completed within the specified time.", {},
+                   b'{"odata.error":{"code":"OperationTimedOut","message":{"value":"timed out"}}}')
 MISSING = Answer(404, "Not Found", {}, b'{"odata.error":{"code":"ResourceNotFound","message":{"value":"gone"}}}')
 
 
@@ -84,11 +86,20 @@ def test_a_read_storage_was_too_busy_for_is_sent_again_and_counted_once(scripted
     assert refused.value.error_code == "ResourceNotFound" and refused.value.status_code == 404
 
 
-def test_an_insert_storage_was_too_busy_for_is_left_to_its_caller_to_settle(scripted_table, monkeypatch):
-    """A busy answer may come after the write was applied (Azure's 500 OperationTimedOut):
-    as for a lost answer, `lost_responses` reads the row back instead of sending it again."""
-    script = Scripted(BUSY)
+def test_an_insert_storage_timed_out_on_is_left_to_its_caller_to_settle(scripted_table, monkeypatch):
+    """Azure's 500 OperationTimedOut may come after the write was applied: as for a lost
+    answer, `lost_responses` reads the row back instead of sending it again."""
+    script = Scripted(TIMED_OUT)
     monkeypatch.setattr(scripted_table, "_connections", script)
     with pytest.raises(ServiceResponseError):
         scripted_table.create_entity({"PartitionKey": "p", "RowKey": "r"})
     assert script.sent == ["POST"]
+
+
+def test_an_insert_storage_refused_as_busy_is_sent_again(scripted_table, monkeypatch):
+    """503 ServerBusy (Azure's throttling) refuses a request before carrying it out: even
+    an insert is safe to send again."""
+    script = Scripted(BUSY, BUSY, Answer(204, "No Content", {"ETag": 'W/"1"'}, b""))
+    monkeypatch.setattr(scripted_table, "_connections", script)
+    assert scripted_table.create_entity({"PartitionKey": "p", "RowKey": "r"}) == {"etag": 'W/"1"'}
+    assert script.sent == ["POST"] * 3

@@ -135,3 +135,50 @@ def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_o
     assert [outcome.task_id for outcome in outcomes[1:]] == others
     assert table.load(taken, with_definition=True).definition == first
     assert all(table.load(task_id) is not None for task_id in others)
+
+
+# A transaction of inserts or conditional updates is sent again, as safe to repeat, when
+# storage answers 500 OperationTimedOut after it landed (`lost_responses.unrepeatable` sees
+# only `POST $batch`): the repeat is refused for the rows the first attempt wrote, the rows
+# are written again one by one and refused too, and their events, stored by the first
+# attempt, are settled as never stored: the next writer drops them unpublished. Found by
+# the throttled SIGKILL suite (task-defined events missing); fixed when such a transaction
+# is settled as a lost answer (its rows carrying a writeId), not repeated.
+TRANSACTION_TIMED_OUT = pytest.mark.xfail(strict=True, reason="a transaction that timed out after it landed is "
+                                                               "repeated, and its events settled as never stored")
+
+
+def _throttled_table(azurite, throttling) -> tuple:
+    proxy = throttling(1)
+    return proxy, TaskTable(StorageAccount(proxy.connection_string(azurite.connection_string), unique_prefix()))
+
+
+def _transaction(charge) -> bool:
+    return charge.units > 1
+
+
+@TRANSACTION_TIMED_OUT
+def test_new_tasks_whose_transaction_timed_out_after_it_landed_keep_their_events(azurite, throttling):
+    proxy, table = _throttled_table(azurite, throttling)
+    ids = _ids("Tx", 3)
+    proxy.throttle.arm("timeout", where=_transaction)
+    table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids])
+    assert proxy.throttle.counts()["account"]["timed_out"] == 1
+    for task_id in ids:
+        stored = table.load(task_id).outbox
+        assert stored and table.marks.unknown(stored) == list(stored)   # none published: none may count as out
+
+
+@TRANSACTION_TIMED_OUT
+def test_status_changes_whose_transaction_timed_out_after_it_landed_keep_their_events(azurite, throttling):
+    proxy, table = _throttled_table(azurite, throttling)
+    ids = _ids("Ty", 3)
+    records = table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id)))
+                                 for task_id in ids])
+    proxy.throttle.arm("timeout", where=_transaction)
+    table.save_statuses([(record, lifecycle.schedule(record.status, utcnow())) for record in records])
+    assert proxy.throttle.counts()["account"]["timed_out"] == 1
+    for task_id in ids:
+        stored = table.load(task_id)
+        assert stored.status.state.value == "pending"
+        assert table.marks.unknown(stored.outbox) == list(stored.outbox)
