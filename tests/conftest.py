@@ -235,7 +235,7 @@ def storage_names(prefix: str) -> dict[str, str]:
     same are instances of one Function App on one storage account."""
     return {"QUEUE_TABLE_PREFIX": prefix, "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
             "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs",
-            "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts"}
+            "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts", "WORKER_MANAGER_QUEUE": f"{prefix}-wm"}
 
 
 def start_instances(azurite: Azurite, log_dir: Path, count: int, **settings: str) -> list[Server]:
@@ -257,7 +257,6 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_CLAIM_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_DEADLINE_RESOLVER_SCHEDULE": "*/1 * * * * *",
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
-        "WORKER_MANAGER_QUEUE": f"{prefix}-wm",
         "WORKER_MANAGER_PROVISIONER_SCHEDULE": "*/2 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
