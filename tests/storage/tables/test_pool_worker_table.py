@@ -11,22 +11,15 @@ import pytest
 from shared.domain.timestamps import to_iso, utcnow
 from shared.domain.worker_manager_events import WORKER_REQUESTED, worker_changed
 from shared.domain.workers import WorkerState
-from shared.storage.client.account import StorageAccount
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.tables.pool_worker_table import PoolWorkerRecord, PoolWorkerTable
-from tests.conftest import unique_prefix
-from tests.memory_storage import MemoryAccount
 
 POOL = "proj/linux"
 
 
-@pytest.fixture(params=["azurite", "memory"])
-def table(request) -> PoolWorkerTable:
-    if request.param == "memory":
-        account = MemoryAccount(unique_prefix())
-    else:
-        account = StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
+@pytest.fixture
+def table(account) -> PoolWorkerTable:
     return PoolWorkerTable(account, PublicationMarks(account))
 
 

@@ -9,21 +9,14 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
-from shared.storage.client.account import StorageAccount
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.tables.worker_pool_error_table import WorkerPoolErrorRecord, WorkerPoolErrorTable
-from tests.conftest import unique_prefix
-from tests.memory_storage import MemoryAccount
 
 POOL = "proj/linux"
 
 
-@pytest.fixture(params=["azurite", "memory"])
-def table(request) -> WorkerPoolErrorTable:
-    if request.param == "memory":
-        account = MemoryAccount(unique_prefix())
-    else:
-        account = StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
+@pytest.fixture
+def table(account) -> WorkerPoolErrorTable:
     return WorkerPoolErrorTable(account, PublicationMarks(account))
 
 

@@ -10,23 +10,16 @@ import pytest
 
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
-from shared.storage.client.account import StorageAccount
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.tables.worker_pool_table import WorkerPoolRecord, WorkerPoolTable
-from tests.conftest import unique_prefix
-from tests.memory_storage import MemoryAccount
 
 BODY = {"providerId": "local", "description": "builds", "owner": "me@example.com", "emailOnError": False,
         "config": {"maxCapacity": 3, "workerConfig": {"idleTimeoutSecs": 5}}}
 
 
-@pytest.fixture(params=["azurite", "memory"])
-def table(request) -> WorkerPoolTable:
-    if request.param == "memory":
-        account = MemoryAccount(unique_prefix())
-    else:
-        account = StorageAccount(request.getfixturevalue("azurite").connection_string, unique_prefix())
+@pytest.fixture
+def table(account) -> WorkerPoolTable:
     return WorkerPoolTable(account, PublicationMarks(account))
 
 
