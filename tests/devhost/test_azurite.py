@@ -36,9 +36,9 @@ def test_requests_are_not_logged_unless_asked(monkeypatch, tmp_path):
     from devhost.azurite import ACCESS_LOG_SETTING, Azurite
 
     def log_after_a_request(location: Path) -> str:
-        with Azurite(location) as azurite:
+        with Azurite(location) as azurite:   # its log is kept (a location), and complete once it stopped
             TableServiceClient.from_connection_string(azurite.connection_string).create_table("logged")
-            return azurite.log_path.read_text()
+        return azurite.log_path.read_text()
     monkeypatch.delenv(ACCESS_LOG_SETTING, raising=False)
     assert "POST /devstoreaccount1/Tables" not in log_after_a_request(tmp_path / "silent")
     monkeypatch.setenv(ACCESS_LOG_SETTING, "1")

@@ -20,8 +20,6 @@ start, 500 while polling, a refusal with an ARM error code, executions that neve
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
 import re
@@ -35,11 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
+from devhost.tls import self_signed_certificate
 from shared.providers.base import ENV_WORKER_ID
 from shared.providers.local import ProcessId, WorkerProcesses
 
@@ -71,29 +65,11 @@ class Faults:
     never_start: bool = False          # executions stay Processing, no process
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .sign(key, hashes.SHA256()))
-    cert_path, key_path = directory / "arm.pem", directory / "arm.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
-
-
 class ArmStandIn:
     def __init__(self, directory: Path, command: list[str], location: str = "westeurope"):
         self.command, self.location = command, location
         self.processes = WorkerProcesses(directory / "executions", grace=2)
-        self.cert_path, key_path = self_signed(directory)
+        self.cert_path, key_path = self_signed_certificate(directory)
         self.identity_header = secrets.token_urlsafe(16)
         self.faults = Faults()
         self.executions: dict[str, Execution] = {}
