@@ -44,6 +44,7 @@ class Settings:
     anonymous_scopes: str = ""   # QUEUE_ANONYMOUS_SCOPES: JSON [scope]; empty: Taskcluster's public reading
     public_url: str = ""         # QUEUE_PUBLIC_URL: the origin clients call (https://host[:port]), see api/access.py
     worker_manager_queue: str = "worker-manager-wake-ups"   # storage queue waking the provisioner of a pool
+    worker_manager_root_url: str = ""   # where started workers reach the app (default: public_url)
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -67,6 +68,7 @@ class Settings:
             anonymous_scopes=os.environ.get("QUEUE_ANONYMOUS_SCOPES", ""),
             public_url=os.environ.get("QUEUE_PUBLIC_URL", "").strip(),
             worker_manager_queue=os.environ.get("WORKER_MANAGER_QUEUE", "worker-manager-wake-ups"),
+            worker_manager_root_url=os.environ.get("WORKER_MANAGER_ROOT_URL", "").strip(),
         )
 
 

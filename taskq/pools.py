@@ -141,7 +141,10 @@ def _print_pool(pool: dict, as_json: bool, done: str | None) -> int:
     config = pool["config"]
     emit_line(f"{pool['workerPoolId']}  {pool['providerId']}  max {config.get('maxCapacity', '-')}  "
               f"idle timeout {config.get('workerConfig', {}).get('idleTimeoutSecs', 60)} s  {_counts(pool)}")
-    if done:
+    if done == "deleted":
+        PEOPLE.print(f"deleted worker pool {pool['workerPoolId']}: its workers finish and go, then the pool goes",
+                     markup=False)
+    elif done:
         PEOPLE.print(f"{done} worker pool {pool['workerPoolId']}: tasks for it start workers "
                      f"(taskq pool show {pool['workerPoolId']})", markup=False)
     return 0

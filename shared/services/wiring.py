@@ -168,7 +168,8 @@ class Services:
         workers = Workers(worker_table, claim_table, updater, worker_expiry)
         root_url = settings.public_url or LOCAL_ROOT_URL
         worker_manager = _worker_manager(settings, account, publisher, signal, pending_table, claim_table,
-                                         worker_table, workers, issuer, root_url, providers)
+                                         worker_table, workers, issuer, settings.worker_manager_root_url or root_url,
+                                         providers)
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, root_url)
