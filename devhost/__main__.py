@@ -92,6 +92,9 @@ def main() -> int:
         if args.services_only:
             return _serve_services(load_settings(args.app_dir), root, stopping)
         from devhost.host import LocalHost
+        # Where the worker manager's local workers reach this host, whatever port it serves on.
+        reachable = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
+        os.environ.setdefault("WORKER_MANAGER_ROOT_URL", f"http://{reachable}:{args.port}")
         try:
             host = LocalHost(args.app_dir, args.host, args.port).start()
         except OSError as error:

@@ -14,7 +14,7 @@ from devhost.http_server import HttpFunction, make_server
 from devhost.ncrontab import Schedule
 from devhost.queue_triggers import QueuePoller
 from devhost.routes import RouteTemplate
-from devhost.settings import apply_to_environ, expand, load_settings
+from devhost.settings import apply_to_environ, expand, load_settings, sample_values
 from devhost.timer_triggers import TimerRunner
 
 log = logging.getLogger("devhost")
@@ -25,7 +25,7 @@ class LocalHost:
         """`app`: a `func.FunctionApp` to serve instead of importing `function_app.app` from
         `app_dir` (the tests build small apps of their own)."""
         self.app_dir = Path(app_dir).resolve()
-        self.settings = load_settings(self.app_dir)
+        self.settings = load_settings(self.app_dir, sample_values(self.app_dir))
         apply_to_environ(self.settings)
         self.config = HostConfig.read(self.app_dir)
         self.stop_event = threading.Event()

@@ -24,6 +24,15 @@ def load_settings(app_dir: Path, defaults: dict[str, str] | None = None) -> dict
     return settings
 
 
+def sample_values(app_dir: Path) -> dict[str, str]:
+    """The "Values" of the app's `local.settings.sample.json`: the defaults of the settings a
+    `local.settings.json` copied from an older sample lacks (a binding added since names one)."""
+    sample = Path(app_dir) / "local.settings.sample.json"
+    if not sample.exists():
+        return {}
+    return {key: str(value) for key, value in json.loads(sample.read_text()).get("Values", {}).items()}
+
+
 def apply_to_environ(settings: dict[str, str]) -> None:
     """Expose settings as environment variables, as Azure does for app settings."""
     for key, value in settings.items():

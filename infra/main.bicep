@@ -56,8 +56,13 @@ param publicUrl string = ''
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 100
+@description('The worker image (python -m taskq_worker) the worker manager runs as Azure Container Apps job executions, one per worker, for pools of provider azure-container-apps; empty: no such provider.')
+param workerImage string = ''
 
 var storageName = take('${toLower(replace(appName, '-', ''))}store', 24)
+// As worker-manager.bicep names its job: the app's settings name it without reading the
+// module's outputs (the module needs the app's identity, so the app cannot wait for it).
+var workerJobName = take(toLower('${replace(appName, '_', '-')}-workers'), 32)
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: storageName
@@ -227,6 +232,17 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'QUEUE_WATCHDOG_STALL_SECONDS', value: '600' }
         // A hook's scheduled fire is made at the first run after its time.
         { name: 'HOOKS_SCHEDULER_SCHEDULE', value: '*/10 * * * * *' }
+        // The worker manager: wake-ups of one pool's provisioner, and the pass over every pool
+        // that catches what they missed. Its local provider (worker processes beside the app)
+        // is for `make run`; in Azure, workers are Container Apps job executions.
+        { name: 'WORKER_MANAGER_QUEUE', value: 'worker-manager-wake-ups' }
+        { name: 'WORKER_MANAGER_PROVISIONER_SCHEDULE', value: '*/15 * * * * *' }
+        { name: 'WORKER_MANAGER_LOCAL_PROVIDER', value: 'false' }
+        { name: 'WORKER_MANAGER_ACA_SUBSCRIPTION_ID', value: subscription().subscriptionId }
+        { name: 'WORKER_MANAGER_ACA_RESOURCE_GROUP', value: resourceGroup().name }
+        { name: 'WORKER_MANAGER_ACA_JOB_NAME', value: empty(workerImage) ? '' : workerJobName }
+        { name: 'WORKER_MANAGER_ACA_LOCATION', value: location }
+        { name: 'WORKER_MANAGER_ACA_IMAGE', value: workerImage }
         // Managed identity through DefaultAzureCredential; EVENTS_SERVICE_BUS_CONNECTION (a
         // connection string) is the alternative where a namespace keeps SAS keys.
         { name: 'EVENTS_SERVICE_BUS_NAMESPACE', value: serviceBusHost }
@@ -345,3 +361,9 @@ resource appReadsSecretsKeys 'Microsoft.Authorization/roleAssignments@2022-04-01
 
 output rootUrl string = 'https://${app.properties.defaultHostName}'
 output eventsNamespace string = serviceBusHost
+
+// The worker manager's Container Apps environment, job and role (see worker-manager.bicep).
+module workerManager 'worker-manager.bicep' = if (!empty(workerImage)) {
+  name: 'worker-manager'
+  params: { appName: appName, location: location, appPrincipalId: app.identity.principalId, workerImage: workerImage }
+}

@@ -2,18 +2,9 @@
 // (shared/providers/azure_container_apps.py): a Container Apps
 // environment, a manual-trigger job whose every execution is one worker, and the right of the
 // Function App's managed identity to start, list and stop that job's executions, and nothing
-// else. A module of main.bicep, which passes the app's identity and sets the app settings
-// from the outputs:
-//
-//   module workerManager 'worker-manager.bicep' = {
-//     name: 'worker-manager'
-//     params: { appName: appName, location: location, appPrincipalId: app.identity.principalId, workerImage: workerImage }
-//   }
-//   { name: 'WORKER_MANAGER_ACA_SUBSCRIPTION_ID', value: workerManager.outputs.subscriptionId }
-//   { name: 'WORKER_MANAGER_ACA_RESOURCE_GROUP', value: workerManager.outputs.resourceGroupName }
-//   { name: 'WORKER_MANAGER_ACA_JOB_NAME', value: workerManager.outputs.jobName }
-//   { name: 'WORKER_MANAGER_ACA_LOCATION', value: workerManager.outputs.location }
-//   { name: 'WORKER_MANAGER_ACA_IMAGE', value: workerManager.outputs.image }
+// else. A module of main.bicep, deployed when main.bicep is given a `workerImage`; main.bicep
+// sets the app's WORKER_MANAGER_ACA_* settings itself (the job's name computed as here), since
+// the module takes the app's identity and the app cannot also wait for the module's outputs.
 
 @description('Name of the Function App; also the prefix of these resources.')
 @minLength(3)

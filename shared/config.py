@@ -52,6 +52,8 @@ class Settings:
     # reference in Azure; see services/secrets/encryption.py). Never in a repr.
     secrets_encryption_keys: str = field(default="", repr=False)
     hooks_clock_file: str = ""   # HOOKS_CLOCK_FILE: tests and drills only, see runtime/clock.py
+    worker_manager_queue: str = "worker-manager-wake-ups"   # storage queue waking the provisioner of a pool
+    worker_manager_root_url: str = ""   # where started workers reach the app (default: public_url)
 
     @classmethod
     def from_environ(cls) -> Settings:
@@ -80,6 +82,8 @@ class Settings:
             watchdog_stall=max(_int("QUEUE_WATCHDOG_STALL_SECONDS", 600), 1),
             secrets_encryption_keys=os.environ.get("SECRETS_ENCRYPTION_KEYS", ""),
             hooks_clock_file=os.environ.get("HOOKS_CLOCK_FILE", "").strip(),
+            worker_manager_queue=os.environ.get("WORKER_MANAGER_QUEUE", "worker-manager-wake-ups"),
+            worker_manager_root_url=os.environ.get("WORKER_MANAGER_ROOT_URL", "").strip(),
         )
 
 

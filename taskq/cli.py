@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from taskq import commands, hooks, index, secrets
+from taskq import commands, hooks, index, pools, secrets
 from taskq.connection import queue
 from taskq.failures import debugging, describe
 from taskq.ids import slug_argument
@@ -81,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     each = command("watch", commands.watch, "watch a task group (or graph) with a live progress bar until it ends")
     each.add_argument("task_group_id", metavar="TASK_GROUP_ID", type=group_id)
     each.add_argument("--timeout", type=float, help="give up after this many seconds")
+    pools.add_commands(sub, command)
     each = command("listen", commands.listen, "print the Queue's events as they happen")
     each.add_argument("--task", type=task_id, help="only this task's (its task events)")
     each.add_argument("--group", type=group_id, help="only this task group's")

@@ -17,6 +17,7 @@ from pathlib import Path
 from taskq.connection import events_url, queue
 
 from taskq_worker.live_log import LiveLogServer
+from taskq_worker.managed import ManagedWorker, RegistrationFailed, take_from_environment
 from taskq_worker.worker import Worker
 
 
@@ -30,12 +31,14 @@ def _arguments(argv) -> argparse.Namespace:
         " Runs generic-worker payloads (command, env, maxRunTime, artifacts) from one task queue."),
         epilog="The Queue and the worker's credentials come from TASKCLUSTER_ROOT_URL, TASKCLUSTER_CLIENT_ID "
                "and TASKCLUSTER_ACCESS_TOKEN (default: the local host of `make run`). With EVENTS_AMQP_URL "
-               "set, cancellations are heard at once.")
-    parser.add_argument("--queue", default=os.environ.get("TASKQ_WORKER_QUEUE"), required=not os.environ.get(
-        "TASKQ_WORKER_QUEUE"), help="taskQueueId to claim from, e.g. proj/linux")
+               "set, cancellations are heard at once. A worker the worker manager started finds its identity "
+               "and single-use registration token in TASKQ_* variables and registers with them instead.")
+    queue_id = os.environ.get("TASKQ_WORKER_QUEUE") or os.environ.get("TASKQ_WORKER_POOL_ID")
+    parser.add_argument("--queue", default=queue_id, required=not queue_id,
+                        help="taskQueueId to claim from, e.g. proj/linux")
     parser.add_argument("--capacity", type=int, default=1, help="tasks run at once (default 1)")
-    parser.add_argument("--worker-group", default="local")
-    parser.add_argument("--worker-id", default=_default_worker_id())
+    parser.add_argument("--worker-group", default=os.environ.get("TASKQ_WORKER_GROUP", "local"))
+    parser.add_argument("--worker-id", default=os.environ.get("TASKQ_WORKER_ID") or _default_worker_id())
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "taskq-worker",
                         help="where each run gets its fresh folder")
     parser.add_argument("--live-log-port", type=int, default=0, help="port of the live log server (0: any free)")
@@ -47,16 +50,33 @@ def _arguments(argv) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+log = logging.getLogger("taskq_worker.cli")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for noisy in ("urllib3", "pika", "taskcluster"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        started = take_from_environment()   # first: no task may inherit the token
+    except RegistrationFailed as failure:
+        log.error("cannot register: %s", failure)
+        return 1
+    client = queue()
+    managed = None
+    if started is not None:
+        managed = ManagedWorker(started[0], [client])
+        try:
+            managed.register(started[1])
+        except RegistrationFailed as failure:
+            log.error("registerWorker refused this worker: %s", failure)
+            return 1
     live_logs = None if args.no_live_log else LiveLogServer(args.live_log_bind or args.live_log_host,
                                                             args.live_log_port, args.live_log_host)
-    worker = Worker(queue(), args.queue, args.worker_group, args.worker_id, args.capacity,
-                    args.work_dir / args.worker_id, live_logs, events_url())
+    worker = Worker(client, args.queue, args.worker_group, args.worker_id, args.capacity,
+                    args.work_dir / args.worker_id, live_logs, events_url(), managed)
     _shut_down_on_signals(worker)
     worker.run()
     return 0

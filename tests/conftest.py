@@ -269,7 +269,7 @@ def storage_names(prefix: str) -> dict[str, str]:
     same are instances of one Function App on one storage account."""
     return {"QUEUE_TABLE_PREFIX": prefix, "QUEUE_RESOLVED_QUEUE": f"{prefix}-resolved",
             "QUEUE_REPAIR_QUEUE": f"{prefix}-repairs", "QUEUE_GRAPH_QUEUE": f"{prefix}-graphs",
-            "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts"}
+            "QUEUE_ARTIFACTS_CONTAINER": f"{prefix}-artifacts", "WORKER_MANAGER_QUEUE": f"{prefix}-wm"}
 
 
 def start_instances(azurite: Azurite, log_dir: Path, count: int, **settings: str) -> list[Server]:
@@ -293,6 +293,7 @@ def _start_server(azurite: Azurite, log_dir: Path, port: int, settings: dict, tr
         "QUEUE_EXPIRATION_SCHEDULE": "*/1 * * * * *",
         "QUEUE_WATCHDOG_SCHEDULE": "*/1 * * * * *",
         "HOOKS_SCHEDULER_SCHEDULE": "*/1 * * * * *",
+        "WORKER_MANAGER_PROVISIONER_SCHEDULE": "*/2 * * * * *",
         "CLAIM_WORK_WAIT_SECONDS": "2",
         "EVENTS_AMQP_URL": shared_broker().url,
         "QUEUE_PUBLIC_URL": f"http://127.0.0.1:{port}",
@@ -350,11 +351,13 @@ def queue(server) -> taskcluster.Queue:
     return server.client()
 
 
-def build_services(azurite: Azurite, bus=None, **overrides) -> Services:
+def build_services(azurite: Azurite, bus=None, providers=None, **overrides) -> Services:
     """The Queue's services in this process, on Azurite tables and queues of their own,
-    publishing events on `bus` (by default one in memory: `services.bus`)."""
+    publishing events on `bus` (by default one in memory: `services.bus`); the worker
+    manager's `providers` when given."""
     prefix = unique_prefix()
-    return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus())
+    return Services.build(_settings(azurite.connection_string, prefix, overrides), bus=bus or MemoryBus(),
+                          providers=providers)
 
 
 def memory_services(bus=None, feeds=None, account: MemoryAccount | None = None, **overrides) -> Services:
@@ -386,7 +389,8 @@ def _settings(connection: str, prefix: str, overrides: dict) -> Settings:
         claim_timeout=1200, claim_work_wait=1,
         credentials_client_id="queue", credentials_access_token="test-token",
         resolved_queue=f"{prefix}-resolved", repair_queue=f"{prefix}-repairs", repair_delay=1,
-        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts", secrets_encryption_keys=SECRETS_KEYS)
+        graph_queue=f"{prefix}-graphs", artifacts_container=f"{prefix}-artifacts", secrets_encryption_keys=SECRETS_KEYS,
+        worker_manager_queue=f"{prefix}-wm")
     return Settings(**{**settings, **overrides})
 
 
@@ -443,3 +447,24 @@ def new_task(task_queue_id):
 @pytest.fixture
 def task_id() -> str:
     return new_slugid()
+
+
+@pytest.fixture
+def pool_clients(server) -> tuple[taskcluster.WorkerManager, taskcluster.Queue]:
+    """The official WorkerManager and Queue clients of the root client (no retries)."""
+    options = {"rootUrl": server.root_url, "maxRetries": 0, "credentials": dict(ROOT_CREDENTIALS)}
+    return taskcluster.WorkerManager(options), taskcluster.Queue(options)
+
+
+@pytest.fixture
+def local_pool_id(pool_clients):
+    """A worker pool id no other test uses; the pool is deleted after the test, and any worker
+    process of it that is left is killed."""
+    from tests.local_pools import kill_pool_processes
+    name = f"local-{uuid.uuid4().hex[:8]}/builds"
+    yield name
+    try:
+        pool_clients[0].deleteWorkerPool(name)
+    except taskcluster.exceptions.TaskclusterRestFailure:
+        pass
+    kill_pool_processes(name)

@@ -24,7 +24,8 @@ from shared.api.access import Access, Guard
 from shared.api.errors import InvalidRequestArguments, error_response
 from shared.api.http import ApiRequest, ApiResponse
 from shared.api.router import Endpoint, check_params, match
-from shared.validation import validate
+from shared.domain.ids import SLUGID_PATTERN
+from shared.validation import ecma_regex, validate
 
 log = logging.getLogger("queue.api")
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -124,6 +125,8 @@ QUERY_OPTIONS = {
     "limit": {"type": "integer", "minimum": 1},
     "quarantined": {"enum": ["true", "false"]},
     "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT},
+    "state": {"enum": ["requested", "running", "stopping", "stopped"]},
+    "errorId": {"type": "string", "pattern": SLUGID_PATTERN},
 }
 
 
@@ -135,7 +138,16 @@ def _check_query(endpoint: Endpoint, query: dict) -> dict:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
+    for name in ("state", "errorId"):
+        if name in checked and not _allowed(QUERY_OPTIONS[name], checked[name]):
+            raise InvalidRequestArguments(f"{name}: {checked[name][:50]!r} is not a valid {name}")
     return checked
+
+
+def _allowed(option: dict, value: str) -> bool:
+    if "enum" in option:
+        return value in option["enum"]
+    return bool(ecma_regex(option["pattern"]).search(value))
 
 
 def _wait(text: str) -> int:

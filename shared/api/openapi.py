@@ -1,9 +1,10 @@
 """An OpenAPI 3.1 document made from the API's own declaration: the endpoint lists, the
 route parameters' patterns, the query options and the JSON schemas in `schemas/v1`.
 
-The schemas reference each other by `$id` (`common.json#/$defs/slugid`); the document
-carries each one reached from an endpoint under `components/schemas/<name>`, its references
-rewritten to point there, so it stands alone.
+The schemas reference each other by `$id` (`common.json#/$defs/slugid`, or from a service's
+folder `../common.json#/...`); the document carries each one reached from an endpoint under
+`components/schemas/<name>` (`worker-manager.worker-full` for `worker-manager/worker-full`),
+its references rewritten to point there, so it stands alone.
 """
 
 from __future__ import annotations
@@ -73,8 +74,14 @@ def _parameter(name: str, where: str, schema: dict) -> dict:
 
 
 def _json(schema_name: str | None) -> dict:
-    schema = {"$ref": COMPONENTS + _component(schema_name)} if schema_name else {"type": "object"}
+    schema = {"$ref": COMPONENTS + component(schema_name)} if schema_name else {"type": "object"}
     return {"application/json": {"schema": schema}}
+
+
+def component(schema_name: str) -> str:
+    """A schema's component name: its name under schemas/v1 with '.' for '/' (a service's
+    schemas sit in a folder of its name; OpenAPI's component names take no '/')."""
+    return schema_name.replace("/", ".")
 
 
 def _bundle(names: set[str]) -> dict[str, dict]:
@@ -83,30 +90,24 @@ def _bundle(names: set[str]) -> dict[str, dict]:
     waiting = sorted(names)
     while waiting:
         name = waiting.pop()
-        if name not in bundled:
+        if component(name) not in bundled:
             schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
-            bundled[name] = _rewrite(schema, name, waiting)
-    return {_component(name): schema for name, schema in sorted(bundled.items())}
-
-
-def _component(name: str) -> str:
-    """A schema's component name: its path under schemas/v1, `/` made `.` (a `/` would split
-    the JSON pointer that refers to it)."""
-    return name.replace("/", ".")
+            bundled[component(name)] = _rewrite(schema, name, waiting)
+    return dict(sorted(bundled.items()))
 
 
 def _rewrite(value, name: str, found: list[str]):
     """`value` with `$id` and `$schema` dropped (a component's base is the document) and each
-    `$ref` made a pointer into the components; names referenced are added to `found`."""
+    `$ref` made a pointer into the components; names referenced are added to `found`. A
+    reference is relative to the schema it is in (`../common.json` from a service's folder)."""
     if isinstance(value, list):
         return [_rewrite(item, name, found) for item in value]
     if not isinstance(value, dict):
         return value
     out = {key: _rewrite(item, name, found) for key, item in value.items() if key not in ("$id", "$schema")}
     if isinstance(value.get("$ref"), str):
-        # Relative to the schema's own `$id` (`../common.json` from a service's folder).
-        target, _, pointer = urljoin(BASE_URI + name + ".json", value["$ref"]).removeprefix(BASE_URI).partition("#")
-        target = target.removesuffix(".json") or name
+        target, _, pointer = urljoin(f"{BASE_URI}{name}.json", value["$ref"]).removeprefix(BASE_URI).partition("#")
+        target = target.removesuffix(".json")
         found.append(target)
-        out["$ref"] = COMPONENTS + _component(target) + pointer
+        out["$ref"] = COMPONENTS + component(target) + pointer
     return out

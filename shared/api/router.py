@@ -2,9 +2,9 @@
 
 Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). Each parameter
 segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `proj/linux`.
-A route ending in `<name>` (an artifact's or an object's) gives it the rest of the path,
-so `public/logs/live.log` arrives whole whether a client sent its slashes as `%2F` (as
-Taskcluster's clients do) or as they are (as a browser following a link does).
+A route ending in `<name>` (an artifact's or an object's) or `<workerPoolId>` gives it the
+rest of the path, so `public/logs/live.log` arrives whole whether a client sent its slashes
+as `%2F` (as Taskcluster's clients do) or as they are (as a browser following a link does).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ PARAM_PATTERNS = {
     "taskGraphId": SLUGID_PATTERN,
     "runId": r"^[0-9]{1,4}$",
     "taskQueueId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
+    "workerPoolId": r"^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "provisionerId": r"^[a-zA-Z0-9-_]{1,38}$",
     "workerType": r"^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$",
     "workerGroup": r"^([a-zA-Z0-9-_]{1,38})$",
@@ -42,7 +43,9 @@ PARAM_PATTERNS = {
     # A trigger token: one that is not the hook's is refused as such (401), whatever it holds.
     "token": r"^[\x20-\x7e]{1,1000}$",
 }
-REST_OF_PATH = "<name>"   # a final segment that takes every segment left
+# Final segments that take every segment left: an artifact's or object's name, and a worker
+# pool's id (`proj/linux`), which Taskcluster's routes also take with its slash as it is.
+REST_OF_PATH = ("<name>", "<workerPoolId>")
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def match(endpoints: list[Endpoint], method: str, raw_path: str) -> tuple[Endpoi
 
 
 def _bind(template: list[str], raw: list[str]) -> dict | None:
-    if template and template[-1] == REST_OF_PATH and len(raw) > len(template):
+    if template and template[-1] in REST_OF_PATH and len(raw) > len(template):
         raw = raw[:len(template) - 1] + ["/".join(raw[len(template) - 1:])]
     if len(template) != len(raw):
         return None

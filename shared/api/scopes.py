@@ -1,9 +1,9 @@
 """What each endpoint requires of its caller: one table, keyed by endpoint name.
 
 The expressions are Taskcluster's (its API references, `queue-api.json`, `object-api.json`,
-`hooks-api.json`, `index-api.json` and `secrets-api.json`, in the notation of
-`shared/auth/expressions.py`),
-plus the scheduler's own. A `Requirement` says where each parameter comes from:
+`hooks-api.json`, `index-api.json`, `secrets-api.json` and `worker-manager-api.json`, in the
+notation of `shared/auth/expressions.py`), plus the scheduler's own. A `Requirement` says where
+each parameter comes from:
 - `scopes` is checked before the handler runs, with the URL's parameters and those
   `request(params, body)` reads from the body;
 - `stored_scopes` is checked by the service, with what `stored(loaded, params)` reads from
@@ -88,6 +88,9 @@ _WORKER = "<provisionerId>/<workerType>/<workerGroup>/<workerId>"
 # Who writes a hook must hold its role: what its tasks may do is what the writer may grant.
 _MODIFY_HOOK_AS_ITS_ROLE = Requirement({"AllOf": ["hooks:modify-hook:<hookGroupId>/<hookId>",
                                                   "assume:hook-id:<hookGroupId>/<hookId>"]})
+_POOL_WORKER = "<workerPoolId>/<workerGroup>/<workerId>"
+_MANAGE_POOL = Requirement({"AllOf": ["worker-manager:manage-worker-pool:<workerPoolId>",
+                                      "worker-manager:provider:<providerId>"]}, request=_body("providerId"))
 
 REQUIREMENTS: dict[str, Requirement | None] = {
     # public
@@ -209,6 +212,27 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "remove": Requirement("secrets:set:<name>"),
     "get": Requirement("secrets:get:<name>"),
     "list": Requirement("secrets:list-secrets"),
+    # the worker manager (worker-manager-api.json)
+    "listProviders": Requirement("worker-manager:list-providers"),
+    "createWorkerPool": _MANAGE_POOL,
+    "updateWorkerPool": _MANAGE_POOL,
+    "deleteWorkerPool": Requirement("worker-manager:manage-worker-pool:<workerPoolId>"),
+    "workerPool": Requirement("worker-manager:get-worker-pool:<workerPoolId>"),
+    "workerPoolStats": Requirement("worker-manager:get-worker-pool:<workerPoolId>"),
+    "listWorkerPools": Requirement("worker-manager:list-worker-pools"),
+    "listWorkerPoolErrors": Requirement("worker-manager:list-worker-pool-errors:<workerPoolId>"),
+    "reportWorkerError": Requirement({"AllOf": ["assume:worker-pool:<workerPoolId>",
+                                                "assume:worker-id:<workerGroup>/<workerId>"]},
+                                     request=_body("workerGroup", "workerId")),
+    "listWorkersForWorkerPool": Requirement("worker-manager:list-workers:<workerPoolId>"),
+    "worker": Requirement(f"worker-manager:get-worker:{_POOL_WORKER}"),
+    "createWorker": Requirement(f"worker-manager:create-worker:{_POOL_WORKER}"),
+    "updateWorker": Requirement(f"worker-manager:update-worker:{_POOL_WORKER}"),
+    "removeWorker": Requirement(f"worker-manager:remove-worker:{_POOL_WORKER}"),
+    "shouldWorkerTerminate": Requirement(f"worker-manager:should-worker-terminate:{_POOL_WORKER}"),
+    "registerWorker": None,   # the worker has no credentials yet: its proof of identity is checked instead
+    "reregisterWorker": Requirement(f"worker-manager:reregister-worker:{_POOL_WORKER}",
+                                    request=_body("workerPoolId", "workerGroup", "workerId")),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

@@ -20,9 +20,10 @@ class InvalidInput(QueueError):
 
 
 class InputError(InvalidInput):
-    """A rule of a service other than the Queue's is broken: Taskcluster's hooks and worker
-    manager answer these with the code InputError (400), where its Queue says
-    InputValidationError."""
+    """A rule of a service other than the Queue's is broken, or a well-formed request cannot be
+    acted on as asked (a provider that does not exist or does not do this, a proof of identity
+    that does not hold): Taskcluster's hooks and worker manager answer these with the code
+    InputError (400), where its Queue says InputValidationError."""
 
     code = "InputError"
 

@@ -21,17 +21,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Callable, Mapping
 
-from shared.domain.errors import QueueError
+from shared.domain.errors import InputError
 from shared.domain.timestamps import parse_iso, to_iso
 
 SECRET_LENGTH = 44   # Taskcluster's secrets: `^[a-zA-Z0-9_-]{44}$`, as two slugids make
 
 
-class RegistrationRefused(QueueError):
+class RegistrationRefused(InputError):
     """A proof of identity that does not hold; Taskcluster answers these with InputError
     (400). The message says why, never what was presented."""
-
-    code = "InputError"
 
 
 def new_secret() -> str:

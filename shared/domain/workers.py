@@ -87,3 +87,28 @@ def termination_reason(state: WorkerState, now: datetime, lifecycle: Lifecycle, 
     if last_active is not None and now >= last_active + timedelta(seconds=lifecycle.queue_inactivity_timeout):
         return f"claimed no work within queueInactivityTimeout ({lifecycle.queue_inactivity_timeout} s)"
     return None
+
+
+def credentials_client_id(provider_id: str, worker_pool_id: str, worker_group: str, worker_id: str) -> str:
+    """Taskcluster's name of a registered worker's temporary credentials."""
+    return f"worker/{provider_id}/{worker_pool_id}/{worker_group}/{worker_id}"
+
+
+def credentials_scopes(worker_pool_id: str, worker_group: str, worker_id: str) -> list[str]:
+    """What a registered worker's credentials carry: Taskcluster's list (its roles
+    `worker-pool:<pool>` and `worker-id:<group>/<id>`, claiming from its queue as itself,
+    removing and reregistering itself), and asking shouldWorkerTerminate about itself, which
+    Taskcluster leaves to the deployment's roles and a deployment of ours may not have."""
+    worker = f"{worker_pool_id}/{worker_group}/{worker_id}"
+    return [
+        f"assume:worker-type:{worker_pool_id}",
+        f"assume:worker-pool:{worker_pool_id}",
+        f"assume:worker-id:{worker_group}/{worker_id}",
+        f"queue:worker-id:{worker_group}/{worker_id}",
+        f"secrets:get:worker-type:{worker_pool_id}",
+        f"secrets:get:worker-pool:{worker_pool_id}",
+        f"queue:claim-work:{worker_pool_id}",
+        f"worker-manager:remove-worker:{worker}",
+        f"worker-manager:reregister-worker:{worker}",
+        f"worker-manager:should-worker-terminate:{worker}",
+    ]

@@ -35,7 +35,7 @@ from shared.providers.base import (
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[2]   # the checkout: workers run `python -m taskq_worker` from it
 # Only these pass from the host's environment to a worker's (the host's holds its secrets).
 INHERITED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "PYTHONPATH", "VIRTUAL_ENV")
 # A fork refused for want of room on the machine is a quota, not a broken configuration.

@@ -13,6 +13,7 @@ not call back into the resolver. So there are two updaters over the same tables:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -64,6 +65,18 @@ from shared.services.tasks.task_calls import TaskCalls
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.tasks.task_updater import TaskUpdater
 from shared.runtime.clock import clock_of
+from shared.services.worker_manager.launches import Launches
+from shared.services.worker_manager.manager import WorkerManager
+from shared.services.worker_manager.pool_errors import PoolErrors
+from shared.providers.registry import Providers
+from shared.services.worker_manager.provisioner import Provisioner
+from shared.services.worker_manager.removed_workers import RemovedWorkers
+from shared.services.worker_manager.wake_ups import WakeUps
+from shared.services.worker_manager.worker_care import WorkerCare
+from shared.services.worker_manager.worker_credentials import WorkerCredentials
+from shared.services.worker_manager.worker_pools import WorkerPools
+from shared.services.worker_manager.worker_states import WorkerStates
+from shared.services.worker_manager.workers import PoolWorkers
 from shared.storage.client.account import StorageAccount
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.time_index import TimeIndex
@@ -75,12 +88,15 @@ from shared.storage.tables.hook_table import HookTable
 from shared.storage.tables.index_table import IndexTable
 from shared.storage.tables.object_table import ObjectTable
 from shared.storage.tables.pending_table import PendingTable
+from shared.storage.tables.pool_worker_table import PoolWorkerTable
 from shared.storage.tables.requirement_table import RequirementTable
 from shared.storage.tables.secret_table import SecretTable
 from shared.storage.tables.task_graph_table import TaskGraphTable
 from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.tables.task_queue_table import TaskQueueTable
 from shared.storage.tables.task_table import TaskTable
+from shared.storage.tables.worker_pool_error_table import WorkerPoolErrorTable
+from shared.storage.tables.worker_pool_table import WorkerPoolTable
 from shared.storage.tables.worker_table import WorkerTable
 
 DAY, HOUR, FIVE_MINUTES = timedelta(days=1), timedelta(hours=1), timedelta(minutes=5)
@@ -119,6 +135,7 @@ class Services:
     index_expiry: IndexExpiry
     secrets: Secrets
     secret_expiry: SecretExpiry
+    worker_manager: WorkerManager
 
     @property
     def bus(self) -> EventBus | None:
@@ -132,11 +149,12 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
-              feeds: EventFeeds | None = None) -> Services:
+              feeds: EventFeeds | None = None, providers: Providers | None = None) -> Services:
         """The services on `settings`' storage account, or on `account` (one of the same
         shape: the tests' in-memory one), publishing events on the bus the settings name, or
         on `bus`; with no bus, no events are kept or published. The browser's feeds read the
-        bus the settings name, or `feeds`."""
+        bus the settings name, or `feeds`. The worker manager's providers are those the
+        environment configures, or `providers`."""
         account = account or StorageAccount(settings.storage_connection, settings.table_prefix,
                                             settings.storage_identity)
         bus = bus or event_bus(settings)
@@ -188,6 +206,10 @@ class Services:
                               follow_up=resolver)
         issuer = CredentialIssuer(settings.credentials_client_id, settings.credentials_access_token)
         workers = Workers(worker_table, claim_table, updater, worker_expiry)
+        root_url = settings.public_url or LOCAL_ROOT_URL
+        worker_manager = _worker_manager(settings, account, publisher, signal, pending_table, claim_table,
+                                         worker_table, workers, issuer, settings.worker_manager_root_url or root_url,
+                                         providers)
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         task_calls = TaskCalls(task_table, updater, groups, tracker, creation)
         claim_resolver = ClaimResolver(claim_table, updater, messages)
@@ -196,7 +218,7 @@ class Services:
         presence: WorkerPresence = SeenWorkers(worker_table, claim_table)
         stall_reports = StallReports(groups, stall)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
-                              publisher, settings.public_url or LOCAL_ROOT_URL)
+                              publisher, root_url)
 
         # Hooks: tasks created in a hook's role, checked against what the roles grant it
         realm = cache(lambda: Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes))
@@ -243,7 +265,35 @@ class Services:
             index_expiry=index_expiry,
             secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
             secret_expiry=secret_expiry,
+            worker_manager=worker_manager,
         )
+
+
+def _worker_manager(settings: Settings, account: StorageAccount, publisher: EventPublisher, signal: WorkSignal,
+                    pending_table: PendingTable, claim_table: ClaimTable, worker_table: WorkerTable,
+                    queue_workers: Workers, issuer: CredentialIssuer, root_url: str,
+                    providers: Providers | None) -> WorkerManager:
+    """The worker manager on the queue's tables: its wake-ups hear of the runs the work
+    signal hears of, its resolver releases runs through the queue's workers."""
+    marks = publisher.marks
+    pool_table, pool_workers = WorkerPoolTable(account, marks), PoolWorkerTable(account, marks)
+    if providers is None:
+        broker = {"EVENTS_AMQP_URL": settings.events_amqp_url} if settings.events_amqp_url else {}
+        providers = Providers.from_settings(os.environ, root_url, broker)
+    wake_ups = WakeUps(account.queue(settings.worker_manager_queue), pool_table.ids, providers.starts_workers, signal)
+    states = WorkerStates(pool_workers, publisher)
+    errors = PoolErrors(WorkerPoolErrorTable(account, marks), publisher)
+    pools = WorkerPools(pool_table, pool_workers, providers, publisher, wake_ups, errors)
+    removed = RemovedWorkers(states, providers, claim_table, queue_workers, wake_ups)
+    care = WorkerCare(states, providers, removed, errors, pool_table, wake_ups,
+                      lambda pool, group, worker: getattr(worker_table.load(pool, group, worker), "last_date_active",
+                                                          None))
+    provisioner = Provisioner(pool_table, pool_workers, providers, care, Launches(states, providers, root_url), errors,
+                              wake_ups, lambda queue_id, limit: (len(pending_table.peek(queue_id, limit)),
+                                                                 claim_table.count(queue_id)))
+    return WorkerManager(pools=pools, workers=PoolWorkers(states, pools, providers, removed),
+                         credentials=WorkerCredentials(states, pools, providers, issuer), errors=errors,
+                         provisioner=provisioner, wake_ups=wake_ups, providers=providers)
 
 
 def secret_box(settings: Settings) -> SecretBox | None:

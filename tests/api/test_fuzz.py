@@ -1,6 +1,6 @@
 """No input produces a 5xx (issue R5).
 
-Every operation of the APIs (queue, scheduler, object, hooks, index and secrets) is fuzzed from the
+Every operation of the APIs (queue, scheduler, object, hooks, index, secrets, worker manager) is fuzzed from the
 OpenAPI document the server itself serves (valid and invalid bodies, queries and path
 parameters, including values that break the parameters' patterns); then hostile task graphs
 and hostile artifacts. Bounded and derandomized, so CI is repeatable: a 5xx found here is
@@ -83,6 +83,11 @@ def secrets_openapi(fuzz_server):
     return _openapi(fuzz_server, "secrets")
 
 
+@pytest.fixture(scope="module")
+def worker_manager_openapi(fuzz_server):
+    return _openapi(fuzz_server, "worker-manager")
+
+
 def check(case, auth) -> None:
     """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema.
     Signed by the root client, so that every call reaches its handler."""
@@ -110,6 +115,7 @@ object_api = schemathesis.pytest.from_fixture("object_openapi")
 hooks_api = schemathesis.pytest.from_fixture("hooks_openapi")
 index_api = schemathesis.pytest.from_fixture("index_openapi")
 secrets_api = schemathesis.pytest.from_fixture("secrets_openapi")
+worker_manager_api = schemathesis.pytest.from_fixture("worker_manager_openapi")
 
 
 @queue_api.parametrize()
@@ -149,9 +155,15 @@ def test_secrets_api(case, fuzz_server):
     check(case, fuzz_server.auth)
 
 
+@worker_manager_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_worker_manager_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
+
+
 def test_the_documents_stand_alone(fuzz_server):
     """Every `$ref` points inside the document, and every path parameter has its pattern."""
-    for api in ("queue", "scheduler", "object", "hooks", "index", "secrets"):
+    for api in ("queue", "scheduler", "object", "hooks", "index", "secrets", "worker-manager"):
         document = requests.get(f"{fuzz_server.root_url}/api/{api}/v1/openapi.json").json()
         text = json.dumps(document)
         assert document["openapi"] == "3.1.0" and '"$ref": "#/components/schemas/' in text

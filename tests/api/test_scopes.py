@@ -1,12 +1,13 @@
-"""The scope table: every endpoint of both APIs, every endpoint of Taskcluster's queue and
-object references, with Taskcluster's expressions."""
+"""The scope table: every endpoint of our APIs, every endpoint of Taskcluster's queue and
+object references and those of its worker-manager reference we serve, with Taskcluster's
+expressions."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from shared.api import hooks_api, index_api, openapi, queue_api, scheduler_api, secrets_api, ui_api
+from shared.api import hooks_api, index_api, openapi, queue_api, scheduler_api, secrets_api, ui_api, worker_manager_api
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -28,7 +29,7 @@ REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 def test_every_endpoint_is_in_the_table():
     served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS
-              + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS]
+              + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS + worker_manager_api.ENDPOINTS]
     references = QUEUE_REFERENCE + OBJECT_REFERENCE + INDEX_REFERENCE + SECRETS_REFERENCE
     assert [name for name in served + references if name not in REQUIREMENTS] == []
     assert {endpoint.name for endpoint in index_api.ENDPOINTS} >= set(INDEX_REFERENCE)
@@ -43,14 +44,21 @@ def test_following_a_groups_events_asks_what_listing_it_asks():
 
 def test_only_the_service_endpoints_are_public():
     public = {name for name, needed in REQUIREMENTS.items() if needed is None}
-    assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi", "triggerHookWithToken"}
+    # triggerHookWithToken: the token is its own authority. registerWorker as in Taskcluster:
+    # a worker has no credentials before it registers; the proof of identity in its body is
+    # checked instead.
+    assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi", "triggerHookWithToken",
+                      "registerWorker"}
 
 
 @pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
 @pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json", "index-api.json",
-                                       "secrets-api.json"])
+                                       "secrets-api.json", "worker-manager-api.json"])
 def test_the_expressions_are_taskclusters(reference):
+    worker_manager = {endpoint.name for endpoint in worker_manager_api.ENDPOINTS}
     for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
+        if reference == "worker-manager-api.json" and entry["name"] not in worker_manager:
+            continue   # not served (launch configs, its own listWorkers and getWorker)
         ours, theirs = expression(entry["name"]), entry.get("scopes")
         if entry["name"] == "createTask":   # plus seed 001's form of the priority scope
             assert ours["AllOf"][:4] == theirs["AllOf"][:4]

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from devhost.settings import apply_to_environ, expand, load_settings
+from devhost.settings import apply_to_environ, expand, load_settings, sample_values
 
 NAMES = ("DH_FROM_DEFAULT", "DH_FROM_FILE", "DH_FROM_ENV")
 
@@ -60,3 +60,13 @@ def test_binding_expressions_expand_and_a_missing_setting_is_an_error():
     assert expand("*/5 * * * * *", settings) == "*/5 * * * * *"  # nothing to expand
     with pytest.raises(KeyError, match="MISSING"):
         expand("%MISSING%", settings)
+
+
+def test_the_samples_values_are_the_defaults_of_what_local_settings_lacks(tmp_path, clean_environ):
+    """A local.settings.json copied before a binding's setting was added to the sample."""
+    (tmp_path / "local.settings.sample.json").write_text(json.dumps(
+        {"Values": {"DH_FROM_DEFAULT": "sample", "DH_FROM_FILE": "sample"}}))
+    write_local_settings(tmp_path, {"DH_FROM_FILE": "file"})
+    settings = load_settings(tmp_path, sample_values(tmp_path))
+    assert settings["DH_FROM_DEFAULT"] == "sample" and settings["DH_FROM_FILE"] == "file"
+    assert sample_values(tmp_path / "elsewhere") == {}

@@ -37,6 +37,13 @@ def test_the_object_service_is_one_anonymous_http_function_under_object_v1():
     assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
 
 
+def test_the_worker_manager_api_is_one_anonymous_http_function_under_worker_manager_v1():
+    trigger = functions_by_name()["worker_manager_api"].get_trigger()
+    assert trigger.type == "httpTrigger" and trigger.route == "worker-manager/v1/{*path}"
+    assert {str(getattr(method, "value", method)) for method in trigger.methods} >= {"GET", "POST", "PUT", "DELETE"}
+    assert str(getattr(trigger.auth_level, "value", trigger.auth_level)).lower() == "anonymous"
+
+
 def call(method: str, path: str, body: bytes = b"") -> func.HttpResponse:
     handler = functions_by_name()["queue_api"].get_user_function()
     request = func.HttpRequest(method=method, url=f"http://localhost:7071/api/queue/v1{path}",
@@ -68,6 +75,7 @@ def test_time_driven_functions_are_timers_whose_schedules_are_app_settings():
         "expiration_sweep": "%QUEUE_EXPIRATION_SCHEDULE%",
         "watchdog": "%QUEUE_WATCHDOG_SCHEDULE%",
         "hooks_scheduler": "%HOOKS_SCHEDULER_SCHEDULE%",
+        "provisioner_sweep": "%WORKER_MANAGER_PROVISIONER_SCHEDULE%",
     }
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in schedules.values())
@@ -83,6 +91,7 @@ def test_the_startup_function_runs_when_the_host_starts():
 def test_queue_driven_functions_bind_to_queues_named_by_app_settings():
     queues = {name: function.get_trigger().queue_name for name, function in functions_by_name().items()
               if function.get_trigger().type == "queueTrigger"}
-    assert queues == {"dependency_resolver": "%QUEUE_RESOLVED_QUEUE%", "graph_part_creator": "%QUEUE_GRAPH_QUEUE%"}
+    assert queues == {"dependency_resolver": "%QUEUE_RESOLVED_QUEUE%", "graph_part_creator": "%QUEUE_GRAPH_QUEUE%",
+                      "provisioner_wake_up": "%WORKER_MANAGER_QUEUE%"}
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in queues.values())

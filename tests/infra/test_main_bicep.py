@@ -138,6 +138,19 @@ def test_the_artifacts_container_is_private_and_named_by_its_setting():
     assert "QUEUE_PUBLIC_URL" in deployed_settings()
 
 
+def test_the_worker_managers_container_apps_job_is_deployed_with_a_worker_image():
+    module = re.search(r"module workerManager 'worker-manager.bicep' = if \(!empty\(workerImage\)\) \{.*?\n\}",
+                       BICEP, re.S)
+    assert module and "appPrincipalId: app.identity.principalId" in module.group(0)
+    settings = deployed_settings()
+    assert settings["WORKER_MANAGER_ACA_JOB_NAME"] == "empty(workerImage) ? '' : workerJobName"
+    assert settings["WORKER_MANAGER_LOCAL_PROVIDER"] == "'false'"
+    # The app names the job as the module does (the app cannot wait for the module's outputs).
+    module_bicep = (ROOT / "infra" / "worker-manager.bicep").read_text()
+    assert "take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in module_bicep
+    assert "var workerJobName = take(toLower('${replace(appName, '_', '-')}-workers'), 32)" in BICEP
+
+
 def test_people_who_listen_to_the_events_may_make_their_feeds():
     assert "param eventListenerPrincipalIds array = []" in BICEP
     listeners = resource("listenersReadEvents")

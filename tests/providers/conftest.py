@@ -1,19 +1,24 @@
-"""What the provider tests share: launches with fresh registrations, and a stand-in worker."""
+"""What the provider and provisioner tests share: launches with fresh registrations, a stand-in
+worker, and the Container Apps provider signed in to the local stand-in for ARM."""
 
 from __future__ import annotations
 
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from azure.identity import ManagedIdentityCredential
 
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
 from shared.domain.workers import new_worker_id
+from shared.providers.azure_container_apps import ContainerAppsProvider, make_client
 from shared.providers.base import Registration, WorkerLaunch, WorkerRef
 from shared.domain.registration import issue_token
 from tests.conftest import eventually
+from tests.providers.arm_stand_in import ArmStandIn
 
 # Until the worker registers (the lead's next phase), any long-running process stands in for it.
 SLEEPER = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
@@ -44,3 +49,37 @@ def ref_of(pool: WorkerPool, launch: WorkerLaunch, provider_data=None) -> Worker
 @pytest.fixture
 def pool() -> WorkerPool:
     return WorkerPool.create("proj/local-tests", POOL_BODY, utcnow())
+
+
+SUBSCRIPTION = "00000000-0000-0000-0000-00000000000a"
+
+
+@pytest.fixture
+def arm(tmp_path):
+    stand_in = ArmStandIn(tmp_path, SLEEPER)
+    yield stand_in
+    stand_in.close()
+
+
+@pytest.fixture
+def waits():
+    return []
+
+
+@pytest.fixture
+def provider(arm, monkeypatch, waits):
+    """Signed in as App Service's managed identity would be: IDENTITY_ENDPOINT/IDENTITY_HEADER."""
+    for name in ("MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "AZURE_CLIENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IDENTITY_ENDPOINT", arm.identity_endpoint)
+    monkeypatch.setenv("IDENTITY_HEADER", arm.identity_header)
+    client = make_client(ManagedIdentityCredential(), SUBSCRIPTION, base_url=arm.base_url, polling_interval=0.05,
+                         connection_verify=str(arm.cert_path))
+
+    def sleep(seconds):
+        waits.append(seconds)
+        time.sleep(seconds)
+    instance = ContainerAppsProvider(client, resource_group="workers-rg", job_name="workers", worker_group="westeurope",
+                                     image="registry.example/taskq-worker:1", sleep=sleep, longest_wait=5)
+    yield instance
+    instance.close()

@@ -5,54 +5,16 @@ its faults: errors classified, and never two executions for one worker."""
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
-from azure.identity import ManagedIdentityCredential
 
 from shared.domain.timestamps import utcnow
 from shared.domain.worker_pools import WorkerPool
-from shared.providers.azure_container_apps import ContainerAppsProvider, make_client
 from shared.providers.base import (
     ENV_REGISTRATION_TOKEN, ENV_WORKER_ID, ErrorClass, ProviderUnavailable, QuotaExceeded, StartRefused, WorkerHealth,
 )
 from tests.conftest import eventually
-from tests.providers.arm_stand_in import ArmStandIn
-from tests.providers.conftest import POOL_BODY, SLEEPER, environment_of, make_launch, ref_of
-
-SUBSCRIPTION = "00000000-0000-0000-0000-00000000000a"
-
-
-@pytest.fixture
-def arm(tmp_path):
-    stand_in = ArmStandIn(tmp_path, SLEEPER)
-    yield stand_in
-    stand_in.close()
-
-
-@pytest.fixture
-def waits():
-    return []
-
-
-@pytest.fixture
-def provider(arm, monkeypatch, waits):
-    """Signed in as App Service's managed identity would be: IDENTITY_ENDPOINT/IDENTITY_HEADER."""
-    for name in ("MSI_ENDPOINT", "MSI_SECRET", "IDENTITY_SERVER_THUMBPRINT", "AZURE_CLIENT_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("IDENTITY_ENDPOINT", arm.identity_endpoint)
-    monkeypatch.setenv("IDENTITY_HEADER", arm.identity_header)
-    client = make_client(ManagedIdentityCredential(), SUBSCRIPTION, base_url=arm.base_url, polling_interval=0.05,
-                         connection_verify=str(arm.cert_path))
-
-    def sleep(seconds):
-        waits.append(seconds)
-        time.sleep(seconds)
-    instance = ContainerAppsProvider(client, resource_group="workers-rg", job_name="workers", worker_group="westeurope",
-                                     image="registry.example/taskq-worker:1", sleep=sleep, longest_wait=5)
-    yield instance
-    instance.close()
-
+from tests.providers.conftest import POOL_BODY, environment_of, make_launch, ref_of
 
 @pytest.fixture
 def pool():

@@ -113,8 +113,18 @@ class Workers:
         deleted it meanwhile)."""
         return lambda: self.arrive(record.task_queue_id, record.worker_group, record.worker_id, now, fresh=True)
 
+    def shut_out(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, why: str,
+                 now: datetime) -> dict:
+        """A worker that must get no more work (the worker manager removed it, or found it
+        gone): quarantined until `until` (when its credentials expire), its row made if it
+        never claimed so that a first claimWork still in flight is refused too, and the runs
+        it holds released."""
+        self.arrive(task_queue_id, worker_group, worker_id, now, fresh=True)
+        return self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now,
+                               why=why)
+
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
-                   now: datetime) -> dict:
+                   now: datetime, why: str = "quarantined") -> dict:
         detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
                   "quarantineInfo": info}
         record = change_until_saved(
@@ -126,7 +136,7 @@ class Workers:
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
         if self.quarantined(record, now):
             self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
-                task_queue_id, worker_group, worker_id), now)
+                task_queue_id, worker_group, worker_id), now, why)
         return render(record)
 
     def declare(self, task_queue_id: str, worker_group: str, worker_id: str, expires: str, now: datetime) -> dict:
@@ -142,8 +152,9 @@ class Workers:
         return render(record)
 
     def release(self, task_queue_id: str, worker_group: str, worker_id: str, runs: list[tuple[str, int]],
-                now: datetime) -> int:
-        """Resolve the runs the worker still holds as worker-shutdown; returns how many."""
+                now: datetime, why: str = "quarantined") -> int:
+        """Resolve the runs the worker still holds as worker-shutdown; returns how many.
+        `why`: what happened to the worker (quarantined, removed, gone), for the log."""
         def shut_down(run_id: int):
             def transition(status):
                 run = status.run(run_id)
@@ -152,10 +163,10 @@ class Workers:
                     return status  # resolved, or someone else's run by now
                 return lifecycle.resolve(status, run_id, ReasonResolved.WORKER_SHUTDOWN, now)
             return transition
-        released = sum(self.updater.try_apply(task_id, shut_down(run_id), "worker quarantined")
+        released = sum(self.updater.try_apply(task_id, shut_down(run_id), f"worker {why}")
                        for task_id, run_id in runs)
         if released:
-            log.info("released %d runs of quarantined worker %s/%s", released, worker_group, worker_id,
+            log.info("released %d runs of %s worker %s/%s", released, why, worker_group, worker_id,
                      extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "release"})
         return released
 

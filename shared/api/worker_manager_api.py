@@ -1,0 +1,104 @@
+"""The worker manager API (`/api/worker-manager/v1/...`), declared as data: Taskcluster's
+names, routes, bodies and scopes (worker-manager-api.json; the scopes are in `scopes.py`).
+
+Routes that take a worker in the URL come before the one listing a pool's workers: a pool
+id is the one parameter that may arrive with its slash as it is (`/workers/proj/linux`),
+as the rest of the path.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from shared.api import openapi
+from shared.api.dispatch import Call
+from shared.api.paging import paged
+from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
+from shared.api.router import Endpoint
+from shared.domain.timestamps import utcnow
+
+SERVICE_ROOT = "/worker-manager/v1"
+_SERVICE_CALLS = ("ping", "lbheartbeat", "version", "heartbeat")
+PAGED = ("continuationToken", "limit")
+POOL = "/worker-pool/<workerPoolId>"
+WORKER = "/workers/<workerPoolId>/<workerGroup>/<workerId>"
+
+
+def _wm(call: Call):
+    return call.services.worker_manager
+
+
+def _pool_id(call: Call) -> str:
+    return call.params["workerPoolId"]
+
+
+def _worker(call: Call) -> tuple[str, str, str]:
+    return call.params["workerPoolId"], call.params["workerGroup"], call.params["workerId"]
+
+
+def _list_workers(call: Call) -> dict:
+    return paged(call.query, lambda after, limit: _wm(call).workers.list(_pool_id(call), after, limit,
+                                                                       call.query.get("state")))
+
+
+ENDPOINTS = [
+    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in _SERVICE_CALLS),
+    Endpoint("openapi", "GET", "/openapi.json",
+             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Taskcluster-compatible Worker Manager")),
+    Endpoint("listProviders", "GET", "/providers",
+             lambda call: paged(call.query, _wm(call).pools.providers_page),
+             query=PAGED, output_schema="worker-manager/provider-list"),
+    Endpoint("workerPoolStats", "GET", POOL + "/stats",
+             lambda call: _wm(call).pools.stats(_pool_id(call)), output_schema="worker-manager/worker-pool-stats"),
+    Endpoint("createWorkerPool", "PUT", POOL,
+             lambda call: _wm(call).pools.create(_pool_id(call), call.body, utcnow()),
+             input_schema="worker-manager/create-worker-pool-request",
+             output_schema="worker-manager/worker-pool-full"),
+    Endpoint("updateWorkerPool", "POST", POOL,
+             lambda call: _wm(call).pools.update(_pool_id(call), call.body, utcnow()),
+             input_schema="worker-manager/update-worker-pool-request",
+             output_schema="worker-manager/worker-pool-full"),
+    Endpoint("deleteWorkerPool", "DELETE", POOL,
+             lambda call: _wm(call).pools.delete(_pool_id(call), utcnow()),
+             output_schema="worker-manager/worker-pool-full"),
+    Endpoint("workerPool", "GET", POOL,
+             lambda call: _wm(call).pools.get(_pool_id(call)), output_schema="worker-manager/worker-pool-full"),
+    Endpoint("listWorkerPools", "GET", "/worker-pools",
+             lambda call: paged(call.query, _wm(call).pools.list),
+             query=PAGED, output_schema="worker-manager/worker-pool-list"),
+    Endpoint("reportWorkerError", "POST", "/worker-pool-errors/<workerPoolId>",
+             lambda call: _wm(call).pools.report_error(_pool_id(call), call.body, utcnow()),
+             input_schema="worker-manager/report-worker-error-request",
+             output_schema="worker-manager/worker-pool-error"),
+    Endpoint("listWorkerPoolErrors", "GET", "/worker-pool-errors/<workerPoolId>",
+             lambda call: paged(call.query, partial(_wm(call).errors.list, _pool_id(call),
+                                                    error_id=call.query.get("errorId"))),
+             query=(*PAGED, "errorId"), output_schema="worker-manager/worker-pool-error-list"),
+    Endpoint("shouldWorkerTerminate", "GET", WORKER + "/should-terminate",
+             lambda call: _wm(call).workers.should_terminate(*_worker(call)),
+             output_schema="worker-manager/should-worker-terminate-response"),
+    Endpoint("worker", "GET", WORKER,
+             lambda call: _wm(call).workers.get(*_worker(call)), output_schema="worker-manager/worker-full"),
+    Endpoint("createWorker", "PUT", WORKER,
+             lambda call: _wm(call).workers.create(*_worker(call), call.body, utcnow()),
+             input_schema="worker-manager/create-worker-request", output_schema="worker-manager/worker-full",
+             hidden=("providerInfo",)),
+    Endpoint("updateWorker", "POST", WORKER,
+             lambda call: _wm(call).workers.update(*_worker(call), call.body, utcnow()),
+             input_schema="worker-manager/create-worker-request", output_schema="worker-manager/worker-full",
+             hidden=("providerInfo",)),
+    Endpoint("removeWorker", "DELETE", WORKER,
+             lambda call: _wm(call).workers.remove(*_worker(call), utcnow())),
+    Endpoint("listWorkersForWorkerPool", "GET", "/workers/<workerPoolId>", _list_workers,
+             query=(*PAGED, "state"), output_schema="worker-manager/worker-list"),
+    Endpoint("registerWorker", "POST", "/worker/register",
+             lambda call: _wm(call).credentials.register(call.body, utcnow()),
+             input_schema="worker-manager/register-worker-request",
+             output_schema="worker-manager/register-worker-response",
+             hidden=("workerIdentityProof",)),
+    Endpoint("reregisterWorker", "POST", "/worker/reregister",
+             lambda call: _wm(call).credentials.reregister(call.body, utcnow()),
+             input_schema="worker-manager/reregister-worker-request",
+             output_schema="worker-manager/reregister-worker-response",
+             hidden=("secret",)),
+]

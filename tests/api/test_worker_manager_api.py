@@ -1,0 +1,182 @@
+"""The worker-manager API through a real host with the official `taskcluster.WorkerManager`
+client: pools created, updated, listed and deleted with Taskcluster's scopes, bodies and
+errors; static workers created, registered, reregistered and removed; a registration token
+used twice refused."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import taskcluster
+
+from shared.domain.ids import new_slugid
+from shared.validation import check_response
+from tests.api.conftest import refusal, temporary
+from tests.conftest import ROOT_CREDENTIALS, eventually
+
+SECRET = new_slugid() + new_slugid()
+POOL_BODY = {"providerId": "static", "description": "machines in the basement", "owner": "ops@example.com",
+             "emailOnError": False, "config": {"workerConfig": {"shell": "bash"}}}
+
+
+def manager(server, credentials: dict | None = ROOT_CREDENTIALS) -> taskcluster.WorkerManager:
+    return taskcluster.WorkerManager({"rootUrl": server.root_url, "maxRetries": 0,
+                                      **({"credentials": dict(credentials)} if credentials else {})})
+
+
+def not_found(call, *args) -> bool:
+    try:
+        call(*args)
+    except taskcluster.exceptions.TaskclusterRestFailure as failure:
+        return failure.status_code == 404
+    return False
+
+
+@pytest.fixture
+def pool_id() -> str:
+    return f"wm-{uuid.uuid4().hex[:8]}/pool-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def wm(server) -> taskcluster.WorkerManager:
+    return manager(server)
+
+
+def test_a_pool_is_created_read_updated_listed_and_deleted(server, wm, pool_id):
+    created = wm.createWorkerPool(pool_id, POOL_BODY)
+    assert check_response("worker-manager/worker-pool-full", created) == []
+    assert {key: created[key] for key in POOL_BODY} == POOL_BODY and created["workerPoolId"] == pool_id
+    assert created["currentCapacity"] == 0 and created["runningCount"] == 0
+    assert wm.workerPool(pool_id) == created
+    status, body = refusal(wm.createWorkerPool, pool_id, POOL_BODY)
+    assert (status, body["code"]) == (409, "RequestConflict")
+
+    local = {**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 2, "scalingRatio": 0.5}}
+    updated = wm.updateWorkerPool(pool_id, {**local, "workerPoolId": pool_id, "created": created["created"]})
+    assert updated["providerId"] == "local" and updated["config"] == local["config"]
+    assert updated["created"] == created["created"] and updated["lastModified"] >= created["lastModified"]
+    status, body = refusal(wm.updateWorkerPool, pool_id, {**local, "workerPoolId": "other/pool"})
+    assert status == 400 and "workerPoolId" in body["message"]
+
+    other = pool_id + "-b"
+    wm.createWorkerPool(other, POOL_BODY)
+    listed = [pool["workerPoolId"] for pool in wm.listWorkerPools()["workerPools"]]
+    assert pool_id in listed and other in listed
+    pages, token = [], None
+    while True:   # a page at a time, as a continuation token says
+        page = wm.listWorkerPools(query={"limit": 1, **({"continuationToken": token} if token else {})})
+        pages.append([pool["workerPoolId"] for pool in page["workerPools"]])
+        token = page.get("continuationToken")
+        if not token:
+            break
+    assert all(len(names) <= 1 for names in pages) and [name for names in pages for name in names] == listed
+    wm.deleteWorkerPool(other)
+
+    deleted = wm.deleteWorkerPool(pool_id)
+    assert deleted["providerId"] == "null-provider" and deleted["config"] == local["config"]
+    # Without workers, the provisioner removes it (its timer runs every other second here).
+    eventually(lambda: not_found(wm.workerPool, pool_id), timeout=20, message="the deleted pool gone")
+
+
+def test_bad_pools_are_refused_naming_the_field(wm, pool_id):
+    cases = [
+        ({**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 100}}, "InputValidationError",
+         "config.maxCapacity"),
+        ({**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 2, "minCapacity": 3}},
+         "InputValidationError", "config.minCapacity"),
+        ({**POOL_BODY, "providerId": "no-such-provider"}, "InputError", "Invalid Provider"),
+        ({**POOL_BODY, "owner": 12}, "InputValidationError", "owner"),
+    ]
+    for body, code, named in cases:
+        status, answer = refusal(wm.createWorkerPool, pool_id, body)
+        assert (status, answer["code"]) == (400, code) and named in answer["message"], answer
+    status, answer = refusal(wm.workerPool, "Not A Pool")
+    assert (status, answer["code"]) == (400, "InvalidRequestArguments")
+    assert refusal(wm.workerPool, pool_id)[0] == 404
+
+
+def test_pools_need_taskclusters_scopes(server, wm, pool_id):
+    manage_only = manager(server, temporary(ROOT_CREDENTIALS, [f"worker-manager:manage-worker-pool:{pool_id}"]))
+    status, body = refusal(manage_only.createWorkerPool, pool_id, POOL_BODY)
+    assert (status, body["code"]) == (403, "InsufficientScopes")
+    assert "worker-manager:provider:static" in body["message"]
+    admin = manager(server, temporary(ROOT_CREDENTIALS, [f"worker-manager:manage-worker-pool:{pool_id.split('/')[0]}/*",
+                                                         "worker-manager:provider:static"]))
+    admin.createWorkerPool(pool_id, POOL_BODY)
+    assert manage_only.deleteWorkerPool(pool_id)["providerId"] == "null-provider"   # no provider scope needed
+    for call, args in ((manage_only.workerPool, (pool_id,)), (manage_only.listWorkerPools, ()),
+                       (manage_only.listProviders, ()), (manage_only.listWorkerPoolErrors, (pool_id,))):
+        assert refusal(call, *args)[0] == 403
+    assert refusal(manager(server, None).workerPool, pool_id)[0] == 403
+    reader = manager(server, temporary(ROOT_CREDENTIALS, ["worker-manager:get-worker-pool:*",
+                                                          "worker-manager:list-providers"]))
+    assert reader.workerPool(pool_id)["workerPoolId"] == pool_id
+    providers = reader.listProviders()["providers"]
+    assert {"providerId": "local", "providerType": "local"} in providers
+    assert "null-provider" not in [provider["providerId"] for provider in providers]
+
+
+def test_a_static_worker_registers_reregisters_and_is_removed(server, wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    expires = taskcluster.stringDate(taskcluster.fromNow("1 day"))
+    created = wm.createWorker(pool_id, "basement", "box-1", {"expires": expires, "capacity": 2,
+                                                             "providerInfo": {"staticSecret": SECRET}})
+    assert check_response("worker-manager/worker-full", created) == []
+    assert (created["state"], created["capacity"], created["providerId"]) == ("running", 2, "static")
+    anonymous = manager(server, None)
+    proof = {"workerPoolId": pool_id, "providerId": "static", "workerGroup": "basement", "workerId": "box-1"}
+    status, body = refusal(anonymous.registerWorker, {**proof, "workerIdentityProof": {"staticSecret": "x" * 44}})
+    assert (status, body["code"]) == (400, "InputError")
+    assert body["requestInfo"]["payload"] == {**proof, "workerIdentityProof": "(OMITTED)"}
+    registered = anonymous.registerWorker({**proof, "workerIdentityProof": {"staticSecret": SECRET}})
+    assert check_response("worker-manager/register-worker-response", registered) == []
+    assert registered["workerConfig"] == {"shell": "bash"}
+    assert registered["credentials"]["clientId"] == f"worker/static/{pool_id}/basement/box-1"
+
+    # The credentials it got claim work from its queue as itself, reregister and remove it.
+    as_worker = manager(server, registered["credentials"])
+    queue = taskcluster.Queue({"rootUrl": server.root_url, "maxRetries": 0, "credentials": registered["credentials"]})
+    assert queue.claimWork(pool_id, {"workerGroup": "basement", "workerId": "box-1", "tasks": 1}) == {"tasks": []}
+    assert refusal(queue.claimWork, pool_id, {"workerGroup": "basement", "workerId": "box-2", "tasks": 1})[0] == 403
+    again = as_worker.reregisterWorker({"workerPoolId": pool_id, "workerGroup": "basement", "workerId": "box-1",
+                                        "secret": registered["secret"]})
+    assert check_response("worker-manager/reregister-worker-response", again) == []
+    status, body = refusal(as_worker.reregisterWorker, {"workerPoolId": pool_id, "workerGroup": "basement",
+                                                         "workerId": "box-1", "secret": registered["secret"]})
+    assert (status, body["code"]) == (400, "InputError")   # that secret was replaced
+    assert as_worker.shouldWorkerTerminate(pool_id, "basement", "box-1") == {"terminate": False, "reason": "none"}
+
+    as_worker.removeWorker(pool_id, "basement", "box-1")
+    assert wm.worker(pool_id, "basement", "box-1")["state"] == "stopped"
+    assert as_worker.shouldWorkerTerminate(pool_id, "basement", "box-1")["terminate"] is True
+    status, body = refusal(anonymous.registerWorker, {**proof, "workerIdentityProof": {"staticSecret": SECRET}})
+    assert status == 400 and "not running" in body["message"]
+    listed = wm.listWorkersForWorkerPool(pool_id, query={"state": "stopped"})["workers"]
+    assert [worker["workerId"] for worker in listed] == ["box-1"]
+    assert refusal(wm.listWorkersForWorkerPool, pool_id, query={"state": "sleeping"})[0] == 400
+
+
+def test_a_static_pool_is_the_only_kind_whose_workers_are_created_by_hand(wm, pool_id):
+    wm.createWorkerPool(pool_id, {**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 1}})
+    expires = taskcluster.stringDate(taskcluster.fromNow("1 day"))
+    status, body = refusal(wm.createWorker, pool_id, "g", "w", {"expires": expires,
+                                                                "providerInfo": {"staticSecret": SECRET}})
+    assert (status, body["code"]) == (400, "InputError") and body["requestInfo"]["payload"]["providerInfo"] == "(OMITTED)"
+    wm.deleteWorkerPool(pool_id)
+
+
+def test_workers_report_errors_which_are_listed_with_the_pools(server, wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    worker = manager(server, temporary(ROOT_CREDENTIALS, [f"assume:worker-pool:{pool_id}",
+                                                          "assume:worker-id:basement/box-9"]))
+    report = {"workerGroup": "basement", "workerId": "box-9", "kind": "disk-full", "title": "Disk full",
+              "description": "no space left on /", "extra": {"free": 0}}
+    reported = worker.reportWorkerError(pool_id, report)
+    assert check_response("worker-manager/worker-pool-error", reported) == []
+    assert reported["extra"] == {"free": 0, "workerGroup": "basement", "workerId": "box-9"}
+    assert refusal(worker.reportWorkerError, pool_id, {**report, "workerId": "box-8"})[0] == 403
+    listed = wm.listWorkerPoolErrors(pool_id)
+    assert check_response("worker-manager/worker-pool-error-list", listed) == []
+    assert [error["errorId"] for error in listed["workerPoolErrors"]] == [reported["errorId"]]
+    assert wm.listWorkerPoolErrors(pool_id, query={"errorId": reported["errorId"]})["workerPoolErrors"] == [reported]
