@@ -68,6 +68,7 @@ from shared.runtime.clock import clock_of
 from shared.services.worker_manager.launches import Launches
 from shared.services.worker_manager.manager import WorkerManager
 from shared.services.worker_manager.pool_errors import PoolErrors
+from shared.services.worker_manager.pool_presence import PoolPresence
 from shared.providers.registry import Providers
 from shared.services.worker_manager.provisioner import Provisioner
 from shared.services.worker_manager.removed_workers import RemovedWorkers
@@ -214,7 +215,7 @@ class Services:
         task_calls = TaskCalls(task_table, updater, groups, tracker, creation)
         claim_resolver = ClaimResolver(claim_table, updater, messages)
         # Whether anything serves a task queue, as the Queue knows it (its workers' last
-        # claims); a worker manager hands the watchdog its own (pools first) instead, here.
+        # claims); the watchdog asks the worker manager's pools first (PoolPresence).
         presence: WorkerPresence = SeenWorkers(worker_table, claim_table)
         stall_reports = StallReports(groups, stall)
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
@@ -256,7 +257,8 @@ class Services:
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
-            watchdog=Watchdog(watch_index, group_table, task_table, tracker, claim_resolver, presence, stall_reports,
+            watchdog=Watchdog(watch_index, group_table, task_table, tracker, claim_resolver,
+                              PoolPresence(worker_manager.pools, worker_manager.providers, presence), stall_reports,
                               task_calls.cancel_if_unresolved, stall),
             stall_reports=stall_reports,
             hooks=hooks,

@@ -59,5 +59,5 @@ class SeenWorkers:
                                   f"{busy[0].taken_until}")
         quarantined = f" ({len(workers)} seen, all quarantined)" if workers else ""
         # Said the same way at every look (no times), so that a verdict that stands is not new.
-        return Presence(False, f"no worker pool known, no worker claimed in the last "
+        return Presence(False, f"no worker claimed in the last "
                                f"{(now - since).total_seconds():g} s and none holds a claim{quarantined}")

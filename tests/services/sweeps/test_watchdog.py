@@ -109,6 +109,30 @@ def test_tasks_on_a_queue_nobody_serves_are_reported_no_workers_and_never_cancel
     assert event.routing_key == f"primary.{group}.-.no-workers" and event.body["findings"] == [finding]
 
 
+def pool(services, task_queue_id: str, max_capacity: int) -> None:
+    services.worker_manager.pools.create(task_queue_id, {
+        "providerId": "local", "description": "watchdog tests", "owner": "tests@example.com", "emailOnError": False,
+        "config": {"maxCapacity": max_capacity}}, utcnow())
+
+
+def test_a_queue_whose_pool_can_start_a_worker_is_served_though_no_worker_runs(services, task_queue_id):
+    """A pool scaled to zero is not a queue nobody serves: the group is merely stalled."""
+    pool(services, task_queue_id, 2)
+    group = new_slugid()
+    create(services, task_queue_id, group)
+    view = found(services, group, "stalled")
+    assert view["findings"] == [] and view["counts"]["pending"] == 1
+
+
+def test_a_queue_whose_pool_cannot_start_a_worker_is_no_workers_and_the_finding_says_why(services, task_queue_id):
+    pool(services, task_queue_id, 0)
+    group = new_slugid()
+    create(services, task_queue_id, group)
+    [finding] = found(services, group, "no-workers")["findings"]
+    assert finding["taskQueueId"] == task_queue_id
+    assert finding["detail"].startswith(f"worker pool {task_queue_id} has maxCapacity 0; no worker claimed")
+
+
 def test_a_run_whose_worker_stopped_without_resolving_it_is_handed_to_the_claim_resolver(azurite, task_queue_id,
                                                                                           caplog):
     services = build_services(azurite, watchdog_stall=STALL, claim_timeout=2)
