@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from functools import partial
 
-from shared.api import openapi
 from shared.api.dispatch import Call
 from shared.api.paging import paged
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/hooks/v1"
 HOOK = "/hooks/<hookGroupId>/<hookId>"
@@ -23,9 +22,7 @@ def _ids(call: Call) -> tuple[str, str]:
 
 
 ENDPOINTS = [
-    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in ("ping", "lbheartbeat", "version", "heartbeat")),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Hooks service")),
+    *service_calls("Hooks service", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("listHookGroups", "GET", "/hooks", lambda call: call.services.hooks.groups(),
              output_schema="hooks/list-hook-groups-response"),
     Endpoint("listHooks", "GET", "/hooks/<hookGroupId>",

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from shared.api import openapi
 from shared.api.dispatch import Call
 from shared.api.http import ApiResponse
 from shared.api.paging import paged
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/index/v1"
 PAGED = ("continuationToken", "limit")
@@ -37,9 +36,7 @@ def _artifact(call: Call) -> ApiResponse:
 
 
 ENDPOINTS = [
-    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in ("ping", "lbheartbeat", "version", "heartbeat")),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Index service")),
+    *service_calls("Index service", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("findTask", "GET", "/task/<indexPath>",
              lambda call: call.services.index.find(call.params["indexPath"]),
              output_schema="index/indexed-task-response"),

@@ -6,10 +6,9 @@ and the upload and download helpers reach it at the Queue's root URL.
 
 from __future__ import annotations
 
-from shared.api import openapi
 from shared.api.http import ApiResponse
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/object/v1"
 
@@ -20,9 +19,7 @@ def _download(call) -> ApiResponse:
 
 
 ENDPOINTS = [
-    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in ("ping", "lbheartbeat", "version", "heartbeat")),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Object service")),
+    *service_calls("Object service", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("createUpload", "PUT", "/upload/<name>",
              lambda call: call.services.objects.create_upload(call.params["name"], call.body),
              input_schema="create-upload-request", output_schema="create-upload-response"),

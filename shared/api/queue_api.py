@@ -7,30 +7,16 @@ what the check needs hands it `call.authorize`.
 
 from __future__ import annotations
 
-import os
-import time
 from functools import partial
 
-from shared import __version__
 from shared.domain.timestamps import normalize_iso, to_iso, utcnow
-from shared.api import openapi
 from shared.api.artifact_api import ENDPOINTS as ARTIFACT_ENDPOINTS
 from shared.api.dispatch import Call
 from shared.api.paging import paged
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/queue/v1"
-_STARTED = time.monotonic()
-
-
-def _ping(call: Call) -> dict:
-    return {"alive": True, "uptime": round(time.monotonic() - _STARTED, 3)}
-
-
-def _version(call: Call) -> dict:
-    """Dockerflow's version object; COMMIT_SHA is set by whoever builds the deployment."""
-    return {"source": "taskcluster-compatible-queue", "version": __version__,
-            "commit": os.environ.get("COMMIT_SHA", "unknown"), "build": ""}
 
 
 def _run_id(call: Call) -> int:
@@ -61,12 +47,7 @@ def _declare_worker(call: Call) -> dict:
 WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
 
 ENDPOINTS = [
-    Endpoint("ping", "GET", "/ping", _ping),
-    Endpoint("lbheartbeat", "GET", "/__lbheartbeat__", lambda call: {}),
-    Endpoint("version", "GET", "/__version__", _version),
-    Endpoint("heartbeat", "GET", "/__heartbeat__", lambda call: {}),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Taskcluster-compatible Queue")),
+    *service_calls("Taskcluster-compatible Queue", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("task", "GET", "/task/<taskId>",
              lambda call: call.services.task_calls.definition(call.params["taskId"]),
              output_schema="task"),

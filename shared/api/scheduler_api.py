@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from shared.api import openapi
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/scheduler/v1"
 
 ENDPOINTS = [
-    next(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name == "ping"),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Task-graph scheduler")),
+    *service_calls("Task-graph scheduler", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("createTaskGraph", "PUT", "/task-graph/<taskGraphId>",
              lambda call: call.services.task_graphs.create(call.params["taskGraphId"], call.body, call.authorize),
              input_schema="task-graph-request"),

@@ -5,17 +5,14 @@ The value of `set` is never shown in an error (`hidden`), as Taskcluster's `clea
 
 from __future__ import annotations
 
-from shared.api import openapi
 from shared.api.paging import paged
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 
 SERVICE_ROOT = "/secrets/v1"
 
 ENDPOINTS = [
-    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in ("ping", "lbheartbeat", "version", "heartbeat")),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Secrets service")),
+    *service_calls("Secrets service", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("set", "PUT", "/secret/<name>", lambda call: call.services.secrets.set(call.params["name"], call.body),
              input_schema="secrets/secret", hidden=("secret",)),
     Endpoint("remove", "DELETE", "/secret/<name>", lambda call: call.services.secrets.remove(call.params["name"])),

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from shared.api import openapi
 from shared.api.dispatch import Call
 from shared.api.paging import paged
-from shared.api.queue_api import ENDPOINTS as QUEUE_ENDPOINTS
 from shared.api.router import Endpoint
+from shared.api.service_calls import service_calls
 from shared.domain.timestamps import utcnow
 
 SERVICE_ROOT = "/worker-manager/v1"
-_SERVICE_CALLS = ("ping", "lbheartbeat", "version", "heartbeat")
 PAGED = ("continuationToken", "limit")
 POOL = "/worker-pool/<workerPoolId>"
 WORKER = "/workers/<workerPoolId>/<workerGroup>/<workerId>"
@@ -42,9 +40,7 @@ def _list_workers(call: Call) -> dict:
 
 
 ENDPOINTS = [
-    *(endpoint for endpoint in QUEUE_ENDPOINTS if endpoint.name in _SERVICE_CALLS),
-    Endpoint("openapi", "GET", "/openapi.json",
-             lambda call: openapi.document(ENDPOINTS, SERVICE_ROOT, "Taskcluster-compatible Worker Manager")),
+    *service_calls("Taskcluster-compatible Worker Manager", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("listProviders", "GET", "/providers",
              lambda call: paged(call.query, _wm(call).pools.providers_page),
              query=PAGED, output_schema="worker-manager/provider-list"),
