@@ -221,16 +221,7 @@ class Services:
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, root_url)
 
-        # Hooks: tasks created in a hook's role, checked against what the roles grant it
-        realm = cache(lambda: Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes))
-        hook_clock, hook_index = clock_of(settings.hooks_clock_file), TimeIndex(account, "hook-fires", bucket=HOUR)
-        hook_secrets = HookSecrets(cache(lambda: sealing_box(settings.secrets_encryption_keys,
-                                                             settings.credentials_access_token)))
-        hook_fires = HookFireTable(account)
-        firing = HookFiring(task_calls, lambda role: realm().expand((role,)), hook_fires, hook_secrets, hook_clock)
-        hooks = Hooks(HookTable(account, marks), hook_fires, hook_index, firing, hook_secrets, task_table, publisher,
-                      hook_clock)
-        # The index and secrets services
+        hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table)
         secret_table = SecretTable(account)
         secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table)
         return cls(
@@ -262,13 +253,27 @@ class Services:
                               task_calls.cancel_if_unresolved, stall),
             stall_reports=stall_reports,
             hooks=hooks,
-            hook_scheduler=HookScheduler(hook_index, hooks, hook_clock),
+            hook_scheduler=hook_scheduler,
             index=Index(index_table, index_expiry, issuer, settings.public_url or LOCAL_ROOT_URL),
             index_expiry=index_expiry,
             secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
             secret_expiry=secret_expiry,
             worker_manager=worker_manager,
         )
+
+
+def _hooks(settings: Settings, account: StorageAccount, publisher: EventPublisher, task_calls: TaskCalls,
+           task_table: TaskTable) -> tuple[Hooks, HookScheduler]:
+    """The hooks service and its timer's scheduler: tasks created through the Queue's calls in
+    a hook's role, checked against what the roles grant it."""
+    realm = cache(lambda: Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes))
+    clock, fire_index = clock_of(settings.hooks_clock_file), TimeIndex(account, "hook-fires", bucket=HOUR)
+    sealed = HookSecrets(cache(lambda: sealing_box(settings.secrets_encryption_keys,
+                                                   settings.credentials_access_token)))
+    fires = HookFireTable(account)
+    firing = HookFiring(task_calls, lambda role: realm().expand((role,)), fires, sealed, clock)
+    hooks = Hooks(HookTable(account, publisher.marks), fires, fire_index, firing, sealed, task_table, publisher, clock)
+    return hooks, HookScheduler(fire_index, hooks, clock)
 
 
 def _worker_manager(settings: Settings, account: StorageAccount, publisher: EventPublisher, signal: WorkSignal,
