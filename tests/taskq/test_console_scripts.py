@@ -31,7 +31,9 @@ def test_the_commands_work_from_any_folder(installed, server, queue, tmp_path, t
                    "TASKCLUSTER_ROOT_URL": server.root_url, "TASKCLUSTER_CLIENT_ID": server.credentials["clientId"],
                    "TASKCLUSTER_ACCESS_TOKEN": server.credentials["accessToken"]}
     elsewhere = dict(cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60)
-    lost = subprocess.run([sys.executable, "-m", "taskq", "--help"], **{**elsewhere, "env": {**environment}})
+    # -S: without site's .pth files, as in an environment where `make run` has not installed
+    # the commands (after it, this checkout's taskq is found from anywhere).
+    lost = subprocess.run([sys.executable, "-S", "-m", "taskq", "--help"], **elsewhere)
     assert lost.returncode == 1 and "No module named taskq" in lost.stderr   # what `make run` now spares people
     queue.createTask(task_id, make_task(task_queue_id))
     status = subprocess.run([str(installed / "taskq"), "status", task_id], **elsewhere)
