@@ -134,7 +134,9 @@ def transaction(table: Rows, operations: list[tuple], send: Callable[[list[tuple
             return [{} if kind == "delete" else {"etag": written.get(row["RowKey"], SUPERSEDED)}
                     for kind, row, *_ in operations]
         if refused is not None:
-            raise refused   # no attempt landed: storage's refusal stands
+            # None of the rows bears the write: it never landed, or it landed and another
+            # writer has changed every row since. Storage's refusal stands, unsure.
+            raise _unsure(refused)
         if attempt + 1 < ATTEMPTS:
             time.sleep(backoff(attempt))
     raise uncertain
@@ -146,6 +148,22 @@ def _written_by(table: Rows, partition: str, write_id: str) -> dict[str, str]:
     rows = table.query_entities("PartitionKey eq @pk and writeId eq @id", parameters={"pk": partition, "id": write_id},
                                 select=["RowKey", WRITE_ID])
     return {row["RowKey"]: row.metadata.get("etag") for row in rows}
+
+
+def maybe_landed(error: BaseException | None) -> bool:
+    """Whether `error` (or what it was raised from) is a refusal that came after an uncertain
+    answer: the write may have landed and been changed by another writer since, the row
+    showing no trace of it but what that writer carried over (an outbox's events)."""
+    while error is not None:
+        if getattr(error, "maybe_landed", False):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _unsure(refusal: Exception) -> Exception:
+    refusal.maybe_landed = True
+    return refusal
 
 
 def _with_write_id(entity: dict) -> dict:
@@ -168,7 +186,10 @@ def _certain(table: Rows, entity: dict, write, before: str | None) -> dict:
         row = _current(table, entity)
         if row is not None and row.get(WRITE_ID) == entity[WRITE_ID]:
             return {"etag": row.metadata.get("etag")}
-        _raise_unless_unchanged(row, before, entity)
+        try:
+            _raise_unless_unchanged(row, before, entity)
+        except _REFUSALS as refusal:
+            raise _unsure(refusal)
         if attempt + 1 < ATTEMPTS:   # storage may have timed out near its limits: give it room
             time.sleep(backoff(attempt))
     raise uncertain

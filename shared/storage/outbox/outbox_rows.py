@@ -35,8 +35,8 @@ class OutboxRows:
         events = self.marks.prepare(self, row_name(entity["PartitionKey"], entity["RowKey"]), events)
         try:
             meta = lost_responses.write(self._table, {**entity, **outbox.to_columns(events)}, etag)
-        except (AlreadyExists, ChangedSinceRead):
-            self.marks.refused(events)
+        except (AlreadyExists, ChangedSinceRead) as error:
+            self.marks.refused(events, error)
             raise
         return meta.get("etag"), events
 

@@ -35,6 +35,7 @@ from azure.data.tables import UpdateMode
 
 from shared.domain.task_events import Event
 from shared.domain.timestamps import parse_iso, utcnow
+from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 
 GRACE = timedelta(seconds=10)   # how long a writer has to publish its events before others take over
@@ -83,9 +84,14 @@ class PublicationMarks:
             prepared.append(event)
         return tuple(prepared)
 
-    def refused(self, events: tuple[Event, ...]) -> None:
-        """The write of `events` was refused (the row changed, or exists): never stored."""
-        self.settled(events)
+    def refused(self, events: tuple[Event, ...], error: BaseException | None = None) -> None:
+        """The write of `events` was refused (the row changed, or exists): never stored. Unless
+        the refusal came after an uncertain answer (`lost_responses.maybe_landed`): the write
+        may have landed and the row been changed since by a writer that carried the events
+        over, so they stay open until their row is looked at (`unsure`), and are published
+        from it if it holds them."""
+        if not lost_responses.maybe_landed(error):
+            self.settled(events)
 
     def settled(self, events) -> None:
         """This process's `events` are out, or were never stored."""

@@ -74,8 +74,8 @@ class ArtifactTable:
         }
         try:
             meta = lost_responses.write(self._table, entity, etag)
-        except (AlreadyExists, ChangedSinceRead):
-            self.marks.refused(events)
+        except (AlreadyExists, ChangedSinceRead) as error:
+            self.marks.refused(events, error)
             raise
         return ArtifactRecord(artifact, meta.get("etag"), events)
 

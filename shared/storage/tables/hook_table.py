@@ -80,8 +80,8 @@ class HookTable:
         hook = self._prepared(hook)
         try:
             meta = lost_responses.write(self._table, _entity(hook), None)
-        except AlreadyExists:
-            self.marks.refused(hook.outbox)
+        except AlreadyExists as error:
+            self.marks.refused(hook.outbox, error)
             raise
         return replace(hook, etag=meta.get("etag"))
 
@@ -90,8 +90,8 @@ class HookTable:
         hook = self._prepared(hook)
         try:
             meta = lost_responses.write(self._table, _entity(hook), hook.etag)
-        except ChangedSinceRead:
-            self.marks.refused(hook.outbox)
+        except ChangedSinceRead as error:
+            self.marks.refused(hook.outbox, error)
             raise
         return replace(hook, etag=meta.get("etag"))
 

@@ -106,7 +106,7 @@ class TaskGroupTable:
         try:
             meta = lost_responses.insert(self._table, self._entity(group))
         except ResourceExistsError as exc:
-            self.marks.refused(group.outbox)
+            self.marks.refused(group.outbox, exc)
             raise AlreadyExists(group.task_group_id) from exc
         return self._remember(replace(group, etag=meta.get("etag")))
 
@@ -132,7 +132,7 @@ class TaskGroupTable:
         try:
             meta = lost_responses.update(self._table, self._entity(group), group.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
-            self.marks.refused(group.outbox)
+            self.marks.refused(group.outbox, exc)
             self._recent.forget(group.task_group_id)
             raise ChangedSinceRead(group.task_group_id) from exc
         return self._remember(replace(group, etag=meta.get("etag")))

@@ -188,7 +188,7 @@ class TaskTable:
         try:
             meta = lost_responses.insert(self._table, entity)
         except ResourceExistsError as exc:
-            self.marks.refused(record.outbox)
+            self.marks.refused(record.outbox, exc)
             raise AlreadyExists(record.task_id) from exc
         return self._wrote(replace(record, etag=meta.get("etag")))
 
@@ -211,8 +211,8 @@ class TaskTable:
         columns, events = self._status_change(record, status)
         try:
             etag = self._merge(record, columns)
-        except ChangedSinceRead:
-            self.marks.refused(events)
+        except ChangedSinceRead as error:
+            self.marks.refused(events, error)
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
 
@@ -232,8 +232,8 @@ class TaskTable:
         columns = {"priority": priority, **(outbox.to_columns(events) if events != record.outbox else {})}
         try:
             etag = self._merge(record, columns)
-        except ChangedSinceRead:
-            self.marks.refused(events)
+        except ChangedSinceRead as error:
+            self.marks.refused(events, error)
             raise
         self._recent.forget(record.task_id)   # a definition remembered says the old priority
         definition = {**record.definition, "priority": priority} if record.definition is not None else None
@@ -267,14 +267,14 @@ class TaskTable:
             answers = self._table.submit_transaction([("update", entity, {"etag": record.etag, "match_condition":
                                                               MatchConditions.IfNotModified, "mode": UpdateMode.MERGE})
                                            for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
-        except TableTransactionError:
+        except TableTransactionError as error:
             answers = None
         if answers is not None:
             return {status.task_id: self._wrote(replace(record, status=status, etag=answer.get("etag"), outbox=events))
                     for (_, record, status, events), answer in zip(chunk, answers)}
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
         for entity, record, status, events in chunk:
-            self.marks.refused(events)   # written again below, with events of their own
+            self.marks.refused(events, error)   # written again below, with events of their own
             try:
                 outcomes[status.task_id] = self.save_status(record, status)
             except ChangedSinceRead as refused:

@@ -8,12 +8,14 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain import lifecycle
+from shared.domain.runs import ReasonResolved
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import utcnow
 from shared.storage.patterns import batches
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.errors import ChangedSinceRead
+from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.client.table import Table
 from shared.storage.client.lost_responses import SUPERSEDED, WRITE_ID, repeatable, unrepeatable
 from shared.storage.tables.task_table import TaskTable
@@ -269,3 +271,46 @@ def test_writers_beyond_a_partitions_target_all_get_their_answer(azurite, thrott
         list(pool.map(lambda n: table.upsert_entity(row(f"u{n}", n=n)), range(20)))
     assert len(list(table.query_entities("PartitionKey eq 'p'"))) == 40
     assert proxy.throttle.counts()["partitions"][f"table {table.table_name} p"]["refused"] > 0
+
+
+def test_an_update_changed_by_another_writer_before_its_lost_answer_is_looked_into_may_have_landed(tables, proxy):
+    """Its row no longer bears its writeId, whether it never landed or landed and was written
+    over: the refusal says it may have landed (a plain refusal does not)."""
+    lossy, direct = tables
+    etag = lost_responses.insert(lossy, row("a", value=1))["etag"]
+    proxy.lose("answer", then=lambda: lost_responses.update(direct, row("a", value="theirs"),
+                                                            direct.get_entity("p", "a").metadata["etag"]))
+    with pytest.raises(ResourceModifiedError) as refused:
+        lost_responses.update(lossy, row("a", value="ours"), etag)
+    assert lost_responses.maybe_landed(refused.value)
+    with pytest.raises(ResourceModifiedError) as plain:
+        lost_responses.update(lossy, row("a", value="again"), etag)
+    assert not lost_responses.maybe_landed(plain.value)
+
+
+def test_events_of_a_change_written_over_before_its_lost_answer_is_looked_into_are_not_dropped(azurite, proxy):
+    """The claim resolver's change landed, its answer was lost, and a worker's claim and
+    resolution changed the task before the resolver looked: the resolver cannot tell its change
+    from one never made, so its events (which the worker's writes carried over) are neither
+    taken for never stored nor for published: they stay open until their row is looked at,
+    and are published from it then."""
+    prefix = unique_prefix()
+    resolver_marks = PublicationMarks(StorageAccount(proxy.endpoint(azurite.connection_string), prefix))
+    resolver = TaskTable(StorageAccount(proxy.endpoint(azurite.connection_string), prefix), marks=resolver_marks)
+    worker = TaskTable(StorageAccount(azurite.connection_string, prefix))
+    task, now = definition("TaskA"), utcnow()
+    record = resolver.insert(task, lifecycle.claim(lifecycle.schedule(TaskStatus.new("TaskA", task), now), 0,
+                                                   "group", "worker-1", now, now))
+    resolver_marks.settled(record.outbox)
+
+    def claimed_and_completed_meanwhile() -> None:
+        current = worker.load("TaskA")
+        claimed = worker.save_status(current, lifecycle.claim(current.status, 1, "group", "worker-2", now, now))
+        worker.save_status(claimed, lifecycle.resolve(claimed.status, 1, ReasonResolved.COMPLETED, now))
+    proxy.lose("answer", then=claimed_and_completed_meanwhile)
+    with pytest.raises(ChangedSinceRead):
+        resolver.save_status(record, lifecycle.expire_claim(record.status, 0, now))
+    expired = [event for event in worker.load("TaskA").outbox if event.writer == resolver_marks.writer]
+    assert [event.exchange for event in expired] == ["task-pending"]   # run 1, a retry
+    assert not any(resolver_marks.covered(event) for event in expired)   # not taken for out
+    assert all(resolver_marks.mine_open(event) for event in expired)      # looked for once unsure
