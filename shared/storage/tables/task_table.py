@@ -263,18 +263,19 @@ class TaskTable:
 
     def _save_chunk(self, chunk: list[tuple]) -> dict[str, TaskRecord | ChangedSinceRead]:
         """One partition's status changes in one transaction, or row by row if it is refused."""
+        answers, refusal = None, None
         try:
             answers = self._table.submit_transaction([("update", entity, {"etag": record.etag, "match_condition":
                                                               MatchConditions.IfNotModified, "mode": UpdateMode.MERGE})
                                            for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
         except TableTransactionError as error:
-            answers = None
+            refusal = error
         if answers is not None:
             return {status.task_id: self._wrote(replace(record, status=status, etag=answer.get("etag"), outbox=events))
                     for (_, record, status, events), answer in zip(chunk, answers)}
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
         for entity, record, status, events in chunk:
-            self.marks.refused(events, error)   # written again below, with events of their own
+            self.marks.refused(events, refusal)   # written again below, with events of their own
             try:
                 outcomes[status.task_id] = self.save_status(record, status)
             except ChangedSinceRead as refused:
