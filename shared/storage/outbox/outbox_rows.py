@@ -32,11 +32,11 @@ class OutboxRows:
         """Insert `entity` (etag None) or merge it over the row as read, with `events` in its
         outbox; the new ETag and the outbox as written. AlreadyExists or ChangedSinceRead
         when storage refuses (the events were then never stored)."""
-        events = self.marks.prepare(self, row_name(entity["PartitionKey"], entity["RowKey"]), events)
+        carried, events = events, self.marks.prepare(self, row_name(entity["PartitionKey"], entity["RowKey"]), events)
         try:
             meta = lost_responses.write(self._table, {**entity, **outbox.to_columns(events)}, etag)
         except (AlreadyExists, ChangedSinceRead) as error:
-            self.marks.refused(events, error)
+            self.marks.refused(events, error, carried)
             raise
         return meta.get("etag"), events
 

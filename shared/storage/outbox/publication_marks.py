@@ -84,14 +84,19 @@ class PublicationMarks:
             prepared.append(event)
         return tuple(prepared)
 
-    def refused(self, events: tuple[Event, ...], error: BaseException | None = None) -> None:
-        """The write of `events` was refused (the row changed, or exists): never stored. Unless
-        the refusal came after an uncertain answer (`lost_responses.maybe_landed`): the write
-        may have landed and the row been changed since by a writer that carried the events
-        over, so they stay open until their row is looked at (`unsure`), and are published
-        from it if it holds them."""
-        if not lost_responses.maybe_landed(error):
-            self.settled(events)
+    def refused(self, events: tuple[Event, ...], error: BaseException | None = None,
+                carried: tuple[Event, ...] = ()) -> None:
+        """The write of `events` (`prepare`d from `carried`, the row's outbox as read, and the
+        change's new events) was refused (the row changed, or exists): those it stamped were
+        never stored. Not those it `carried`: an earlier write that landed stored them, and its
+        writer publishes them. And none of them when the refusal came after an uncertain
+        answer (`lost_responses.maybe_landed`): the write may have landed and the row been
+        changed since by a writer that carried them over, so they stay open until their row
+        is looked at (`unsure`), and are published from it if it holds them."""
+        if lost_responses.maybe_landed(error):
+            return
+        kept = {(event.writer, event.seq) for event in carried if event.writer}
+        self.settled([event for event in events if (event.writer, event.seq) not in kept])
 
     def settled(self, events) -> None:
         """This process's `events` are out, or were never stored."""

@@ -60,7 +60,8 @@ class ArtifactTable:
         """Write `artifact`, with `events` in its outbox: a new row when `etag` is None
         (AlreadyExists if there is one), else over the row as read with that ETag
         (ChangedSinceRead if it changed since)."""
-        events = self.marks.prepare(self, f"{artifact.task_id}/{row_key(artifact.run_id, artifact.name)}", events)
+        carried, events = events, self.marks.prepare(self, f"{artifact.task_id}/{row_key(artifact.run_id, artifact.name)}",
+                                                     events)
         entity = {
             "PartitionKey": artifact.task_id, "RowKey": row_key(artifact.run_id, artifact.name),
             "name": artifact.name, "storageType": artifact.storage_type.value,
@@ -75,7 +76,7 @@ class ArtifactTable:
         try:
             meta = lost_responses.write(self._table, entity, etag)
         except (AlreadyExists, ChangedSinceRead) as error:
-            self.marks.refused(events, error)
+            self.marks.refused(events, error, carried)
             raise
         return ArtifactRecord(artifact, meta.get("etag"), events)
 

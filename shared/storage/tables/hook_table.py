@@ -77,21 +77,21 @@ class HookTable:
 
     def insert(self, hook: HookRecord) -> HookRecord:
         """AlreadyExists if the hook has a row (perhaps a tombstone)."""
-        hook = self._prepared(hook)
+        carried, hook = hook.outbox, self._prepared(hook)
         try:
             meta = lost_responses.write(self._table, _entity(hook), None)
         except AlreadyExists as error:
-            self.marks.refused(hook.outbox, error)
+            self.marks.refused(hook.outbox, error, carried)
             raise
         return replace(hook, etag=meta.get("etag"))
 
     def save(self, hook: HookRecord) -> HookRecord:
         """Write `hook` over the row it was read from; ChangedSinceRead if it changed since."""
-        hook = self._prepared(hook)
+        carried, hook = hook.outbox, self._prepared(hook)
         try:
             meta = lost_responses.write(self._table, _entity(hook), hook.etag)
         except ChangedSinceRead as error:
-            self.marks.refused(hook.outbox, error)
+            self.marks.refused(hook.outbox, error, carried)
             raise
         return replace(hook, etag=meta.get("etag"))
 

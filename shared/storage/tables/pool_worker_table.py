@@ -167,7 +167,8 @@ class PoolWorkerTable(OutboxRows):
             answers = self._table.submit_transaction(operations)
         except TableTransactionError as exc:
             if self.provisioning(state.worker_pool_id).pass_id != state.pass_id:
-                self.marks.refused(tuple(event for worker in prepared for event in worker.outbox), exc)
+                self.marks.refused(tuple(event for worker in prepared for event in worker.outbox), exc,
+                                   tuple(event for worker in workers for event in worker.outbox))
                 raise ChangedSinceRead(f"provisioning of {state.worker_pool_id}") from exc
             answers = [{"etag": self.provisioning(state.worker_pool_id).etag}] + [
                 {"etag": found.etag} for found in (self.load(w.worker_pool_id, w.worker_group, w.worker_id)

@@ -102,11 +102,11 @@ class TaskGroupTable:
         self._widths: RecentWrites[int] = RecentWrites(size=WIDTHS_REMEMBERED)
 
     def insert(self, group: TaskGroupRecord) -> TaskGroupRecord:
-        group = self._prepared(group)
+        carried, group = group.outbox, self._prepared(group)
         try:
             meta = lost_responses.insert(self._table, self._entity(group))
         except ResourceExistsError as exc:
-            self.marks.refused(group.outbox, exc)
+            self.marks.refused(group.outbox, exc, carried)
             raise AlreadyExists(group.task_group_id) from exc
         return self._remember(replace(group, etag=meta.get("etag")))
 
@@ -128,11 +128,11 @@ class TaskGroupTable:
         return self._recent.get(task_group_id)
 
     def save(self, group: TaskGroupRecord) -> TaskGroupRecord:
-        group = self._prepared(group)
+        carried, group = group.outbox, self._prepared(group)
         try:
             meta = lost_responses.update(self._table, self._entity(group), group.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
-            self.marks.refused(group.outbox, exc)
+            self.marks.refused(group.outbox, exc, carried)
             self._recent.forget(group.task_group_id)
             raise ChangedSinceRead(group.task_group_id) from exc
         return self._remember(replace(group, etag=meta.get("etag")))

@@ -212,7 +212,7 @@ class TaskTable:
         try:
             etag = self._merge(record, columns)
         except ChangedSinceRead as error:
-            self.marks.refused(events, error)
+            self.marks.refused(events, error, record.outbox)
             raise
         return self._wrote(replace(record, status=status, etag=etag, outbox=events))
 
@@ -233,7 +233,7 @@ class TaskTable:
         try:
             etag = self._merge(record, columns)
         except ChangedSinceRead as error:
-            self.marks.refused(events, error)
+            self.marks.refused(events, error, record.outbox)
             raise
         self._recent.forget(record.task_id)   # a definition remembered says the old priority
         definition = {**record.definition, "priority": priority} if record.definition is not None else None
@@ -275,7 +275,7 @@ class TaskTable:
                     for (_, record, status, events), answer in zip(chunk, answers)}
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
         for entity, record, status, events in chunk:
-            self.marks.refused(events, refusal)   # written again below, with events of their own
+            self.marks.refused(events, refusal, record.outbox)   # written again below, with events of their own
             try:
                 outcomes[status.task_id] = self.save_status(record, status)
             except ChangedSinceRead as refused:

@@ -55,6 +55,18 @@ def test_the_mark_passes_only_events_that_are_out_or_were_never_stored(account):
     assert not marks.flush()            # nothing moved: nothing written
 
 
+def test_a_refused_write_settles_what_it_stamped_not_what_it_carried(account):
+    """The events a refused write carried from the row as read were stored by an earlier write
+    that landed: they stay open for that write to publish (taken for never stored, the next
+    writer of the row would drop them unpublished)."""
+    marks = PublicationMarks(account)
+    stored = marks.prepare(ROW, "k", (event("landed"),))           # a write that landed, not out yet
+    attempt = marks.prepare(ROW, "k", stored + (event("refused"),))  # the next, from the same row, refused
+    marks.refused(attempt, carried=stored)
+    assert marks.mine_open(stored[0]) and not marks.covered(stored[0])
+    assert not marks.mine_open(attempt[1]) and marks.covered(attempt[1])
+
+
 def test_another_process_knows_an_event_out_once_its_writer_stored_its_mark(account):
     writer, reader = PublicationMarks(account), PublicationMarks(account)
     [out] = writer.prepare(ROW, "k", (event("a"),))
