@@ -17,6 +17,7 @@ import taskcluster
 
 from taskq.connection import client_options
 from taskq.output import PEOPLE, emit_json, emit_line
+from taskq.pages import every_page
 
 STATES = ("requested", "running", "stopping", "stopped")
 
@@ -86,7 +87,7 @@ def _config(config: dict, args) -> dict:
 
 
 def list_pools(args, queue) -> int:
-    pools = _all(lambda query: _manager().listWorkerPools(query=query), "workerPools")
+    pools = every_page(lambda query: _manager().listWorkerPools(query=query), "workerPools")
     if args.json:
         emit_json(pools)
     for pool in pools if not args.json else ():
@@ -97,7 +98,7 @@ def list_pools(args, queue) -> int:
 def show(args, queue) -> int:
     manager = _manager()
     pool = manager.workerPool(args.worker_pool_id)
-    workers = _all(lambda query: manager.listWorkersForWorkerPool(args.worker_pool_id, query=query), "workers")
+    workers = every_page(lambda query: manager.listWorkersForWorkerPool(args.worker_pool_id, query=query), "workers")
     if args.json:
         emit_json({"workerPool": pool, "workers": workers})
         return 0
@@ -108,7 +109,7 @@ def show(args, queue) -> int:
 
 
 def errors(args, queue) -> int:
-    found = _all(lambda query: _manager().listWorkerPoolErrors(args.worker_pool_id, query=query), "workerPoolErrors")
+    found = every_page(lambda query: _manager().listWorkerPoolErrors(args.worker_pool_id, query=query), "workerPoolErrors")
     if args.json:
         emit_json(found)
     for error in found if not args.json else ():
@@ -119,15 +120,6 @@ def errors(args, queue) -> int:
 def delete(args, queue) -> int:
     return _print_pool(_manager().deleteWorkerPool(args.worker_pool_id), args.json, "deleted")
 
-
-def _all(page, key: str) -> list:
-    items, token = [], None
-    while True:
-        answer = page({"continuationToken": token} if token else {})
-        items += answer[key]
-        token = answer.get("continuationToken")
-        if not token:
-            return items
 
 
 def _counts(pool: dict) -> str:
