@@ -4,7 +4,8 @@
 A pool whose id is the task queue's and whose provider can start a worker (`maxCapacity`
 above zero) serves the queue even when no worker runs: a pool scaled to zero is not a group
 with no workers. Any other queue gets the Queue's own answer (workers started by hand, the
-static provider's), and where a pool exists but cannot start one, the answer says why.
+static provider's), and where a pool exists but cannot start one (deleted, maxCapacity 0, a
+provider that starts nothing here, or one that keeps failing), the answer says why.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class PoolPresence:
     def presence(self, task_queue_id: str, since: datetime, now: datetime) -> Presence:
         record = self.pools.find(task_queue_id)
         why_not = _why_not(record.pool if record else None, self.providers)
+        if record is not None and why_not is None:
+            why_not = self.pools.failing(task_queue_id)
         if record is not None and why_not is None:
             return Presence(True, f"worker pool {task_queue_id} ({record.pool.provider_id}) starts workers for it")
         seen = self.fallback.presence(task_queue_id, since, now)

@@ -45,6 +45,16 @@ class WorkerPools:
     def find(self, worker_pool_id: str) -> WorkerPoolRecord | None:
         return self.pool_table.load(worker_pool_id)
 
+    def failing(self, worker_pool_id: str) -> str | None:
+        """Why the pool starts no workers now although it may, when its provider keeps failing
+        (the provisioner backs off after errors in a row); None when its last start went well."""
+        failures = self.worker_table.provisioning(worker_pool_id).failures
+        if not failures:
+            return None
+        latest = self.errors.list(worker_pool_id, "", 1)[0]["workerPoolErrors"]
+        last = f"; the last: {latest[0]['title']}" if latest else ""
+        return f"fails to start workers ({failures} errors in a row{last})"
+
     def load(self, worker_pool_id: str) -> WorkerPoolRecord:
         record = self.find(worker_pool_id)
         if record is None:

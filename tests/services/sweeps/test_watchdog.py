@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -131,6 +132,20 @@ def test_a_queue_whose_pool_cannot_start_a_worker_is_no_workers_and_the_finding_
     [finding] = found(services, group, "no-workers")["findings"]
     assert finding["taskQueueId"] == task_queue_id
     assert finding["detail"].startswith(f"worker pool {task_queue_id} has maxCapacity 0; no worker claimed")
+
+
+def test_a_queue_whose_pool_keeps_failing_to_start_workers_is_no_workers_with_the_last_error(services,
+                                                                                             task_queue_id):
+    pool(services, task_queue_id, 2)
+    pools = services.worker_manager.pools
+    pools.worker_table.save_provisioning(replace(pools.worker_table.provisioning(task_queue_id), failures=3))
+    services.worker_manager.errors.record(task_queue_id, "local", "quota", "Quota reached", "no room for a worker",
+                                          {}, utcnow())
+    group = new_slugid()
+    create(services, task_queue_id, group)
+    [finding] = found(services, group, "no-workers")["findings"]
+    assert finding["detail"].startswith(f"worker pool {task_queue_id} fails to start workers (3 errors in a row; "
+                                        "the last: Quota reached); no worker claimed")
 
 
 def test_a_run_whose_worker_stopped_without_resolving_it_is_handed_to_the_claim_resolver(azurite, task_queue_id,
