@@ -551,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     with Azurite() as azurite:
-        ops = count(azurite.connection_string, args.count, progress)
+        ops = count(azurite.connection_string, args.count, progress, group_per_task=args.group_per_task)
     for name, value in rows(ops, 4):
         print(f"{name:58s} {value}")
     print(headline(ops))

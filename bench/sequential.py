@@ -44,6 +44,7 @@ from bench.report import percentiles, progress
 from bench.tasks import task_definition
 
 CALLS = ("createTask", "claimWork", "reportCompleted")
+GROUPINGS = {"one_group": "all tasks in one group", "group_per_task": "each task in a group of its own"}
 PROGRESS_EVERY = 5.0     # seconds between progress lines
 SHARE_TARGET = 0.60      # the issue's target share of the raw storage bound
 
@@ -83,30 +84,40 @@ def measure_http(azurite: Azurite, n: int, log_dir: Path, against: str | None = 
             proxy.reset()   # the run's figures, not the host's start and warm-up
         out = _measure_http(server, n, against, rounds, warm_up)
         if proxy:
-            out["throttling"] = throttled.figures(proxy, tasks=n * rounds + warm_up)
+            out["throttling"] = throttled.figures(proxy, tasks=(n * rounds + warm_up) * len(GROUPINGS))
         return out
 
 
 def _measure_http(server, n: int, against: str | None, rounds: int, warm_up: int) -> dict:
-    """Our lifecycles (and the other queue's, alternating) on the running host."""
-    ours, theirs = [], []
-    other = _other_queue(against) if against else None
-    if other is not None and warm_up:   # both queues past their first-call costs alike
-        _lifecycles(server.client(), warm_up, "warm-up (not measured), ours")
-        _lifecycles(other, warm_up, f"warm-up (not measured), {against}")
+    """Our lifecycles (and the other queue's, alternating) on the running host: in each round
+    a block with every task in one group, then a block with each task in a group of its own."""
+    blocks = {(queue, grouping): [] for queue in ("ours", "theirs") for grouping in GROUPINGS}
+    queues = {"ours": server.client()}
+    if against:
+        queues["theirs"] = _other_queue(against)
+    names = {"ours": "ours", "theirs": against}
+    for queue, client in queues.items():   # every queue past its first-call costs alike
+        if warm_up:
+            _lifecycles(client, warm_up, f"warm-up (not measured), {names[queue]}")
     for round_number in range(1, rounds + 1):
-        ours.append(_lifecycles(server.client(), n, f"round {round_number}/{rounds}, ours"))
-        if other is not None:
-            theirs.append(_lifecycles(other, n, f"round {round_number}/{rounds}, {against}"))
+        for grouping in GROUPINGS:
+            for queue, client in queues.items():
+                blocks[queue, grouping].append(_lifecycles(
+                    client, n, f"round {round_number}/{rounds}, {names[queue]}, {GROUPINGS[grouping]}",
+                    group_per_task=grouping == "group_per_task"))
     settled, left = local_host.settle(server, time.perf_counter())
     progress("the host's events " + (f"drained {settled:.1f} s after the last completion" if left is None
                                      else f"NOT drained: {left}"))
-    results = {**_combined(ours), "claim_batch": 1, "server_settings": local_host.SETTINGS,
+    results = {"claim_batch": 1, "server_settings": local_host.SETTINGS,
                "events_drained_after_last_completion_s": None if left else round(settled, 2),
                "events_left_undrained": left}
-    if theirs:
-        results["against"] = {"root_url": against, **_combined(theirs)}
-        results["ratio_to_against"] = round(results["lifecycles_per_s"] / results["against"]["lifecycles_per_s"], 2)
+    for grouping in GROUPINGS:
+        figures = _combined(blocks["ours", grouping])
+        if against:
+            figures["against"] = {"root_url": against, **_combined(blocks["theirs", grouping])}
+            figures["ratio_to_against"] = round(figures["lifecycles_per_s"] / figures["against"]["lifecycles_per_s"],
+                                                2)
+        results[grouping] = figures
     return results
 
 
@@ -117,9 +128,13 @@ def _other_queue(root_url: str) -> taskcluster.Queue:
                               **({"credentials": credentials} if credentials["clientId"] else {})})
 
 
-def _lifecycles(client: taskcluster.Queue, n: int, label: str) -> dict:
-    """`n` lifecycles one after the other: their seconds and each call's latencies."""
+def _lifecycles(client: taskcluster.Queue, n: int, label: str, group_per_task: bool = False) -> dict:
+    """`n` lifecycles one after the other: their seconds and each call's latencies. All in one
+    group, like a decision task's tasks, or (`group_per_task`) each in a group of its own: no
+    taskGroupId given, which makes it the taskId, as for one-off tasks and hooks' tasks."""
     definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId())
+    if group_per_task:
+        del definition["taskGroupId"]
     queue_id = definition["taskQueueId"]
     claim = {"workerGroup": "bench", "workerId": "sequential", "tasks": 1}
     seconds: dict[str, list[float]] = {call: [] for call in CALLS}
@@ -165,7 +180,7 @@ def _bound(results: dict) -> dict:
     raw = results["baseline"]["inserts_per_s"]
     trips, api = results["operations"]["total_per_lifecycle"], results["operations"]["api_per_lifecycle"]
     bound = raw / trips
-    rate = results["http"]["lifecycles_per_s"]
+    rate = _counted(results)["lifecycles_per_s"]
     return {"raw_inserts_per_s": raw, "round_trips_per_lifecycle": trips, "bound_lifecycles_per_s": round(bound, 2),
             "share_of_bound": round(rate / bound, 3), "target_share": SHARE_TARGET,
             # The client waits for its three calls only: the rest runs in the background (or
@@ -175,20 +190,22 @@ def _bound(results: dict) -> dict:
             "ms_per_lifecycle": round(1000 / rate, 1), "ms_per_round_trip_at_raw_rate": round(1000 / raw, 2)}
 
 
+def _counted(results: dict) -> dict:
+    """The HTTP figures of the grouping whose round trips were counted."""
+    return results["http"]["group_per_task" if results["operations"]["group_per_task"] else "one_group"]
+
+
 def _rows(results: dict) -> list[tuple[str, str]]:
     http, bound = results["http"], results["ratio"]
     verdict = "met" if bound["share_of_bound"] >= SHARE_TARGET else "NOT met"
+    counted = "each task in a group of its own" if results["operations"]["group_per_task"] else "all in one group"
     return [
-        (f"2. sequential lifecycles over HTTP: {http['lifecycles']} from one official client, claimWork tasks: 1", ""),
-        ("lifecycles", f"{http['lifecycles_per_s']:8.2f} /s   ({http['lifecycles']} in {http['seconds']} s; "
-                       f"{bound['ms_per_lifecycle']} ms each)"),
-        *[(f"{call} latency", latency_text(http["latency"][call])) for call in CALLS],
+        *[row for number, grouping in zip("ab", GROUPINGS) for row in _grouping_rows(http[grouping], number, grouping)],
         ("host's events drained", f"{http['events_drained_after_last_completion_s']} s after the last completion"
          if http["events_left_undrained"] is None else f"NOT drained; left: {http['events_left_undrained']}"),
-        *_against_rows(http),
         *throttled.rows(http.get("throttling")),
         *operation_counts.rows(results["operations"], 3),
-        ("4. share of the raw storage bound", ""),
+        (f"4. share of the raw storage bound ({counted}, as counted)", ""),
         ("bound", f"{bound['bound_lifecycles_per_s']:8.2f} lifecycles/s   (raw inserts {bound['raw_inserts_per_s']}"
                   f"/s / {bound['round_trips_per_lifecycle']} round trips per lifecycle)"),
         ("share reached", f"{bound['share_of_bound']:8.1%}   (target: at least {SHARE_TARGET:.0%}; {verdict})"),
@@ -199,13 +216,25 @@ def _rows(results: dict) -> list[tuple[str, str]]:
     ]
 
 
+def _grouping_rows(http: dict, number: str, grouping: str) -> list[tuple[str, str]]:
+    """One grouping's lifecycles: ours, then the other queue's if measured."""
+    return [
+        (f"2{number}. sequential lifecycles over HTTP, {GROUPINGS[grouping]}: {http['lifecycles']} from one "
+         "official client, claimWork tasks: 1", ""),
+        ("lifecycles", f"{http['lifecycles_per_s']:8.2f} /s   ({http['lifecycles']} in {http['seconds']} s; "
+                       f"{1000 * http['seconds'] / http['lifecycles']:.1f} ms each)"),
+        *[(f"{call} latency", latency_text(http["latency"][call])) for call in CALLS],
+        *_against_rows(http),
+    ]
+
+
 def _against_rows(http: dict) -> list[tuple[str, str]]:
     if "against" not in http:
         return []
     other = http["against"]
     return [
         ("rate of each block, ours", ", ".join(f"{rate:.2f}" for rate in http["blocks_per_s"])),
-        (f"2b. the same lifecycles against {other['root_url']}", ""),
+        (f"   the same lifecycles against {other['root_url']}", ""),
         ("lifecycles", f"{other['lifecycles_per_s']:8.2f} /s   ({other['lifecycles']} in {other['seconds']} s; "
                        f"blocks: {', '.join(f'{rate:.2f}' for rate in other['blocks_per_s'])})"),
         *[(f"{call} latency", latency_text(other["latency"][call])) for call in CALLS],
@@ -214,9 +243,11 @@ def _against_rows(http: dict) -> list[tuple[str, str]]:
 
 
 def _headline(results: dict) -> str:
-    bound, http = results["ratio"], results["http"]
-    against = (f"; {http['ratio_to_against']:.2f}x the {http['against']['lifecycles_per_s']:.2f} /s of "
-               f"{http['against']['root_url']}") if "against" in http else ""
+    bound, http = results["ratio"], _counted(results)
+    against = "".join(f"; {GROUPINGS[grouping]}: {figures['ratio_to_against']:.2f}x the "
+                      f"{figures['against']['lifecycles_per_s']:.2f} /s of {figures['against']['root_url']}"
+                      for grouping, figures in results["http"].items()
+                      if grouping in GROUPINGS and "against" in figures)
     return (f"headline: {http['lifecycles_per_s']:.2f} sequential lifecycles/s = "
             f"{bound['share_of_bound']:.1%} of the raw storage bound ({bound['bound_lifecycles_per_s']} /s = "
             f"{bound['raw_inserts_per_s']} inserts/s / {bound['round_trips_per_lifecycle']} round trips; "

@@ -35,16 +35,23 @@ class DeadlineWatch:
         self.index = index
         self._watched: RecentWrites[bool] = RecentWrites(size=WATCHED)
 
+    def due(self, definitions: dict[str, dict]) -> bool:
+        """Whether `watch` has anything to write for these tasks."""
+        return bool(self._unwatched(definitions))
+
     def watch(self, definitions: dict[str, dict]) -> None:
         """Before new tasks (taskId -> definition) are made members of their groups: index
         each group and second of their deadlines that this process has not indexed yet."""
-        seconds = {(definition["taskGroupId"], _second(definition["deadline"])) for definition in definitions.values()}
-        new = sorted(pair for pair in seconds if self._watched.get("@".join(pair)) is None)
+        new = self._unwatched(definitions)
         if not new:
             return
         self.index.add([(second, GROUP + group_id) for group_id, second in new])
         for pair in new:
             self._watched.wrote("@".join(pair), True)
+
+    def _unwatched(self, definitions: dict[str, dict]) -> list[tuple[str, str]]:
+        seconds = {(definition["taskGroupId"], _second(definition["deadline"])) for definition in definitions.values()}
+        return sorted(pair for pair in seconds if self._watched.get("@".join(pair)) is None)
 
 
 class DeadlineResolver(Sweep):

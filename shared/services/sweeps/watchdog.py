@@ -62,17 +62,24 @@ class GroupWatch:
         self.stall = stall
         self._indexed: RecentWrites[float] = RecentWrites(size=WATCHED)   # group -> monotonic time
 
+    def due(self, definitions: dict[str, dict]) -> bool:
+        """Whether `watch` has anything to write for these tasks."""
+        return bool(self._unwatched(definitions, time.monotonic()))
+
     def watch(self, definitions: dict[str, dict]) -> None:
         now = time.monotonic()
-        groups = sorted({definition["taskGroupId"] for definition in definitions.values()})
-        new = [group for group in groups
-               if (self._indexed.get(group) or -float("inf")) < now - self.stall.total_seconds() * TRUSTED]
+        new = self._unwatched(definitions, now)
         if not new:
             return
         due = to_iso(utcnow() + self.stall)
         self.index.add([(due, group) for group in new])
         for group in new:
             self._indexed.wrote(group, now)
+
+    def _unwatched(self, definitions: dict[str, dict], now: float) -> list[str]:
+        groups = sorted({definition["taskGroupId"] for definition in definitions.values()})
+        return [group for group in groups
+                if (self._indexed.get(group) or -float("inf")) < now - self.stall.total_seconds() * TRUSTED]
 
 
 @dataclass(frozen=True)

@@ -35,23 +35,24 @@ class TaskGroups:
         self.task_table = task_table
         self.publisher = publisher
 
-    def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
+    def check(self, definitions: dict[str, dict], accepted: bool = False,
+              make: bool = False) -> dict[str, TaskGroupRecord | None]:
         """Refuse, before anything is written, new tasks their groups would refuse; the
         groups as read (None: not created yet), for `join_many`. `accepted`: the tasks were
         accepted before (the parts of a graph whose PUT was answered), so a seal since then
-        does not refuse them."""
+        does not refuse them. `make`: nothing but their groups can refuse these tasks, so a
+        group named after one of them (Taskcluster's default for a task given no group) is
+        made here, not read, unless this process knows it: such a group is new but for a
+        retry, and its row is then written in the round trip that would have read it."""
         groups = {}
         for group_id, task_ids in _by_group(definitions).items():
-            group = groups[group_id] = self._known(group_id)
+            named_after = definitions.get(group_id) if make else None
+            group = groups[group_id] = self._trusted(group_id) or (
+                self._ensure(named_after, lone=True) if named_after else self.group_table.load(group_id))
             scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
             sealed = group.sealed if group and not accepted else ""
             _check_members(group_id, scheduler_id, sealed, definitions, task_ids)
         return groups
-
-    def _known(self, group_id: str) -> TaskGroupRecord | None:
-        """The group as this process knows it, read only if it does not, or if its expiry
-        is near (after it, the group may be deleted and made again, by another first task)."""
-        return self._trusted(group_id) or self.group_table.load(group_id)
 
     def _trusted(self, group_id: str) -> TaskGroupRecord | None:
         """The group as this process last wrote or read it, unless its expiry is near. Its
@@ -76,9 +77,10 @@ class TaskGroups:
         for group_id, task_ids in _by_group(definitions).items():
             expires = max(definitions[task_id]["expires"] for task_id in task_ids)
             group = known.get(group_id) or self._ensure(definitions[task_ids[0]])
+            joined = task_ids != [group_id]   # a task other than the one of the group's id
             while True:
                 _check_members(group_id, group.scheduler_id, "" if accepted else group.sealed, definitions, task_ids)
-                if self._extend_expiry(group, expires) is not None:
+                if self._extend_expiry(group, expires, joined) is not None:
                     break
                 group = self._ensure(definitions[task_ids[0]])   # gone since it was known: made anew
             try:
@@ -99,26 +101,37 @@ class TaskGroups:
         members, with wide buckets (see `buckets`); a group that exists keeps its width."""
         self._ensure(definition, WIDE)
 
-    def _ensure(self, definition: dict, bucket_width: int = 1) -> TaskGroupRecord:
+    def _ensure(self, definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskGroupRecord:
         fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
-                                bucket_width=bucket_width)
+                                bucket_width=bucket_width, lone=lone)
         try:
             return self.group_table.insert(fresh)
         except AlreadyExists:
             return self.group_table.load(fresh.task_group_id)
 
-    def _extend_expiry(self, group: TaskGroupRecord, expires: str) -> TaskGroupRecord | None:
-        """The group, its expiry made at least `expires`; None if it is gone."""
+    def _extend_expiry(self, group: TaskGroupRecord, expires: str, joined: bool = False) -> TaskGroupRecord | None:
+        """The group, its expiry made at least `expires`, and no longer `lone` if another
+        task `joined`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
-            return replace(record, expires=expires) if parse_iso(record.expires) < parse_iso(expires) else record
+            if parse_iso(record.expires) < parse_iso(expires):
+                record = replace(record, expires=expires)
+            return replace(record, lone=False) if joined and record.lone else record
         return change_until_saved(lambda: self.group_table.load(group.task_group_id), later, self.group_table.save, first=group)
 
     def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
         """Note that a member resolved (`first`: as it was then, for its deadline row); True
         when that made the whole group resolved (the group's resolved time only moves
-        forward, so noting it twice is once)."""
-        return not self.group_table.member_resolved(task_group_id, task_id, first) \
-            and self._resolved(task_group_id, first.resolved)
+        forward, so noting it twice is once).
+
+        The task of a `lone` group (one made for the task given no other group, Taskcluster's
+        default) is its only member: its bucket's count says whether the group is resolved,
+        without the query over every bucket (which Azurite answers by scanning the table).
+        Another task joins such a group only after taking `lone` off its row, and the group
+        is marked resolved conditionally on the version that still said `lone`."""
+        known = self._trusted(task_group_id)
+        alone = task_id == task_group_id and known is not None and known.lone
+        return not self.group_table.member_resolved(task_group_id, task_id, first, alone) \
+            and self._resolved(task_group_id, first.resolved, alone)
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """`member_resolved` for a graph's task that completed, whose label closes in the same
@@ -131,12 +144,15 @@ class TaskGroups:
         """Before a member is rerun: its deadline is decided by its row from now on."""
         self.group_table.member_rerun(task_group_id, task_id, deadline)
 
-    def _resolved(self, task_group_id: str, resolved: str) -> bool:
-        """No member is left unresolved (at `resolved`): note it on the group's row and announce
-        it, once; True if this call did."""
+    def _resolved(self, task_group_id: str, resolved: str, alone: bool = False) -> bool:
+        """No member is left unresolved (at `resolved`; `alone`: as the bucket of the group's
+        only member said, which holds while the row says `lone`): note it on the group's row
+        and announce it, once; True if this call did."""
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:
                 return group
+            if alone and not group.lone and self.group_table.any_unresolved(task_group_id):
+                return group    # joined since: the members' counts decide
             # The watchdog's verdict is over too (in the same write: see `watchdog`).
             watch = group_watch.kept_on_resolution(group.watch)
             return self._announced(replace(group, resolved=resolved, watch=watch), task_events.group_resolved(

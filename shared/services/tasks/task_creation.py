@@ -4,8 +4,9 @@ Every check that can refuse a request (sizes, conflicting definitions, dependenc
 groups) runs first, in `prepare`, before anything is written: a refusal leaves no trace.
 Then the order of writes, so that a crash at any point loses nothing:
 1. group membership with the deadline rows (after the group's second of deadlines is
-   indexed, see `deadline_resolver`, and the group for the watchdog, see `watchdog`), dependency and requirement rows, and pending
-   hints (all batched in single-partition transactions where the partition allows);
+   indexed, see `deadline_resolver`, and the group for the watchdog, see `watchdog`: both
+   beside the reads of `prepare`), dependency and requirement rows, and pending hints (all
+   batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
@@ -107,15 +108,23 @@ class TaskCreation:
         unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
         # The three reads are independent: made at once, they cost one round trip of waiting.
         # Those with nothing to read are not made (each step handed to a thread costs time).
-        reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted)}
+        reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted, make=unread)}
         if not (unused_ids or unread):
             reads["existing"] = lambda: self._existing(definitions)
         if not held and any(definition["dependencies"] for definition in definitions.values()):
             reads["outside"] = lambda: self.dependency_tracker.check(definitions)
-        found = dict(zip(reads, at_once(CREATION_STEPS, list(reads.values()), settle=True)))
+        # The time index items that must precede the members' rows (their groups' seconds of
+        # deadlines, and the groups for the watchdog), when this process has not written them
+        # lately, go beside the reads: hints, which a refused creation leaves to come due on
+        # rows that were never written, costing their sweep a look and nothing else.
+        watches = {f"watch {number}": lambda watch=watch: watch.watch(definitions)
+                   for number, watch in enumerate((self.deadline_watch, self.group_watch)) if watch.due(definitions)}
+        found = dict(zip([*reads, *watches], at_once(CREATION_STEPS, [*reads.values(), *watches.values()],
+                                                     settle=True)))
         existing, outside, groups = found.get("existing", {}), found.get("outside", {}), found["groups"]
-        if isinstance(existing, Exception):
-            raise existing
+        for outcome in (existing, *(found[name] for name in watches)):
+            if isinstance(outcome, Exception):
+                raise outcome
         if unread and isinstance(groups, Conflict):   # a sealed group: tasks made before it are answered
             existing, unread = self._existing(definitions), False
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
@@ -174,9 +183,7 @@ class TaskCreation:
             hints.update((hint.task_id, hint) for hint in self.updater.add_hints(
                 [(new[task_id], task_id, status.latest) for task_id, status in statuses.items() if status.runs]))
             return registration
-        def watch_and_join() -> set[str]:   # a member's deadline row is swept once its group's second is indexed
-            self.deadline_watch.watch(new)
-            self.group_watch.watch(new)     # and the watchdog looks at a group indexed before its members
+        def join() -> set[str]:
             return self.task_groups.join_many(new, plan.groups, accepted=plan.accepted)
         def withdraw_hints(task_ids, found: dict[str, TaskRecord]) -> None:
             """Hints this call wrote for tasks it does not create. One whose key the task's
@@ -195,7 +202,7 @@ class TaskCreation:
         # is never without its hint. Unread tasks (see `prepare`) learn from the membership
         # whether they were created before: the hints just written for those are taken back
         # (a claim that finds one first drops it: its run is not pending, or is another's).
-        members_before, registration = at_once(CREATION_STEPS, [watch_and_join, register_and_hint], settle=True)
+        members_before, registration = at_once(CREATION_STEPS, [join, register_and_hint], settle=True)
         if plan.unread and isinstance(members_before, Conflict):
             # Sealed since this process knew the group: tasks made before are answered.
             loaded = self._load(new)

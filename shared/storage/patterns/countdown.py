@@ -197,16 +197,18 @@ class Countdown:
         return until_written(lambda: self._read(partition), write,
                              self._remembered(partition) or _Count(0, None), _kept_changing(partition))
 
-    def remove(self, owner: str, task_id: str, width: int = 1, beside: dict | None = None) -> bool:
+    def remove(self, owner: str, task_id: str, width: int = 1, beside: dict | None = None,
+               bucket_only: bool = False) -> bool:
         """Delete the task's counted row (gone already: nothing to count); whether any counted
         row of `owner` (whose buckets are of `width`) is left, in any bucket. `beside`: a row
         of the task's bucket (RowKey and columns) merged in the same transaction, only if the
-        counted row was there."""
+        counted row was there. `bucket_only`: the caller knows no other bucket to count rows,
+        so the task's bucket answers alone (no query)."""
         partition = bucket(owner, task_id, width)
         with self._serial(partition):
             left = self._remove(partition, task_id, beside)
-        if left:
-            return True
+        if left or bucket_only:
+            return left
         time.sleep(EMPTIED_PAUSE)
         return self.left(owner, width, emptied=partition)
 

@@ -1,7 +1,8 @@
 """The TaskGroups table: each group's row, and its member rows in bucket partitions.
 
 PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed, resolved and the
-width of its buckets (`bucketWidth`, fixed when the row is made; 1 when absent). Each task
+width of its buckets (`bucketWidth`, fixed when the row is made; 1 when absent), and `lone`
+while the group has had no member but the task of its id (see `TaskGroups`). Each task
 of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
 with the group; a wide group's buckets are in the tables TaskGroupsW00 to W31, so that no
@@ -81,6 +82,7 @@ class TaskGroupRecord:
     bucket_width: int = 1            # see `buckets`
     watch: str = ""                  # what the watchdog found at its last look, as JSON ("": nothing)
     on_stall: str = ""               # what the watchdog does with the group once stalled ("": report)
+    lone: bool = False               # made for the task of its id, and no other task has joined since
 
     @property
     def key(self) -> str:
@@ -119,7 +121,8 @@ class TaskGroupTable:
         return self._remember(TaskGroupRecord(
             task_group_id, entity["schedulerId"], entity["expires"], entity.get("sealed", ""),
             entity.get("resolved", ""), entity.metadata.get("etag"), outbox.from_entity(entity),
-            entity.get("bucketWidth") or 1, entity.get("watch") or "", entity.get("onStall") or ""))
+            entity.get("bucketWidth") or 1, entity.get("watch") or "", entity.get("onStall") or "",
+            bool(entity.get("lone"))))
 
     def last_known(self, task_group_id: str) -> TaskGroupRecord | None:
         """The group's row as this process last wrote or read it, if it remembers it: its
@@ -191,10 +194,13 @@ class TaskGroupTable:
         added from a version of the group read before the seal is refused."""
         self._unresolved.close(task_group_id, sealed, self.width(task_group_id))
 
-    def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
+    def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution, alone: bool = False) -> bool:
         """A member resolved (its first resolution, noted on its deadline row; again: no
-        change); whether a member has not resolved yet."""
-        return self._unresolved.remove(task_group_id, task_id, self.width(task_group_id), first.noted(task_id))
+        change); whether a member has not resolved yet. `alone`: the member was the group's
+        only one as far as the caller knows, so its bucket's count answers (the caller
+        confirms it with the group's row: see `TaskGroups.member_resolved`)."""
+        return self._unresolved.remove(task_group_id, task_id, self.width(task_group_id), first.noted(task_id),
+                                       bucket_only=alone)
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """A graph's task completed: its membership and its label counted down at once (see
@@ -277,7 +283,7 @@ class TaskGroupTable:
         return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
                 "resolved": group.resolved, "bucketWidth": group.bucket_width, "watch": group.watch,
-                "onStall": group.on_stall, **outbox.to_columns(group.outbox)}
+                "onStall": group.on_stall, "lone": group.lone, **outbox.to_columns(group.outbox)}
 
 
 @dataclass(frozen=True)

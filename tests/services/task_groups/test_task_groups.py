@@ -119,3 +119,80 @@ def test_a_task_refused_by_a_seal_found_late_leaves_no_dependent_and_no_work(tas
     assert here.task_calls.dependents(dependency, "", 1000)[0]["tasks"] == []
     claimed = {claim["status"]["taskId"] for claim in here.work_claimer.claim_work(task_queue_id, "wg", "w", 8)["tasks"]}
     assert refused not in claimed and dependency in claimed
+
+
+def test_a_group_named_after_its_task_is_made_without_a_read_and_a_retry_is_answered(task_queue_id, monkeypatch):
+    """A task given no group is in the group of its own id, which createTask makes in the
+    round trip that would have read it; the create repeated is answered as the first."""
+    services = memory_services()
+    reads = []
+    load = services.task_groups.group_table.load
+    monkeypatch.setattr(services.task_groups.group_table, "load", lambda group_id: reads.append(group_id) or load(group_id))
+    task_id = new_slugid()
+    definition = make_task(task_queue_id, taskGroupId=task_id, schedulerId="lone")
+    first = services.task_calls.create(task_id, definition)
+    assert reads == []
+    assert services.task_groups.get(task_id)["schedulerId"] == "lone"
+    assert services.task_calls.create(task_id, definition) == first
+    assert [entry["status"]["taskId"] for entry in services.task_groups.list(task_id, "", 10)[0]["tasks"]] == [task_id]
+
+
+def test_a_task_named_after_a_group_made_by_others_is_checked_against_it(task_queue_id):
+    """The group of the task's own id may exist already, made by other tasks (in another
+    process): its schedulerId and its seal refuse the task, which leaves nothing behind."""
+    here, there = two_processes()
+    group = new_slugid()
+    there.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group, schedulerId="first"))
+    with pytest.raises(Conflict, match="first"):
+        here.task_calls.create(group, make_task(task_queue_id, taskGroupId=group, schedulerId="second"))
+    there.task_groups.seal(group, to_iso(utcnow()))
+    with pytest.raises(Conflict, match="sealed"):
+        here.task_calls.create(group, make_task(task_queue_id, taskGroupId=group, schedulerId="first"))
+    assert here.task_calls.task_table.load(group) is None
+    assert len(there.task_groups.list(group, "", 10)[0]["tasks"]) == 1
+
+
+def _other_bucket(task_id: str) -> str:
+    """A new taskId whose bucket (first character) is not `task_id`'s."""
+    while (other := new_slugid())[0] == task_id[0]:
+        pass
+    return other
+
+
+def test_a_lone_group_resolves_with_its_task_without_a_query_over_its_buckets(task_queue_id, monkeypatch):
+    services = memory_services()
+    task_id = new_slugid()
+    services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id))
+    table = services.task_groups.group_table
+    assert table.load(task_id).lone
+    queries = []
+    left = type(table._unresolved).left
+    monkeypatch.setattr(type(table._unresolved), "left", lambda *args, **kwargs: queries.append(args) or left(*args, **kwargs))
+    assert run(services, task_queue_id) == [task_id]
+    assert table.load(task_id).resolved != "" and queries == []
+
+
+def test_a_task_joining_a_lone_group_ends_its_loneness_before_its_namesake_resolves_it(task_queue_id):
+    """Another process adds a task to the group of a task given no group, while the creator
+    still remembers the group lone: the namesake's completion leaves the group unresolved."""
+    here, there = two_processes()
+    task_id = new_slugid()
+    here.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id))
+    joiner = _other_bucket(task_id)
+    there.task_calls.create(joiner, make_task(f"{task_queue_id}-other", taskGroupId=task_id))
+    table = there.task_groups.group_table
+    assert not table.load(task_id).lone and here.task_groups.group_table.last_known(task_id).lone
+    assert run(here, task_queue_id) == [task_id]
+    assert table.load(task_id).resolved == "" and table.unresolved(task_id) == [joiner]
+    assert run(there, f"{task_queue_id}-other") == [joiner]
+    assert table.load(task_id).resolved != ""
+
+
+def test_a_group_named_by_its_first_task_among_others_is_not_lone(task_queue_id):
+    services = memory_services()
+    group = new_slugid()
+    services.task_calls.create(_other_bucket(group), make_task(task_queue_id, taskGroupId=group))
+    services.task_calls.create(group, make_task(task_queue_id, taskGroupId=group))
+    assert not services.task_groups.group_table.load(group).lone
+    run(services, task_queue_id)
+    assert services.task_groups.group_table.load(group).resolved != ""
