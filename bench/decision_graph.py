@@ -30,6 +30,7 @@ import taskcluster
 from devhost.azurite import Azurite
 from tests.conftest import Server
 
+from bench import against as other_queues
 from bench import graphs
 from bench import http_lifecycles
 from bench import storage_baseline
@@ -54,6 +55,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     storage_baseline.add_arguments(parser)
     throttled.add_arguments(parser)
     parser.add_argument("--skip-put", action="store_true", help="leave out the same graph made by one PUT")
+    other_queues.add_argument(parser)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --against: graphs by createTask calls on each queue, alternating (default 1)")
     args = parser.parse_args(argv)
     if not 2 <= args.children <= MAX_DEPENDENCIES:
         parser.error(f"--children must be between 2 and {MAX_DEPENDENCIES:,}")
@@ -75,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
                 out[how] = _variant(server, requires, args, bound, how)
                 if proxy:
                     out[how]["throttling"] = throttled.figures(proxy, tasks=len(requires))
+            if args.against:
+                out["against"] = _against(server, other_queues.OtherQueue(args.against), requires, args, bound,
+                                          out["createTask"])
             failures = [how for how in VARIANTS if "failed" in out.get(how, {})]
             if failures:
                 out["failed"] = f"the graph made by {' and '.join(failures)} failed"
@@ -143,6 +150,31 @@ def _variant(server: Server, requires: dict[str, list[str]], args: argparse.Name
     out["parts"] = part_figures(requires, by_label, created)
     progress(f"run: {out['seconds']['run_first_claim_to_last_completion']} s from the first claim to the last "
              f"completion; every task completed once, none before its dependencies")
+    return out
+
+
+def _against(server: Server, other: other_queues.OtherQueue, requires: dict[str, list[str]],
+             args: argparse.Namespace, bound: float, first: dict) -> dict:
+    """The graph by createTask calls on the other queue and on ours, in `args.rounds`
+    alternating rounds (ours already made one: `first`); both rates of each, and the ratios of
+    their creation and end-to-end rates."""
+    ours, theirs = [first], []
+    for round_number in range(1, args.rounds + 1):
+        progress(f"round {round_number}/{args.rounds} against {other.root_url}")
+        theirs.append(_variant(other, requires, args, bound, "createTask"))
+        if round_number < args.rounds:
+            ours.append(_variant(server, requires, args, bound, "createTask"))
+    runs = [run for run in ours + theirs if "failed" in run]
+    if runs:
+        return {"root_url": other.root_url, "failed": runs[0]["failed"]}
+    out = {"root_url": other.root_url}
+    for name, rate in (("created_per_s", "created"), ("end_to_end_tasks_per_s", "end_to_end")):
+        mine, others = [run["rates"][name] for run in ours], [run["rates"][name] for run in theirs]
+        out[rate] = {"ours": mine, "theirs": others, "ratio": round(sum(mine) / sum(others), 2)}
+    out["run_tasks_per_s"] = {"ours": [run["rates"]["run_tasks_per_s"] for run in ours],
+                              "theirs": [run["rates"]["run_tasks_per_s"] for run in theirs]}
+    out["createTask children latency"] = {"ours": ours[-1]["latency"]["createTask children"],
+                                          "theirs": theirs[-1]["latency"]["createTask children"]}
     return out
 
 
@@ -263,7 +295,25 @@ def _rows(results: dict) -> list[tuple[str, str]]:
             *([("API PROBLEM seen", variant["api_problem"])] if "api_problem" in variant else []),
             *throttled.rows(variant.get("throttling")),
         ]
-    return rows + host_rows(http)
+    return rows + _against_rows(http.get("against")) + host_rows(http)
+
+
+def _against_rows(against: dict | None) -> list[tuple[str, str]]:
+    if against is None:
+        return []
+    title = f"beside {against['root_url']}: the graph by createTask calls, rounds alternating"
+    if "failed" in against:
+        return [(title, ""), ("FAILED", against["failed"])]
+
+    def rates(figures: dict) -> str:
+        return (f"ours {', '.join(map(str, figures['ours']))}; theirs {', '.join(map(str, figures['theirs']))}"
+                + (f"   ours / theirs {figures['ratio']:.2f}x" if "ratio" in figures else ""))
+    latency = against["createTask children latency"]
+    return [(title, ""), ("created tasks/s", rates(against["created"])),
+            ("run tasks/s", rates(against["run_tasks_per_s"])),
+            ("end to end tasks/s", rates(against["end_to_end"])),
+            ("createTask children latency, ours", latency_text(latency["ours"])),
+            ("createTask children latency, theirs", latency_text(latency["theirs"]))]
 
 
 def _headline(results: dict) -> str:
@@ -271,10 +321,13 @@ def _headline(results: dict) -> str:
     if "failed" in variant:
         return f"headline: the graph made by createTask calls FAILED: {variant['failed']}"
     fan_in = variant["latency"]["createTask fan-in"]["max_ms"] / 1000
+    against = results["http"].get("against")
+    beside = (f"; beside {against['root_url']}: creation {against['created']['ratio']:.2f}x, end to end "
+              f"{against['end_to_end']['ratio']:.2f}x" if against and "failed" not in against else "")
     return (f"headline: {variant['tasks']} tasks by {variant['creators']} createTask callers: created in "
             f"{variant['seconds']['create']} s, run in {variant['seconds']['run_first_claim_to_last_completion']} s, "
             f"{variant['rates']['end_to_end_tasks_per_s']} tasks/s end to end; the fan-in's createTask "
-            f"({variant['children']} dependencies) took {fan_in:.2f} s")
+            f"({variant['children']} dependencies) took {fan_in:.2f} s{beside}")
 
 
 if __name__ == "__main__":

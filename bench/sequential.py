@@ -25,7 +25,6 @@ block).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import uuid
@@ -35,6 +34,7 @@ import taskcluster
 
 from devhost.azurite import Azurite
 
+from bench import against as other_queues
 from bench import local_host
 from bench import operation_counts
 from bench import storage_baseline
@@ -52,8 +52,7 @@ SHARE_TARGET = 0.60      # the issue's target share of the raw storage bound
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.sequential", description=__doc__.split("\n")[0])
     parser.add_argument("--lifecycles", type=int, default=200, help="sequential lifecycles over HTTP (default 200)")
-    parser.add_argument("--against", metavar="ROOT_URL", help="also measure another Taskcluster-compatible queue "
-                                                              "(credentials: TASKCLUSTER_CLIENT_ID/_ACCESS_TOKEN)")
+    other_queues.add_argument(parser)
     parser.add_argument("--rounds", type=int, default=1, help="blocks of --lifecycles each, ours and theirs "
                                                               "alternating (default 1)")
     parser.add_argument("--warm-up", type=int, default=0, metavar="N",
@@ -94,7 +93,7 @@ def _measure_http(server, n: int, against: str | None, rounds: int, warm_up: int
     blocks = {(queue, grouping): [] for queue in ("ours", "theirs") for grouping in GROUPINGS}
     queues = {"ours": server.client()}
     if against:
-        queues["theirs"] = _other_queue(against)
+        queues["theirs"] = other_queues.OtherQueue(against).client()
     names = {"ours": "ours", "theirs": against}
     for queue, client in queues.items():   # every queue past its first-call costs alike
         if warm_up:
@@ -119,13 +118,6 @@ def _measure_http(server, n: int, against: str | None, rounds: int, warm_up: int
                                                 2)
         results[grouping] = figures
     return results
-
-
-def _other_queue(root_url: str) -> taskcluster.Queue:
-    credentials = {"clientId": os.environ.get("TASKCLUSTER_CLIENT_ID", ""),
-                   "accessToken": os.environ.get("TASKCLUSTER_ACCESS_TOKEN", "")}
-    return taskcluster.Queue({"rootUrl": root_url, "maxRetries": 0,
-                              **({"credentials": credentials} if credentials["clientId"] else {})})
 
 
 def _lifecycles(client: taskcluster.Queue, n: int, label: str, group_per_task: bool = False) -> dict:

@@ -227,8 +227,11 @@ class TaskCreation:
             records.update(self._insert_wave([
                 _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
         for task_id, intent in registration.recheck.items():
-            self.dependency_tracker.recheck(task_id, new[task_id])
-            records[task_id] = self.task_table.load(task_id)
+            # The row is read again only if the re-check scheduled the task: else it is as
+            # inserted, or as a dependency's resolution made it a moment later (the answer is
+            # then the state an instant before, as any answer may be).
+            if self.dependency_tracker.recheck(task_id, new[task_id]):
+                records[task_id] = self.task_table.load(task_id)
             self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
             self.task_queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
