@@ -7,7 +7,7 @@ instances do. W workers wait in claimWork (tasks: 1) on one queue, all at host A
 round at a time, a task is created:
 - through host A: the process holding the waiting calls, which wakes one at once;
 - through each other host in turn: another process, whose work host A finds by its one poll
-  of the queue shared by every waiting call (`shared/services/claims/work_signal.py`, every 0.1 s).
+  of the queue shared by every waiting call (`shared/services/claims/work_signal.py`, every 0.05 s).
 A round's delay is from createTask's answer to the answer of the claimWork that carries
 the task (0 when the claim answers first: the host wakes the caller before it answers the
 create); p50 and p95 over the rounds. The issue's target: within 100 ms at p95. The raw
