@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                     out[how]["throttling"] = throttled.figures(proxy, tasks=len(requires))
             if args.against:
                 out["against"] = _against(server, other_queues.OtherQueue(args.against), requires, args, bound,
-                                          out["createTask"])
+                                          out["createTask"], out.get("put"))
             failures = [how for how in VARIANTS if "failed" in out.get(how, {})]
             if failures:
                 out["failed"] = f"the graph made by {' and '.join(failures)} failed"
@@ -154,10 +154,11 @@ def _variant(server: Server, requires: dict[str, list[str]], args: argparse.Name
 
 
 def _against(server: Server, other: other_queues.OtherQueue, requires: dict[str, list[str]],
-             args: argparse.Namespace, bound: float, first: dict) -> dict:
+             args: argparse.Namespace, bound: float, first: dict, put: dict | None) -> dict:
     """The graph by createTask calls on the other queue and on ours, in `args.rounds`
     alternating rounds (ours already made one: `first`); both rates of each, and the ratios of
-    their creation and end-to-end rates."""
+    their creation and end-to-end rates; and, if ours was made by one PUT too (`put`), its
+    end-to-end rate against theirs by createTask calls (Taskcluster has no such PUT)."""
     ours, theirs = [first], []
     for round_number in range(1, args.rounds + 1):
         progress(f"round {round_number}/{args.rounds} against {other.root_url}")
@@ -171,6 +172,10 @@ def _against(server: Server, other: other_queues.OtherQueue, requires: dict[str,
     for name, rate in (("created_per_s", "created"), ("end_to_end_tasks_per_s", "end_to_end")):
         mine, others = [run["rates"][name] for run in ours], [run["rates"][name] for run in theirs]
         out[rate] = {"ours": mine, "theirs": others, "ratio": round(sum(mine) / sum(others), 2)}
+    if put is not None and "rates" in put:
+        others = out["end_to_end"]["theirs"]
+        out["put_end_to_end"] = {"ours": [put["rates"]["end_to_end_tasks_per_s"]], "theirs": others,
+                                 "ratio": round(put["rates"]["end_to_end_tasks_per_s"] / (sum(others) / len(others)), 2)}
     out["run_tasks_per_s"] = {"ours": [run["rates"]["run_tasks_per_s"] for run in ours],
                               "theirs": [run["rates"]["run_tasks_per_s"] for run in theirs]}
     out["createTask children latency"] = {"ours": ours[-1]["latency"]["createTask children"],
@@ -312,6 +317,8 @@ def _against_rows(against: dict | None) -> list[tuple[str, str]]:
     return [(title, ""), ("created tasks/s", rates(against["created"])),
             ("run tasks/s", rates(against["run_tasks_per_s"])),
             ("end to end tasks/s", rates(against["end_to_end"])),
+            *([("ours by one PUT, end to end", rates(against["put_end_to_end"]))] if "put_end_to_end" in against
+              else []),
             ("createTask children latency, ours", latency_text(latency["ours"])),
             ("createTask children latency, theirs", latency_text(latency["theirs"]))]
 
@@ -323,7 +330,9 @@ def _headline(results: dict) -> str:
     fan_in = variant["latency"]["createTask fan-in"]["max_ms"] / 1000
     against = results["http"].get("against")
     beside = (f"; beside {against['root_url']}: creation {against['created']['ratio']:.2f}x, end to end "
-              f"{against['end_to_end']['ratio']:.2f}x" if against and "failed" not in against else "")
+              f"{against['end_to_end']['ratio']:.2f}x" + (f", by one PUT {against['put_end_to_end']['ratio']:.2f}x"
+                                                          if "put_end_to_end" in against else "")
+              if against and "failed" not in against else "")
     return (f"headline: {variant['tasks']} tasks by {variant['creators']} createTask callers: created in "
             f"{variant['seconds']['create']} s, run in {variant['seconds']['run_first_claim_to_last_completion']} s, "
             f"{variant['rates']['end_to_end_tasks_per_s']} tasks/s end to end; the fan-in's createTask "
