@@ -67,7 +67,7 @@ def figures(throttled: ThrottledStorage, reset: bool = False, tasks: int | None 
            "served_per_s": round(account["requests"] / seconds, 1),
            "refused_share": round(account["refused"] / max(1, account["requests"] + account["refused"]), 4),
            "hottest": hottest(counts), "partitions": len(counts["partitions"]),
-           "heat": heat(counts, tasks),
+           "heat": heat(counts, tasks), "tables": tables(counts, tasks),
            "scanned_units": sum(figures["units"] for name, figures in counts["partitions"].items()
                                 if name.endswith(SCAN))}
     if tasks:
@@ -79,15 +79,16 @@ def figures(throttled: ThrottledStorage, reset: bool = False, tasks: int | None 
     return out
 
 
-def heat(counts: dict, tasks: int | None = None) -> list[dict]:
-    """The HOTTEST_SHOWN partitions by entities served: each one's share of the units served on
-    partitions, its rate, its refusals; with `tasks`, its entities per task and the task rate
-    its Azure target (2,000 entities/s) allows. Table names without the run's prefix."""
+def heat(counts: dict, tasks: int | None = None, shown: int | None = HOTTEST_SHOWN) -> list[dict]:
+    """The `shown` hottest partitions (None: all) by entities served: each one's share of the
+    units served on partitions, its rate, its refusals; with `tasks`, its entities per task
+    and the task rate its Azure target (2,000 entities/s) allows. Table names without the
+    run's prefix."""
     partitions = {name: figures for name, figures in counts["partitions"].items()   # blobs have no partition target
                   if name != ACCOUNT_WIDE and not name.endswith(SCAN) and not name.startswith("blob ")}
     total = sum(figures["units"] for figures in partitions.values()) or 1
     seconds = counts["seconds"] or 1.0
-    ranked = sorted(partitions.items(), key=lambda item: item[1]["units"], reverse=True)[:HOTTEST_SHOWN]
+    ranked = sorted(partitions.items(), key=lambda item: item[1]["units"], reverse=True)[:shown]
     out = []
     for name, figures in ranked:
         row = {"partition": _TEST_PREFIX.sub("table ", name), "units": figures["units"],
@@ -96,6 +97,23 @@ def heat(counts: dict, tasks: int | None = None) -> list[dict]:
         if tasks:
             row["units_per_task"] = round(figures["units"] / tasks, 3)
             row["azure_ceiling_tasks_per_s"] = round(PARTITION_ENTITIES_PER_S * tasks / max(1, figures["units"]))
+        out.append(row)
+    return out
+
+
+def tables(counts: dict, tasks: int | None = None) -> list[dict]:
+    """Each table (or queue) by its hottest partition: how many partitions it had and, with
+    `tasks`, the entities per task of its hottest one and of all together. A table whose rows
+    are spread over many partitions may be out of the hottest few; this says how hot it is."""
+    by_table: dict[str, list[int]] = {}
+    for row in heat(counts, tasks, shown=None):
+        by_table.setdefault(" ".join(row["partition"].split(" ")[:2]), []).append(row["units"])
+    out = []
+    for name, units in sorted(by_table.items(), key=lambda item: max(item[1]), reverse=True):
+        row = {"table": name, "partitions": len(units), "hottest_units": max(units), "units": sum(units)}
+        if tasks:
+            row["hottest_units_per_task"] = round(max(units) / tasks, 3)
+            row["units_per_task"] = round(sum(units) / tasks, 3)
         out.append(row)
     return out
 
@@ -133,6 +151,10 @@ def heat_rows(throttling: dict) -> list[tuple[str, str]]:
                     f"{row['azure_ceiling_tasks_per_s']} tasks/s") if "units_per_task" in row else ""
         out.append((f"  hot partition {rank}", f"{row['partition']}: {row['share']:.1%} of entities, "
                                                 f"{row['units_per_s']} /s{per_task}"))
+    if throttling.get("tables") and "hottest_units_per_task" in throttling["tables"][0]:
+        out.append(("  tables by their hottest partition", ", ".join(
+            f"{row['table'].partition(' ')[2]} {row['hottest_units_per_task']} a task ({row['partitions']} partitions, "
+            f"{row['units_per_task']} in all)" for row in throttling["tables"][:6])))
     if "requests_per_task" in throttling:
         out.append(("  account", f"{throttling['requests_per_task']} requests per task: Azure's 20,000/s allow "
                                  f"{throttling['azure_account_ceiling_tasks_per_s']} tasks/s"))

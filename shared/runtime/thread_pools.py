@@ -73,7 +73,8 @@ def pools() -> list[Pool]:
 
 # -- layer 0: storage calls only ---------------------------------------------------------------
 BATCH_WRITES = _declare("batch-write", 16, 0, "a batch upsert's transactions, one per partition")
-BUCKET_READS = _declare("bucket-read", 32, 0, "a wide owner's buckets queried in their spread tables")
+BUCKET_READS = _declare("bucket-read", 32, 0, "a wide owner's buckets queried in their spread tables, "
+                                                 "a queue's worker buckets for a listing")
 COUNTDOWN_READS = _declare("countdown-read", 16, 0, "countdown rows looked up, or upserted, a bucket at a time")
 TASK_READS = _declare("task-read", 32, 0, "task rows read at once: a creation's, a graph's, a group page's")
 TASK_INSERTS = _declare("task-insert", 16, 0, "new task rows, a transaction per partition")

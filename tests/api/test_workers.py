@@ -9,6 +9,7 @@ import taskcluster
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from shared.storage.tables.claim_table import worker_partition
 from tests.api.conftest import refusal, temporary
 from tests.api.test_task_lifecycle import claim_one, conforms
 
@@ -78,6 +79,30 @@ def test_workers_are_listed_in_pages(queue, new_task, task_queue_id):
                                                              "continuationToken": first["continuationToken"]})
     assert [entry["workerId"] for entry in first["workers"] + second["workers"]] == ["w0", "w1", "w2"]
     assert "continuationToken" not in second
+
+
+def test_workers_of_every_bucket_are_listed_in_key_order_a_page_at_a_time(queue, task_queue_id):
+    """A queue's workers are spread over partitions by name; listWorkers still goes through
+    them in (workerGroup, workerId) key order, each once, across continuation tokens."""
+    names = [(group, f"w{number}") for group in ("wg-b", "wg-a") for number in range(9)]
+    assert len({worker_partition(task_queue_id, *name) for name in names}) > 6
+    expires = {"expires": to_iso(utcnow() + timedelta(days=1))}
+    for group, worker_id in names:
+        queue.declareWorker(*split(task_queue_id), group, worker_id, expires)
+    quarantine_body = {"quarantineUntil": to_iso(utcnow() + timedelta(hours=1))}
+    queue.quarantineWorker(*split(task_queue_id), "wg-b", "w7", quarantine_body)
+    listed, query, pages = [], {"limit": 4}, 0
+    while True:
+        page = conforms("list-workers-response", queue.listWorkers(*split(task_queue_id), query=query))
+        listed += [(entry["workerGroup"], entry["workerId"]) for entry in page["workers"]]
+        pages += 1
+        if "continuationToken" not in page:
+            break
+        query = {"limit": 4, "continuationToken": page["continuationToken"]}
+    assert listed == sorted(names, key=lambda name: f"{name[0]}.{name[1]}") and pages == 5
+    quarantined = queue.listWorkers(*split(task_queue_id), query={"quarantined": "true"})["workers"]
+    assert [(entry["workerGroup"], entry["workerId"]) for entry in quarantined] == [("wg-b", "w7")]
+    assert queue.getWorker(*split(task_queue_id), "wg-a", "w3")["workerId"] == "w3"
 
 
 def test_unknown_workers_and_bad_input(queue, task_queue_id):

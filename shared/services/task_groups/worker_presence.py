@@ -36,7 +36,7 @@ class WorkerPresence(Protocol):
 
 
 class SeenWorkers:
-    """Presence as the Queue knows it, from the queue's partition of the Workers table: a
+    """Presence as the Queue knows it, from the queue's partitions of the Workers table: a
     worker whose claimWork moved its `lastDateActive` since `since` (an idle worker's moves
     at least every minute), or, failing that, a run of the queue whose claim a worker keeps
     alive (a busy worker calls reclaimTask, not claimWork, until its task is done)."""

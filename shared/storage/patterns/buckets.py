@@ -25,8 +25,8 @@ them reads the rows in task id order, as one partition did.
 
 from __future__ import annotations
 
-from itertools import product
-
+from heapq import merge
+from itertools import islice, product
 
 from shared.runtime.thread_pools import BUCKET_READS
 from shared.domain.ids import SLUGID_CHARACTERS
@@ -109,6 +109,20 @@ class BucketTables:
             by_table.setdefault(table.table_name, (table, []))[1].append(key)
         for table, same in by_table.values():
             delete_in_batches(table, same)
+
+
+def first_rows_by_key(table: Table, partitions: list[str], condition: str, parameters: dict, limit: int,
+                      select: list[str] | None = None) -> list:
+    """Up to `limit` rows of `partitions` meeting `condition`, in RowKey order across them: the
+    first `limit` of each partition, read at once, merged. For a listing whose pages follow
+    the row keys of rows spread over partitions by something else (a range query over the
+    partitions would answer in partition order)."""
+    if select and "RowKey" not in select:   # the key to merge by
+        select = [*select, "RowKey"]
+
+    def first(partition: str) -> list:
+        return first_rows(table, f"PartitionKey eq @pk and {condition}", {**parameters, "pk": partition}, limit, select)
+    return list(islice(merge(*BUCKET_READS.map(first, partitions), key=lambda row: row["RowKey"]), limit))
 
 
 def bucket_range(owner: str) -> dict:

@@ -1,9 +1,14 @@
 """The Workers table: the workers that claimed from a task queue, and their quarantine.
 
-PartitionKey = escaped taskQueueId, RowKey = `~<workerGroup>.<workerId>` (neither may hold
-a '.'), so listWorkers is one range of one partition read in key order. The partition also
-holds the queue's claimed runs (see `claim_table`), whose keys all sort before '~': a
-claimWork writes its worker's row and its claims' rows in one transaction. A worker row is
+PartitionKey = the worker's bucket of its task queue (`claim_table.worker_partition`: one of
+16, by a hash of the worker's name, so that a busy queue is not bound by what Azure serves
+of one partition), RowKey = `~<workerGroup>.<workerId>` (neither may hold a '.'). The
+partition also holds the claimed runs of its workers (see `claim_table`), whose keys all
+sort before '~': a claimWork writes its worker's row and its claims' rows in one
+transaction. listWorkers reads the first rows of each bucket at once and merges them in key
+order; the watchdog's look at a queue's workers is one range query over its buckets. Rows
+of the layout before buckets (one partition per queue) are not read: none was ever
+released. A worker row is
 written by the worker's own claimWork calls and by quarantineWorker, both conditionally on
 its ETag. The version this process wrote or read last is remembered (see `recent_writes`),
 so that a worker's next claimWork can start from it without reading the row again.
@@ -21,9 +26,9 @@ from azure.data.tables import UpdateMode
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_if_unchanged
-from shared.storage.tables.claim_table import TABLE, WORKERS
+from shared.storage.tables.claim_table import TABLE, WORKERS, in_queue, worker_partition, worker_partitions
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
-from shared.storage.patterns.keys import escape_key
+from shared.storage.patterns.buckets import first_rows_by_key
 from shared.storage.patterns.queries import first_rows
 from shared.storage.patterns.recent_writes import RecentWrites
 
@@ -49,7 +54,8 @@ class WorkerTable:
 
     def load(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
         try:
-            entity = self._table.get_entity(escape_key(task_queue_id), WORKERS + f"{worker_group}.{worker_id}")
+            entity = self._table.get_entity(worker_partition(task_queue_id, worker_group, worker_id),
+                                            WORKERS + f"{worker_group}.{worker_id}")
         except ResourceNotFoundError:
             return None
         return self._remember(_record(task_queue_id, entity))
@@ -96,20 +102,22 @@ class WorkerTable:
     def delete(self, worker: WorkerRecord) -> None:
         """Delete `worker` if its row is still as read; else ChangedSinceRead (gone already is fine)."""
         self._recent.forget(_memory_key(worker.task_queue_id, worker.worker_group, worker.worker_id))
-        delete_if_unchanged(self._table, escape_key(worker.task_queue_id), WORKERS + row_key(worker), worker.etag,
+        delete_if_unchanged(self._table, _partition(worker), WORKERS + row_key(worker), worker.etag,
                             f"{worker.worker_group}/{worker.worker_id}")
 
     def active_since(self, task_queue_id: str, since: str, limit: int) -> list[WorkerRecord]:
         """Up to `limit` of the queue's workers whose last claimWork was at or after `since`
-        (one partition, filtered server-side: ISO times compare as text)."""
-        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @workers and lastDateActive ge @since",
-                          {"pk": escape_key(task_queue_id), "workers": WORKERS, "since": since}, limit)
+        (one range query over the queue's buckets, filtered server-side: ISO times compare as
+        text)."""
+        rows = first_rows(self._table, *in_queue("RowKey gt @workers and lastDateActive ge @since", task_queue_id,
+                                                 {"workers": WORKERS, "since": since}), limit)
         return [_record(task_queue_id, entity) for entity in rows]
 
     def page(self, task_queue_id: str, after: str, limit: int) -> list[WorkerRecord]:
-        """Up to `limit` workers in key order, after the row key `after`."""
-        rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after",
-                          {"pk": escape_key(task_queue_id), "after": WORKERS + after}, limit)
+        """Up to `limit` workers in key order, after the row key `after`: the first `limit` of
+        each bucket, merged."""
+        rows = first_rows_by_key(self._table, worker_partitions(task_queue_id), "RowKey gt @after",
+                                 {"after": WORKERS + after}, limit)
         return [_record(task_queue_id, entity) for entity in rows]
 
 
@@ -121,8 +129,12 @@ def row_key(worker: WorkerRecord) -> str:
     return f"{worker.worker_group}.{worker.worker_id}"
 
 
+def _partition(worker: WorkerRecord) -> str:
+    return worker_partition(worker.task_queue_id, worker.worker_group, worker.worker_id)
+
+
 def _entity(worker: WorkerRecord) -> dict:
-    return {"PartitionKey": escape_key(worker.task_queue_id), "RowKey": WORKERS + row_key(worker),
+    return {"PartitionKey": _partition(worker), "RowKey": WORKERS + row_key(worker),
             "workerGroup": worker.worker_group, "workerId": worker.worker_id,
             "firstClaim": worker.first_claim, "lastDateActive": worker.last_date_active,
             "expires": worker.expires, "quarantineUntil": worker.quarantine_until,

@@ -7,7 +7,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
-from shared.storage.tables.claim_table import ClaimRow
+from shared.storage.tables.claim_table import ClaimRow, worker_partition
 from tests.conftest import follow_ups_lost, make_task, memory_services
 from tests.services.dependencies.test_dependency_tracker import deliver_events
 
@@ -40,6 +40,23 @@ def test_an_expired_claim_is_retried_until_retries_run_out(quick, task_queue_id)
     assert sweep_claims_after(quick, 2.2) == 1
     status = quick.task_calls.status(task_id)
     assert status["state"] == "exception" and len(status["runs"]) == 2
+
+
+def test_expired_claims_of_workers_in_every_bucket_of_the_queue_are_retried(quick, task_queue_id):
+    workers = [f"w{number}" for number in range(24)]
+    assert len({worker_partition(task_queue_id, "wg", worker) for worker in workers}) > 8
+    task_ids = [new_slugid() for _ in workers]
+    for task_id in task_ids:
+        quick.task_calls.create(task_id, make_task(task_queue_id, retries=1))
+    for worker in workers:
+        assert len(quick.work_claimer.claim_work(task_queue_id, "wg", worker, 1)["tasks"]) == 1
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 24
+    assert quick.claim_resolver.sweep(now=utcnow() + timedelta(minutes=1)) == 24
+    for task_id in task_ids:
+        runs = quick.task_calls.status(task_id)["runs"]
+        assert [(run["state"], run.get("reasonResolved")) for run in runs] == [("exception", "claim-expired"),
+                                                                               ("pending", None)]
+    assert quick.task_queues.counts(task_queue_id)["claimedTasks"] == 0   # every bucket's rows removed
 
 
 def test_a_reclaim_keeps_the_claim_alive_across_timeouts(quick, task_queue_id):

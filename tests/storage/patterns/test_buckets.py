@@ -8,7 +8,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.buckets import SEPARATOR, WIDE, bucket, first_keys, forget_buckets
+from shared.storage.patterns.buckets import SEPARATOR, WIDE, bucket, first_keys, first_rows_by_key, forget_buckets
 from shared.storage.tables.dependency_table import Dependent, DependencyTable
 from shared.storage.errors import Closed
 from shared.storage.tables.requirement_table import RequirementTable
@@ -215,3 +215,16 @@ def test_first_keys_reads_across_storage_pages(account):
     assert first_keys(table, owner, "x.", task_ids[40], 1100) == task_ids[41:1141]
     assert forget_buckets(table, owner) == 1200
     assert first_keys(table, owner, "x.", "", 10) == []
+
+
+def test_rows_spread_by_something_else_are_read_in_key_order_across_partitions(account):
+    """Rows put in partitions by a hash, not by their keys: the first rows of all, in key order."""
+    table = account.table("Spread")
+    keys = [f"k{number:03d}" for number in range(60)]
+    for index, key in enumerate(keys):
+        table.upsert_entity({"PartitionKey": f"owner~{index * 7 % 5}", "RowKey": key, "x": index})
+    table.upsert_entity({"PartitionKey": "owner~9", "RowKey": "k000", "x": -1})   # a partition not asked
+    partitions = [f"owner~{chosen}" for chosen in range(5)]
+    rows = first_rows_by_key(table, partitions, "RowKey gt @after", {"after": "k010"}, 12, ["x"])
+    assert [row["RowKey"] for row in rows] == keys[11:23] and [row["x"] for row in rows] == list(range(11, 23))
+    assert first_rows_by_key(table, partitions, "RowKey gt @after", {"after": "k059"}, 12) == []
