@@ -14,19 +14,9 @@ in milliseconds, so threads mostly wait.
 
 from __future__ import annotations
 
-import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
-
-
-# How long a thread may hold the GIL while others wait for it (Python's default: 5 ms). The
-# process's threads mostly wait on storage and the broker, and each wait ends by taking the
-# GIL back: at 5 ms, a thread whose answer came back waited behind whichever thread had the
-# GIL for up to a whole interval, several times per request (seen as time in `sendall` and
-# `recv` in profiles of claimWork). A shorter turn lets each waiting step go on at once.
-GIL_SWITCH_SECONDS = 0.0005
-sys.setswitchinterval(GIL_SWITCH_SECONDS)
 
 
 class LayeringBroken(RuntimeError):
