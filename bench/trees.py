@@ -1,7 +1,7 @@
 """Sequential lifecycles against the hosts of two source trees, block by block, on one Azurite:
 whether a change made the Queue faster, measured against the code before it.
 
-    python -m bench.trees BEFORE_TREE AFTER_TREE [--blocks 6] [--lifecycles 300]
+    python -m bench.trees BEFORE_TREE AFTER_TREE [--blocks 6] [--lifecycles 300] [--group-per-task]
 
 Each tree (a checkout, e.g. `git worktree add ../before HEAD~1`) serves its own host
 (`python -m devhost` run from the tree, with this project's virtualenv), on tables of its own in one Azurite and one RabbitMQ. After a warm-up block each,
@@ -34,6 +34,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("after", type=Path, help="the source tree of the code after")
     parser.add_argument("--blocks", type=int, default=6, help="measured blocks per tree (default 6)")
     parser.add_argument("--lifecycles", type=int, default=300, help="sequential lifecycles per block (default 300)")
+    parser.add_argument("--group-per-task", action="store_true",
+                        help="each task in a group of its own (no taskGroupId given), instead of all in one")
     return parser.parse_args(argv)
 
 
@@ -48,12 +50,14 @@ def main(argv: list[str] | None = None) -> int:
             for tree, server in zip(trees, servers):
                 warm_up(server)
                 clients.append(server.client())
-                _lifecycles(clients[-1], args.lifecycles, f"warm-up (not measured), {tree.name}")
+                _lifecycles(clients[-1], args.lifecycles, f"warm-up (not measured), {tree.name}",
+                            group_per_task=args.group_per_task)
             rates: list[list[float]] = [[], []]
             for block in range(args.blocks):
                 for which in ((0, 1) if block % 2 == 0 else (1, 0)):
                     done = _lifecycles(clients[which], args.lifecycles, f"block {block + 1}/{args.blocks}, "
-                                                                        f"{trees[which].name}")
+                                                                        f"{trees[which].name}",
+                                       group_per_task=args.group_per_task)
                     rates[which].append(done["lifecycles"] / done["seconds"])
         finally:
             for server in servers:
