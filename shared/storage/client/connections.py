@@ -19,6 +19,7 @@ went out a `ServiceResponseError` (the request may have landed).
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import random
 import socket
@@ -36,8 +37,13 @@ from urllib3.util.wait import wait_for_read
 from azure.core.exceptions import (ServiceRequestError, ServiceRequestTimeoutError, ServiceResponseError,
                                    ServiceResponseTimeoutError)
 
+log = logging.getLogger("storage.client")
 CONNECT_SECONDS = 20.0
-READ_SECONDS = 120.0    # a query page or a 100-row transaction; Azure's own limit per operation is 30 s
+# An answer not begun within this is taken as lost (and the request repeated if it may be):
+# Azure ends any operation at 30 s (500 OperationTimedOut), and Azurite was seen, under 16
+# parallel creators, to leave a request unanswered until the timeout, which stalled every
+# caller sharing that request's read or transaction.
+READ_SECONDS = 35.0
 IDLE_SECONDS = 4.0      # under Node's keep-alive of 5 s; Azure's front end keeps them for minutes
 MAX_LINE = 65536        # a status or header line longer than this is no storage answer
 ATTEMPTS = 5            # of a request whose answer was lost, or that could not be sent
@@ -180,8 +186,10 @@ def send_repeating(connections: Connections, method: str, target: str, body: byt
             lost += 1
             if lost == ATTEMPTS:
                 raise
-        except ServiceResponseError:
+        except ServiceResponseError as error:
             lost += 1
+            log.warning("storage answer lost (attempt %d%s): %s", lost,
+                        ", sent again" if repeatable and lost < ATTEMPTS else "", error)
             if lost == ATTEMPTS or not repeatable:
                 raise
         else:
