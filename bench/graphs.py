@@ -235,13 +235,11 @@ def batching(log: http_lifecycles.WorkLog, children: set[str]) -> dict:
 def failed(out: dict, server: Server, reason: str) -> dict:
     """The evidence of a failed run: why, and what the host logged last."""
     progress(f"FAILED: {reason}")
-    if server.log_path is None:   # another queue (see `against`): its logs are its own
-        out["failed"] = reason
-        return out
-    tail = server.log_path.read_text(errors="replace").splitlines()[-60:]
-    progress("host log tail:\n    " + "\n    ".join(tail))
     out["failed"] = reason
-    out["host_log_tail"] = tail
+    if server.log_path is not None:   # else another queue (see `against`), whose logs are its own
+        tail = server.log_path.read_text(errors="replace").splitlines()[-60:]
+        progress("host log tail:\n    " + "\n    ".join(tail))
+        out["host_log_tail"] = tail
     return out
 
 

@@ -182,15 +182,20 @@ def _bound(results: dict) -> dict:
             "ms_per_lifecycle": round(1000 / rate, 1), "ms_per_round_trip_at_raw_rate": round(1000 / raw, 2)}
 
 
+def _counted_grouping(results: dict) -> str:
+    """The grouping whose round trips were counted."""
+    return "group_per_task" if results["operations"]["group_per_task"] else "one_group"
+
+
 def _counted(results: dict) -> dict:
     """The HTTP figures of the grouping whose round trips were counted."""
-    return results["http"]["group_per_task" if results["operations"]["group_per_task"] else "one_group"]
+    return results["http"][_counted_grouping(results)]
 
 
 def _rows(results: dict) -> list[tuple[str, str]]:
     http, bound = results["http"], results["ratio"]
     verdict = "met" if bound["share_of_bound"] >= SHARE_TARGET else "NOT met"
-    counted = "each task in a group of its own" if results["operations"]["group_per_task"] else "all in one group"
+    counted = GROUPINGS[_counted_grouping(results)]
     return [
         *[row for number, grouping in zip("ab", GROUPINGS) for row in _grouping_rows(http[grouping], number, grouping)],
         ("host's events drained", f"{http['events_drained_after_last_completion_s']} s after the last completion"

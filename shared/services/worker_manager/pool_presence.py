@@ -29,8 +29,8 @@ class PoolPresence:
         why_not = _why_not(record.pool if record else None, self.providers)
         if record is not None and why_not is None:
             why_not = self.pools.failing(task_queue_id)
-        if record is not None and why_not is None:
-            return Presence(True, f"worker pool {task_queue_id} ({record.pool.provider_id}) starts workers for it")
+            if why_not is None:
+                return Presence(True, f"worker pool {task_queue_id} ({record.pool.provider_id}) starts workers for it")
         seen = self.fallback.presence(task_queue_id, since, now)
         if seen.served:
             return seen
