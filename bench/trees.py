@@ -8,7 +8,7 @@ Each tree (a checkout, e.g. `git worktree add ../before HEAD~1`) serves its own 
 the blocks alternate (A B, B A, A B, ...) so that both meet the machine's changing speed
 alike: this machine's speed moved by a tenth within minutes, more than most single changes
 are worth, so one run of each, an hour apart, tells nothing. Prints each block's rate, each
-tree's median and mean, and after/before.
+tree's median and mean, and after/before; and each call's median time on either side.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tests.conftest import Server, start_server
 
 from bench.local_host import SETTINGS, warm_up
 from bench.report import progress
-from bench.sequential import _lifecycles
+from bench.sequential import CALLS, _lifecycles
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -53,12 +53,15 @@ def main(argv: list[str] | None = None) -> int:
                 _lifecycles(clients[-1], args.lifecycles, f"warm-up (not measured), {tree.name}",
                             group_per_task=args.group_per_task)
             rates: list[list[float]] = [[], []]
+            samples: list[dict[str, list[float]]] = [{call: [] for call in CALLS}, {call: [] for call in CALLS}]
             for block in range(args.blocks):
                 for which in ((0, 1) if block % 2 == 0 else (1, 0)):
                     done = _lifecycles(clients[which], args.lifecycles, f"block {block + 1}/{args.blocks}, "
                                                                         f"{trees[which].name}",
                                        group_per_task=args.group_per_task)
                     rates[which].append(done["lifecycles"] / done["seconds"])
+                    for call in CALLS:
+                        samples[which][call] += done["samples"][call]
         finally:
             for server in servers:
                 server.stop()
@@ -67,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(blocks {', '.join(f'{rate:.2f}' for rate in figures)})")
     print(f"after / before: {statistics.mean(rates[1]) / statistics.mean(rates[0]):.3f} (means), "
           f"{statistics.median(rates[1]) / statistics.median(rates[0]):.3f} (medians)")
+    for call in CALLS:
+        before, after = (statistics.median(side[call]) * 1000 for side in samples)
+        print(f"{call}: median {before:.2f} ms before, {after:.2f} ms after")
     return 0
 
 

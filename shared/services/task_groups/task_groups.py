@@ -35,24 +35,34 @@ class TaskGroups:
         self.task_table = task_table
         self.publisher = publisher
 
-    def check(self, definitions: dict[str, dict], accepted: bool = False,
-              make: bool = False) -> dict[str, TaskGroupRecord | None]:
+    def check(self, definitions: dict[str, dict], accepted: bool = False) -> dict[str, TaskGroupRecord | None]:
         """Refuse, before anything is written, new tasks their groups would refuse; the
         groups as read (None: not created yet), for `join_many`. `accepted`: the tasks were
         accepted before (the parts of a graph whose PUT was answered), so a seal since then
-        does not refuse them. `make`: nothing but their groups can refuse these tasks, so a
-        group named after one of them (Taskcluster's default for a task given no group) is
-        made here, not read, unless this process knows it: such a group is new but for a
-        retry, and its row is then written in the round trip that would have read it."""
+        does not refuse them."""
         groups = {}
         for group_id, task_ids in _by_group(definitions).items():
-            named_after = definitions.get(group_id) if make else None
-            group = groups[group_id] = self._trusted(group_id) or (
-                self._ensure(named_after, lone=True) if named_after else self.group_table.load(group_id))
+            group = groups[group_id] = self._trusted(group_id) or self.group_table.load(group_id)
             scheduler_id = group.scheduler_id if group else definitions[task_ids[0]]["schedulerId"]
             sealed = group.sealed if group and not accepted else ""
             _check_members(group_id, scheduler_id, sealed, definitions, task_ids)
         return groups
+
+    def makes(self, definitions: dict[str, dict]) -> bool:
+        """Whether `definitions` is one task in the group of its own id (Taskcluster's default
+        for a task given no group), which this process does not know: such a group is new but
+        for a retry, and `make` tries it so."""
+        if len(definitions) != 1:
+            return False
+        (task_id, definition), = definitions.items()
+        return definition["taskGroupId"] == task_id and self._trusted(task_id) is None
+
+    def make(self, definitions: dict[str, dict]) -> bool:
+        """For the task of `makes`: its `lone` group's row and its membership, in one
+        transaction (nothing can refuse a new group); False, writing nothing, if either
+        exists: the task then joins the group as any task would (`check`, `join_many`)."""
+        (definition,) = definitions.values()
+        return self.group_table.insert_with_member(_fresh(definition, lone=True), definition) is not None
 
     def _trusted(self, group_id: str) -> TaskGroupRecord | None:
         """The group as this process last wrote or read it, unless its expiry is near. Its
@@ -102,8 +112,7 @@ class TaskGroups:
         self._ensure(definition, WIDE)
 
     def _ensure(self, definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskGroupRecord:
-        fresh = TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
-                                bucket_width=bucket_width, lone=lone)
+        fresh = _fresh(definition, bucket_width, lone)
         try:
             return self.group_table.insert(fresh)
         except AlreadyExists:
@@ -130,8 +139,22 @@ class TaskGroups:
         is marked resolved conditionally on the version that still said `lone`."""
         known = self._trusted(task_group_id)
         alone = task_id == task_group_id and known is not None and known.lone
+        if alone and self._resolved_with_member(known, first):
+            return True
         return not self.group_table.member_resolved(task_group_id, task_id, first, alone) \
             and self._resolved(task_group_id, first.resolved, alone)
+
+    def _resolved_with_member(self, known: TaskGroupRecord, first: FirstResolution) -> bool:
+        """A `lone` group's only member resolved: the group marked resolved and announced in
+        the transaction that counts the member out (they share a partition), if the row and
+        the count are still as this process knows them; False, having written nothing, if not."""
+        if known.resolved >= first.resolved or not known.etag:
+            return False
+        saved = self.group_table.resolve_with_member(self._marked_resolved(known, first.resolved), first)
+        if saved is None:
+            return False
+        self.publisher.written(self.group_table, saved, known.outbox)
+        return True
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """`member_resolved` for a graph's task that completed, whose label closes in the same
@@ -153,13 +176,17 @@ class TaskGroups:
                 return group
             if alone and not group.lone and self.group_table.any_unresolved(task_group_id):
                 return group    # joined since: the members' counts decide
-            # The watchdog's verdict is over too (in the same write: see `watchdog`).
-            watch = group_watch.kept_on_resolution(group.watch)
-            return self._announced(replace(group, resolved=resolved, watch=watch), task_events.group_resolved(
-                task_group_id, group.scheduler_id, group.expires, resolved, resolved))
+            return self._marked_resolved(group, resolved)
         # From the version this process knows (a refused write reads the row): one that says
         # resolved at or after this is right to change nothing, as the row says as much.
         return self._change(lambda: self.group_table.load(task_group_id), mark, first=self._trusted(task_group_id))
+
+    def _marked_resolved(self, group: TaskGroupRecord, resolved: str) -> TaskGroupRecord:
+        """The group's row resolved at `resolved`, announced; the watchdog's verdict is over
+        too (in the same write: see `watchdog`)."""
+        watch = group_watch.kept_on_resolution(group.watch)
+        return self._announced(replace(group, resolved=resolved, watch=watch), task_events.group_resolved(
+            group.task_group_id, group.scheduler_id, group.expires, resolved, resolved))
 
     def _change(self, load: Callable[[], TaskGroupRecord | None],
                 change: Callable[[TaskGroupRecord], TaskGroupRecord], first: TaskGroupRecord | None = None) -> bool:
@@ -245,6 +272,12 @@ class TaskGroups:
         out = {"tasks": [{"task": record.definition, "status": render_status(record.summary, record.status)}
                          for record in records if record is not None]}
         return out, page[-1] if len(task_ids) > limit else None
+
+
+def _fresh(definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskGroupRecord:
+    """A new row for the group of a task (its first)."""
+    return TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
+                           bucket_width=bucket_width, lone=lone)
 
 
 def _by_group(definitions: dict[str, dict]) -> dict[str, list[str]]:

@@ -5,7 +5,8 @@ groups) runs first, in `prepare`, before anything is written: a refusal leaves n
 Then the order of writes, so that a crash at any point loses nothing:
 1. group membership with the deadline rows (after the group's second of deadlines is
    indexed, see `deadline_resolver`, and the group for the watchdog, see `watchdog`: both
-   beside the reads of `prepare`), dependency and requirement rows, and pending hints (all
+   beside the reads of `prepare`, or beside the membership of a task whose group is made
+   with it, see `_make_and_join`), dependency and requirement rows, and pending hints (all
    batched in single-partition transactions where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
@@ -60,6 +61,7 @@ class Plan:
     listing: Listing = Listing({}, {})   # who waits on whom, as the new rows list it
     unread: bool = False                 # whether `new` tasks exist is found by their membership, not read
     satisfied: frozenset[str] = frozenset()   # dependencies known completed (with `held`: see `prepare`)
+    making: bool = False                 # one task whose group is made with its membership (`TaskGroups.makes`)
 
 
 class TaskCreation:
@@ -106,9 +108,12 @@ class TaskCreation:
         # whether they were created before (see `_create_new`). A task with dependencies is,
         # since a conflicting definition must not list itself on tasks it does not wait on.
         unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
+        listing = Listing.of(definitions) if listing is None else listing
+        if unread and self.task_groups.makes(definitions):   # nothing to read: see `_make_and_join`
+            return Plan(list(definitions), {}, definitions, {}, {}, held, accepted, listing, unread, satisfied, True)
         # The three reads are independent: made at once, they cost one round trip of waiting.
         # Those with nothing to read are not made (each step handed to a thread costs time).
-        reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted, make=unread)}
+        reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted)}
         if not (unused_ids or unread):
             reads["existing"] = lambda: self._existing(definitions)
         if not held and any(definition["dependencies"] for definition in definitions.values()):
@@ -134,8 +139,7 @@ class TaskCreation:
         for checked in (outside, groups):
             if isinstance(checked, Exception):
                 raise checked
-        return Plan(list(definitions), existing, new, outside, groups, held, accepted,
-                    Listing.of(definitions) if listing is None else listing, unread, satisfied)
+        return Plan(list(definitions), existing, new, outside, groups, held, accepted, listing, unread, satisfied)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -202,7 +206,10 @@ class TaskCreation:
         # is never without its hint. Unread tasks (see `prepare`) learn from the membership
         # whether they were created before: the hints just written for those are taken back
         # (a claim that finds one first drops it: its run is not pending, or is another's).
-        members_before, registration = at_once(CREATION_STEPS, [join, register_and_hint], settle=True)
+        if plan.making:
+            members_before, registration = self._make_and_join(plan, register_and_hint)
+        else:
+            members_before, registration = at_once(CREATION_STEPS, [join, register_and_hint], settle=True)
         if plan.unread and isinstance(members_before, Conflict):
             # Sealed since this process knew the group: tasks made before are answered.
             loaded = self._load(new)
@@ -247,6 +254,29 @@ class TaskCreation:
                      extra={"taskId": task_id, "action": "create"})
         return {**answered, **{task_id: render_status(record.summary, record.status)
                                for task_id, record in records.items()}}
+
+    def _make_and_join(self, plan: Plan, register_and_hint) -> tuple[set[str] | Exception, Registration | Exception]:
+        """A task in a group of its own id that this process does not know (`plan.making`):
+        the group's row with the membership in one transaction, the hint and the watches'
+        items at once; if the group or the membership existed, the task joins as any other
+        (a Conflict if the group refuses it). The watches' items precede the task's row, as
+        they must, but not its membership: that matters only for a membership whose creator
+        died before the row, which in a new group nobody else is in holds nothing up (a
+        retry completes the task)."""
+        watches = [watch.watch for watch in (self.deadline_watch, self.group_watch) if watch.due(plan.new)]
+        made, registration, *watched = at_once(CREATION_STEPS, [
+            lambda: self.task_groups.make(plan.new), register_and_hint,
+            *(lambda watch=watch: watch(plan.new) for watch in watches)], settle=True)
+        for outcome in (made, *watched):
+            if isinstance(outcome, Exception):
+                raise outcome
+        if made:
+            return set(), registration
+        try:
+            groups = self.task_groups.check(plan.new, accepted=plan.accepted)
+            return self.task_groups.join_many(plan.new, groups, accepted=plan.accepted), registration
+        except Conflict as refused:
+            return refused, registration
 
     def _insert_wave(self, tasks: list[NewTask]) -> dict[str, TaskRecord]:
         """Insert task rows, a transaction per partition; a row that exists already is the

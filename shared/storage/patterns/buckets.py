@@ -97,9 +97,9 @@ class BucketTables:
         rows = self.query(width, *_after(owner, prefix, after_task_id), limit, ["PartitionKey", "RowKey"])
         return [row["RowKey"][len(prefix):] for row in rows]
 
-    def forget(self, owner: str, width: int) -> int:
+    def forget(self, owner: str, width: int, but: str = "") -> int:
         """`forget_buckets` in every table of the owner's buckets; rows deleted."""
-        return sum(forget_buckets(table, owner) for table in self.all(width))
+        return sum(forget_buckets(table, owner, but) for table in self.all(width))
 
     def delete(self, width: int, keys: list[tuple[str, str]]) -> None:
         """Delete rows given as (PartitionKey, RowKey), each from its bucket's table."""
@@ -160,12 +160,15 @@ def _after(owner: str, prefix: str, after_task_id: str) -> tuple[str, dict]:
              "start": prefix + after_task_id, "end": _end(prefix)})
 
 
-def forget_buckets(table: Table, owner: str) -> int:
-    """Delete every row of `owner`'s buckets, a page of keys at a time; returns rows deleted."""
+def forget_buckets(table: Table, owner: str, but: str = "") -> int:
+    """Delete every row of `owner`'s buckets (but those of RowKey `but`: the owner's own row
+    kept there, deleted last), a page of keys at a time; returns rows deleted."""
     deleted = 0
+    query, parameters = (IN_BUCKETS + " and RowKey ne @but", {**bucket_range(owner), "but": but}) if but else (
+        IN_BUCKETS, bucket_range(owner))
     while True:
         keys = [(row["PartitionKey"], row["RowKey"])
-                for row in first_rows(table, IN_BUCKETS, bucket_range(owner), MAX_BATCH, ["PartitionKey", "RowKey"])]
+                for row in first_rows(table, query, parameters, MAX_BATCH, ["PartitionKey", "RowKey"])]
         if not keys:
             return deleted
         delete_in_batches(table, keys)

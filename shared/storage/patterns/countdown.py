@@ -169,6 +169,23 @@ class Countdown:
             return fill(*by_bucket[0])
         return set().union(*COUNTDOWN_WRITES.map(lambda job: fill(*job), by_bucket))
 
+    def add_new(self, owner: str, task_id: str, operations: list[tuple], beside: dict | None = None) -> list | None:
+        """Count the task's row into its bucket (of width 1) taken to have no count yet, in one
+        transaction with `operations` on rows of that partition (the owner's own row, made with
+        its first member); the transaction's results, or None, writing nothing, if a row it
+        creates exists (the count's among them: then `add` is the way)."""
+        partition = bucket(owner, task_id)
+        rows = [*operations, *(("create", {"PartitionKey": partition, "RowKey": key + task_id})
+                               for key in (self._marker, self._prefix)), *_merged(partition, beside),
+                self._counting(partition, _Count(0, None), 1)]
+        with self._serial(partition):
+            try:
+                results = self._in(partition).submit_transaction(rows)
+            except TableTransactionError:
+                return None
+            self._remember(partition, _Count(1, results[-1].get("etag")))
+        return results
+
     def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool,
                    beside: dict[str, dict]) -> set[str]:
         """Add one transaction's worth of a bucket's rows; those counted before."""
@@ -234,6 +251,25 @@ class Countdown:
         # "no count row" is believed only as read now
         return until_written(lambda: self._read(partition), write,
                              remembered if remembered and remembered.etag else None, _kept_changing(partition))
+
+    def remove_last(self, owner: str, task_id: str, operations: list[tuple], beside: dict | None = None) -> list | None:
+        """Delete the task's counted row, the last its bucket (of width 1) counts as this
+        process knows it, in one transaction with `operations` on rows of that partition (the
+        owner's own row, marked done with its last member); the transaction's results, or
+        None, writing nothing, if the count is not known to be one or the transaction was
+        refused (a row or the count changed since: then `remove` is the way)."""
+        partition = bucket(owner, task_id)
+        with self._serial(partition):
+            count = self._remembered(partition)
+            if count is None or count.etag is None or count.value != 1:
+                return None
+            try:
+                results = self._in(partition).submit_transaction(
+                    [*_merged(partition, beside), *self._removal(partition, task_id, count), *operations])
+            except TableTransactionError:
+                return None
+            self._remember(partition, count.counted(-1, results[len(_merged(partition, beside)) + 1].get("etag")))
+        return results
 
     def remove_with(self, other: Countdown, owner: str, task_id: str, width: int = 1,
                     beside: dict | None = None) -> tuple[bool, bool]:

@@ -1,8 +1,11 @@
 """The TaskGroups table: each group's row, and its member rows in bucket partitions.
 
-PartitionKey = taskGroupId, RowKey "group": schedulerId, expires, sealed, resolved and the
-width of its buckets (`bucketWidth`, fixed when the row is made; 1 when absent), and `lone`
-while the group has had no member but the task of its id (see `TaskGroups`). Each task
+The group's row, RowKey "group": schedulerId, expires, sealed, resolved and the width of its
+buckets (`bucketWidth`, fixed when the row is made; 1 when absent), and `lone` while the
+group has had no member but the task of its id (see `TaskGroups`). Its partition is the
+bucket of width 1 of that task (`group_partition`), so that a group made for a task given
+no other group (Taskcluster's default) is made with the task's membership in one
+transaction (`insert_with_member`), and is resolved with it in one too. Each task
 of the group has a row "member.<taskId>", and "unresolved.<taskId>" until it first
 resolves, in the group's bucket for the task (see `buckets`, so that no partition grows
 with the group; a wide group's buckets are in the tables TaskGroupsW00 to W31, so that no
@@ -35,14 +38,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import groupby
 
+from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
 
 from shared.domain.task_events import Event
 from shared.storage.client import lost_responses
 from shared.storage.outbox import outbox
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_row
-from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bucket_range
+from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, bucket, bucket_range
 from shared.storage.patterns.countdown import Countdown
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
@@ -56,6 +61,12 @@ OPEN_PREFIX = "open."              # a graph's labels whose task has not complet
 LABEL_MARKER = "~label."           # a graph's labels ever opened
 DEADLINE_PREFIX = "deadline."      # a member by its deadline: what the deadline sweep reads
 WIDTHS_REMEMBERED = 65_536         # groups whose bucket width this process remembers
+
+
+def group_partition(task_group_id: str) -> str:
+    """The partition of the group's row: the bucket of width 1 of the task of the group's id
+    (a wide group's buckets are in other tables: no row of its buckets shares it)."""
+    return bucket(task_group_id, task_group_id)
 
 
 @dataclass(frozen=True)
@@ -112,9 +123,20 @@ class TaskGroupTable:
             raise AlreadyExists(group.task_group_id) from exc
         return self._remember(replace(group, etag=meta.get("etag")))
 
+    def insert_with_member(self, group: TaskGroupRecord, definition: dict) -> TaskGroupRecord | None:
+        """A new group's row (buckets of width 1, no events) with the membership of the task
+        of its id, whose `definition` is given, in one transaction; None, writing nothing, if
+        the row or the membership exists (a retry, or a group others made)."""
+        task_id = group.task_group_id
+        written = self._unresolved.add_new(task_id, task_id, [("create", self._entity(group))],
+                                           beside=_member_rows({task_id: definition})[task_id])
+        if written is None:
+            return None
+        return self._remember(replace(group, etag=written[0].get("etag")))
+
     def load(self, task_group_id: str) -> TaskGroupRecord | None:
         try:
-            entity = self._table.get_entity(task_group_id, GROUP_ROW)
+            entity = self._table.get_entity(group_partition(task_group_id), GROUP_ROW)
         except ResourceNotFoundError:
             self._recent.forget(task_group_id)
             return None
@@ -161,11 +183,11 @@ class TaskGroupTable:
         return replace(group, outbox=self.marks.prepare(self, group.task_group_id, group.outbox))
 
     def load_outbox(self, task_group_id: str) -> tuple[tuple[Event, ...], str] | None:
-        return outbox.load(self._table, task_group_id, GROUP_ROW)
+        return outbox.load(self._table, group_partition(task_group_id), GROUP_ROW)
 
     def clear_outbox(self, task_group_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        self._recent.outbox_cleared(task_group_id, outbox.clear(self._table, task_group_id, GROUP_ROW, published,
+        self._recent.outbox_cleared(task_group_id, outbox.clear(self._table, group_partition(task_group_id), GROUP_ROW, published,
                                                                 etag, kept))
 
     def add_members(self, task_group_id: str, definitions: dict[str, dict], refuse_sealed: bool = True) -> set[str]:
@@ -175,11 +197,8 @@ class TaskGroupTable:
         counted again). Closed if the group was sealed (unless not `refuse_sealed`: tasks
         accepted before the seal), found by the counts' marks (see `seal_members`), whatever
         this process knew of the group. Returns the tasks that were members already."""
-        beside = {task_id: {"RowKey": _deadline_key(definition["deadline"], task_id), "expires": definition["expires"],
-                            "plain": not definition["dependencies"]}
-                  for task_id, definition in definitions.items()}
         return self._unresolved.add(task_group_id, list(definitions), self.width(task_group_id),
-                                    refuse_closed=refuse_sealed, beside=beside)
+                                    refuse_closed=refuse_sealed, beside=_member_rows(definitions))
 
     def withdraw_member(self, task_group_id: str, task_id: str, deadline: str) -> None:
         """Take back the rows `add_members` wrote for a task that turned out to be another
@@ -201,6 +220,24 @@ class TaskGroupTable:
         confirms it with the group's row: see `TaskGroups.member_resolved`)."""
         return self._unresolved.remove(task_group_id, task_id, self.width(task_group_id), first.noted(task_id),
                                        bucket_only=alone)
+
+    def resolve_with_member(self, group: TaskGroupRecord, first: FirstResolution) -> TaskGroupRecord | None:
+        """The first resolution of the task of a `lone` group's id, the group's only member,
+        and the group's row changed to `group` (marked resolved, its event in the outbox),
+        in one transaction conditional on the row's version as `group` has it; None, having
+        written nothing, if it was refused (the row or the count changed since this process
+        knew them)."""
+        task_id = group.task_group_id
+        carried, group = group.outbox, self._prepared(group)
+        written = self._unresolved.remove_last(task_id, task_id, [(
+            "update", self._entity(group), {"mode": UpdateMode.MERGE, "etag": group.etag,
+                                            "match_condition": MatchConditions.IfNotModified})],
+            beside=first.noted(task_id))
+        if written is None:
+            self.marks.refused(group.outbox, None, carried)
+            self._recent.forget(task_id)
+            return None
+        return self._remember(replace(group, etag=written[-1].get("etag")))
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:
         """A graph's task completed: its membership and its label counted down at once (see
@@ -240,10 +277,10 @@ class TaskGroupTable:
     def forget(self, task_group_id: str) -> None:
         """Delete whatever member rows (and a graph's open labels) are left, then the group's
         row (so a crash midway leaves a group that is found, and deleted, again)."""
-        self._buckets.forget(task_group_id, self.width(task_group_id))
+        self._buckets.forget(task_group_id, self.width(task_group_id), but=GROUP_ROW)
         self._recent.forget(task_group_id)
         self._widths.forget(task_group_id)
-        delete_row(self._table, task_group_id, GROUP_ROW)
+        delete_row(self._table, group_partition(task_group_id), GROUP_ROW)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
@@ -267,7 +304,7 @@ class TaskGroupTable:
         across partitions: for a person's list of groups, not a hot path."""
         rows = first_rows(self._table, "RowKey eq @row", {"row": GROUP_ROW}, scan,
                           ["PartitionKey", "Timestamp", "schedulerId", "expires", "sealed", "resolved"])
-        groups = [{"taskGroupId": entity["PartitionKey"], "schedulerId": entity["schedulerId"],
+        groups = [{"taskGroupId": entity["PartitionKey"].rpartition(SEPARATOR)[0], "schedulerId": entity["schedulerId"],
                    "expires": entity["expires"], "sealed": entity.get("sealed") or None,
                    "resolved": entity.get("resolved") or None, "changed": self._changed(entity)} for entity in rows]
         return sorted(groups, key=lambda group: group["changed"], reverse=True)[:limit]
@@ -280,10 +317,16 @@ class TaskGroupTable:
 
     @staticmethod
     def _entity(group: TaskGroupRecord) -> dict:
-        return {"PartitionKey": group.task_group_id, "RowKey": GROUP_ROW,
+        return {"PartitionKey": group_partition(group.task_group_id), "RowKey": GROUP_ROW,
                 "schedulerId": group.scheduler_id, "expires": group.expires, "sealed": group.sealed,
                 "resolved": group.resolved, "bucketWidth": group.bucket_width, "watch": group.watch,
                 "onStall": group.on_stall, "lone": group.lone, **outbox.to_columns(group.outbox)}
+
+
+def _member_rows(definitions: dict[str, dict]) -> dict[str, dict]:
+    """The deadline row of each new member (taskId -> definition), written with its membership."""
+    return {task_id: {"RowKey": _deadline_key(definition["deadline"], task_id), "expires": definition["expires"],
+                      "plain": not definition["dependencies"]} for task_id, definition in definitions.items()}
 
 
 @dataclass(frozen=True)

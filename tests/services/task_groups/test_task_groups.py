@@ -196,3 +196,58 @@ def test_a_group_named_by_its_first_task_among_others_is_not_lone(task_queue_id)
     assert not services.task_groups.group_table.load(group).lone
     run(services, task_queue_id)
     assert services.task_groups.group_table.load(group).resolved != ""
+
+
+def _group_events(services, task_group_id: str) -> list[str]:
+    return [event.exchange for event in services.bus.published
+            if event.exchange.startswith("task-group") and event.body["taskGroupId"] == task_group_id]
+
+
+def test_a_task_given_no_group_makes_it_with_its_membership_in_one_transaction(task_queue_id, monkeypatch):
+    """The group's row shares its partition with the bucket of the task of its id: the row
+    and the membership are one transaction, and the task's completion counts the task out and
+    marks the group resolved in one more, announced once."""
+    services = memory_services()
+    table = services.task_groups.group_table
+    transactions = []
+    submit = type(table._table).submit_transaction
+    monkeypatch.setattr(type(table._table), "submit_transaction",
+                        lambda self, operations, **kw: transactions.append(operations) or submit(self, operations, **kw))
+    task_id = new_slugid()
+    services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id))
+    made = [operations for operations in transactions if any(op[1]["RowKey"] == "group" for op in operations)]
+    assert len(made) == 1 and {op[1]["RowKey"] for op in made[0]} >= {"group", f"member.{task_id}"}
+    assert table.load(task_id).lone and table.members(task_id, "", 10) == [task_id]
+    transactions.clear()
+    assert run(services, task_queue_id) == [task_id]
+    resolved = [operations for operations in transactions if any(op[1]["RowKey"] == "group" for op in operations)]
+    assert len(resolved) == 1 and any(op[0] == "delete" for op in resolved[0])
+    assert table.load(task_id).resolved != "" and not table.any_unresolved(task_id)
+    assert _group_events(services, task_id) == ["task-group-resolved"]
+
+
+def test_a_lone_groups_row_changed_elsewhere_resolves_it_step_by_step(task_queue_id):
+    """The creator's version of the row is out of date (another process sealed the group):
+    the one transaction is refused, writing nothing, and the steps one by one resolve the
+    group and announce it once."""
+    here, there = two_processes()
+    task_id = new_slugid()
+    here.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id))
+    there.task_groups.seal(task_id, to_iso(utcnow()))
+    assert run(here, task_queue_id) == [task_id]
+    group = there.task_groups.group_table.load(task_id)
+    assert group.resolved != "" and group.sealed != ""
+    assert _group_events(here, task_id) == ["task-group-resolved"]
+
+
+def test_a_retried_task_given_no_group_joins_the_group_it_made(task_queue_id):
+    """Another process retries the creation (its first answer was lost): the group and the
+    membership exist, so it joins as any task would and answers the task as it is."""
+    here, there = two_processes()
+    task_id = new_slugid()
+    definition = make_task(task_queue_id, taskGroupId=task_id)
+    first = here.task_calls.create(task_id, definition)
+    assert there.task_calls.create(task_id, definition) == first
+    assert there.task_groups.group_table.members(task_id, "", 10) == [task_id]
+    assert run(there, task_queue_id) == [task_id]
+    assert there.task_groups.group_table.load(task_id).resolved != ""

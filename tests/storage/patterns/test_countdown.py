@@ -196,3 +196,28 @@ def test_totals_read_the_count_rows_alone_and_say_when_one_last_changed(table):
     total, removed = left.totals(owner)
     assert total == 3 and removed > added
     assert left.totals(new_slugid()) == (0, None)       # another owner's counts are not read
+
+
+def test_a_first_row_and_a_last_one_go_in_one_transaction_with_the_owners_own_row_or_not_at_all(table):
+    """`add_new` counts a task into a bucket with no count, with another row of that partition;
+    `remove_last` counts the only one out with a change to that row. Each writes nothing when
+    a row it creates exists, or when the count is not what this process knows."""
+    left, owner = Countdown(table, "x.", "left", marker="m."), new_slugid()
+    partition = bucket(owner, owner)
+    own = {"PartitionKey": partition, "RowKey": "own", "state": "new"}
+    assert left.add_new(owner, owner, [("create", own)]) is not None
+    assert counts(table, owner) == {partition: 1} == counted_rows(table, owner)
+    assert left.add_new(owner, owner, [("create", {**own, "RowKey": "other"})]) is None   # counted already
+    assert {row["RowKey"] for row in table.query_entities("PartitionKey eq @p", parameters={"p": partition})} == \
+        {"own", "m." + owner, "x." + owner, "~left"}
+    etag = table.get_entity(partition, "own").metadata["etag"]
+    changed = ("update", {**own, "state": "done"}, {"mode": countdown.UpdateMode.MERGE, "etag": etag,
+                                                    "match_condition": countdown.MatchConditions.IfNotModified})
+    table.upsert_entity({**own, "state": "changed elsewhere"})                 # the row's version moved on
+    assert left.remove_last(owner, owner, [changed]) is None
+    assert counted_rows(table, owner) == {partition: 1}
+    etag = table.get_entity(partition, "own").metadata["etag"]
+    assert left.remove_last(owner, owner, [(changed[0], changed[1], {**changed[2], "etag": etag})]) is not None
+    assert counts(table, owner) == {partition: 0} and counted_rows(table, owner) == {}
+    assert table.get_entity(partition, "own")["state"] == "done"
+    assert left.remove_last(owner, owner, []) is None                          # none left to count out
