@@ -1,5 +1,6 @@
-"""Peak resident memory (VmHWM, from /proc) of the processes a benchmark runs: the host,
-Azurite (a few Node.js processes in one process group), the broker and the benchmark itself."""
+"""Peak resident memory (VmHWM, from /proc) and CPU time of the processes a benchmark runs:
+the host, Azurite (a few Node.js processes in one process group), the broker and the
+benchmark itself."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def group_pids(leader: int) -> list[int]:
             except OSError:
                 continue
     return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time the processes spent so far, with their waited-for children
+    (0 for one that is gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(field) for field in fields[11:15])   # utime, stime, cutime, cstime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def peaks(watched: dict[str, list[int]]) -> dict[str, float]:

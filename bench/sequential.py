@@ -49,6 +49,13 @@ PROGRESS_EVERY = 5.0     # seconds between progress lines
 SHARE_TARGET = 0.60      # the issue's target share of the raw storage bound
 
 
+def add_block_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a benchmark that runs blocks of `_lifecycles` (bench.trees, bench.table_size)."""
+    parser.add_argument("--lifecycles", type=int, default=300, help="sequential lifecycles per block (default 300)")
+    parser.add_argument("--group-per-task", action="store_true",
+                        help="each task in a group of its own (no taskGroupId given), instead of all in one")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.sequential", description=__doc__.split("\n")[0])
     parser.add_argument("--lifecycles", type=int, default=200, help="sequential lifecycles over HTTP (default 200)")

@@ -25,7 +25,7 @@ from tests.conftest import Server, start_server
 
 from bench.local_host import SETTINGS, warm_up
 from bench.report import progress
-from bench.sequential import CALLS, _lifecycles
+from bench.sequential import CALLS, _lifecycles, add_block_options
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -33,9 +33,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("before", type=Path, help="the source tree of the code before")
     parser.add_argument("after", type=Path, help="the source tree of the code after")
     parser.add_argument("--blocks", type=int, default=6, help="measured blocks per tree (default 6)")
-    parser.add_argument("--lifecycles", type=int, default=300, help="sequential lifecycles per block (default 300)")
-    parser.add_argument("--group-per-task", action="store_true",
-                        help="each task in a group of its own (no taskGroupId given), instead of all in one")
+    add_block_options(parser)
     return parser.parse_args(argv)
 
 

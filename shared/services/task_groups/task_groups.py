@@ -136,7 +136,9 @@ class TaskGroups:
         default) is its only member: its bucket's count says whether the group is resolved,
         without the query over every bucket (which Azurite answers by scanning the table).
         Another task joins such a group only after taking `lone` off its row, and the group
-        is marked resolved conditionally on the version that still said `lone`."""
+        is marked resolved conditionally on the version that still said `lone`: in the
+        transaction that counts the task out when this process knows the row and the count
+        as they are (`_resolved_with_member`), else one step after the other."""
         known = self._trusted(task_group_id)
         alone = task_id == task_group_id and known is not None and known.lone
         if alone and self._resolved_with_member(known, first):

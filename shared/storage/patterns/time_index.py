@@ -1,5 +1,11 @@
 """Time-ordered index rows: "at time T, look at item X", read only when they come due.
 
+Each index is a table of its own (`TimeIndex<Name>`, with its sweep's cursor row), so that a
+sweep's queries never pass over another index's rows: Azurite answers a query over a range
+of partitions by evaluating it against every row of the table, and the task expiry index
+holds an item for every task that finished within a year, which each firing of every other
+sweep (every few seconds) walked when all indexes shared one table (bench.table_size).
+
 PartitionKey = `<index name>.<bucket>.<spread>` where a bucket is some minutes (or a day)
 of the due time and the spread one of its SPREAD partitions (see below), RowKey = `<due
 time ISO>.<item key>`. A sweep walks the buckets from its cursor up to now and reads only
@@ -22,6 +28,7 @@ transaction per partition.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -42,6 +49,11 @@ TOGETHER = 16   # rows due at one time in one write beyond which they are spread
 CURSOR_LAG = timedelta(minutes=10)
 
 
+def table_name(index: str) -> str:
+    """The table of the index named `index` (e.g. "group-watch": TimeIndexGroupWatch)."""
+    return "TimeIndex" + "".join(word.capitalize() for word in re.split(r"[^A-Za-z0-9]+", index))
+
+
 @dataclass(frozen=True)
 class DueItem:
     bucket: str
@@ -53,7 +65,7 @@ class DueItem:
 
 class TimeIndex:
     def __init__(self, account: StorageAccount, name: str, bucket: timedelta = timedelta(minutes=1)) -> None:
-        self._table = account.table("TimeIndex")
+        self._table = account.table(table_name(name))
         self.name = name
         self.bucket = bucket
 
