@@ -7,10 +7,10 @@ more rows of other work, with the CPU time each process spent per lifecycle.
 Before each measured block, each of those tables (by default all of Tasks, TaskGroups,
 PendingTasks, Workers) is filled up to the size given with rows of partitions no lifecycle
 reads (a hundred rows a transaction), and so is the task expiry index (`expires`: the items
-of tasks that finished and expire within a year, as a deployment that ran that many holds). The host's CPU per lifecycle is the product's own
-cost; Azurite's, the storage emulator's: Table Storage's cost per operation does not grow
-with a table, Azurite's does where it walks one (see bench/README, "What bounds the
-figures here").
+of tasks that finished and expire within a year, as a deployment that ran that many holds).
+The host's CPU per lifecycle is the product's own cost; Azurite's, the storage emulator's:
+Table Storage's cost per operation does not grow with a table, Azurite's does where it
+walks one (see bench/README, "What bounds the figures here").
 """
 
 from __future__ import annotations

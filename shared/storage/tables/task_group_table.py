@@ -187,8 +187,8 @@ class TaskGroupTable:
 
     def clear_outbox(self, task_group_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        self._recent.outbox_cleared(task_group_id, outbox.clear(self._table, group_partition(task_group_id), GROUP_ROW, published,
-                                                                etag, kept))
+        self._recent.outbox_cleared(task_group_id, outbox.clear(
+            self._table, group_partition(task_group_id), GROUP_ROW, published, etag, kept))
 
     def add_members(self, task_group_id: str, definitions: dict[str, dict], refuse_sealed: bool = True) -> set[str]:
         """Member, unresolved and deadline rows of new tasks (taskId -> definition), each
