@@ -23,6 +23,7 @@ KEEP_ALIVE_SECONDS = 300   # how long Azurite keeps an idle connection open (its
 # writing those lines took a sixth of Azurite's time, in the path of every storage request.
 # AZURITE_ACCESS_LOG=1 keeps them (to see the requests the Queue makes).
 ACCESS_LOG_SETTING = "AZURITE_ACCESS_LOG"
+PORT_ATTEMPTS = 3   # starts with ports chosen anew when one was taken
 
 
 def find_azurite_bin() -> Path:
@@ -38,6 +39,10 @@ def ensure_installed() -> Path:
     return binary
 
 
+class PortTaken(RuntimeError):
+    """A port Azurite was to listen on is in use."""
+
+
 class Azurite:
     """One Azurite: blob, queue and table services on 127.0.0.1."""
 
@@ -47,8 +52,8 @@ class Azurite:
         HTTPS only: it serves with a self-signed certificate made at start (`certificate`,
         what clients must trust); `azurite_tokens.AzuriteCredential` makes tokens it takes."""
         self.location = Path(location) if location else None
-        self.ports = {"blob": blob_port or free_port(), "queue": queue_port or free_port(),
-                      "table": table_port or free_port()}
+        self._given = {"blob": blob_port, "queue": queue_port, "table": table_port}
+        self.ports = self._choose_ports()
         self.oauth = oauth
         self.certificate: Path | None = None
         self.process: subprocess.Popen | None = None
@@ -65,10 +70,26 @@ class Azurite:
                 f"AccountKey={ACCOUNT_KEY};BlobEndpoint={self.endpoint('blob')};"
                 f"QueueEndpoint={self.endpoint('queue')};TableEndpoint={self.endpoint('table')};")
 
+    def _choose_ports(self) -> dict[str, int]:
+        return {service: port or free_port() for service, port in self._given.items()}
+
     def start(self, timeout: float = 30) -> Azurite:
+        """Start it; ports it chose itself are chosen again if another process took one
+        between its choice and Azurite's bind (tests start many servers at once)."""
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if attempt == PORT_ATTEMPTS - 1 or any(self._given.values()):
+                    raise
+                self.stop()
+                self.ports = self._choose_ports()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> Azurite:
         taken = [name for name, port in self.ports.items() if port_open(port)]
         if taken:
-            raise RuntimeError(f"Azurite cannot start: ports {[self.ports[n] for n in taken]} are in use")
+            raise PortTaken(f"Azurite cannot start: ports {[self.ports[n] for n in taken]} are in use")
         command = [str(ensure_installed()), "--skipApiVersionCheck", "--loose", "--disableTelemetry",
                    "--blobHost", "127.0.0.1", "--queueHost", "127.0.0.1", "--tableHost", "127.0.0.1",
                    "--blobPort", str(self.ports["blob"]), "--queuePort", str(self.ports["queue"]),
@@ -99,8 +120,11 @@ class Azurite:
         return self
 
     def _wait_until_listening(self, timeout: float) -> None:
+        def failed(why: str) -> RuntimeError:
+            tail = self.log_tail()
+            return (PortTaken if "EADDRINUSE" in tail else RuntimeError)(f"Azurite {why}: {tail}")
         wait_until_ready(self.process, lambda: all(port_open(port) for port in self.ports.values()), timeout, 0.1,
-                         lambda why: RuntimeError(f"Azurite {why}: {self.log_tail()}"))
+                         failed)
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""

@@ -43,3 +43,24 @@ def test_requests_are_not_logged_unless_asked(monkeypatch, tmp_path):
     assert "POST /devstoreaccount1/Tables" not in log_after_a_request(tmp_path / "silent")
     monkeypatch.setenv(ACCESS_LOG_SETTING, "1")
     assert "POST /devstoreaccount1/Tables" in log_after_a_request(tmp_path / "logged")
+
+
+def test_azurite_chooses_its_ports_again_when_one_is_taken_before_it_binds(monkeypatch):
+    """Tests start many servers at once: a port chosen free may be bound by another process
+    before Azurite binds it (EADDRINUSE in its log); Azurite then starts on ports chosen anew."""
+    import socket
+
+    from devhost import azurite as module
+
+    holder = socket.socket()          # bound, not listening: free to a connect, taken to a bind
+    holder.bind(("127.0.0.1", 0))
+    taken = holder.getsockname()[1]
+    choices = iter([taken])
+    real = module.free_port
+    monkeypatch.setattr(module, "free_port", lambda: next(choices, None) or real())
+    try:
+        with module.Azurite() as azurite:
+            assert taken not in azurite.ports.values()
+            assert all(port_open(port) for port in azurite.ports.values())
+    finally:
+        holder.close()
