@@ -76,15 +76,15 @@ class Azurite:
     def start(self, timeout: float = 30) -> Azurite:
         """Start it; ports it chose itself are chosen again if another process took one
         between its choice and Azurite's bind (tests start many servers at once)."""
-        for attempt in range(PORT_ATTEMPTS):
+        for _ in range(PORT_ATTEMPTS - 1):
             try:
                 return self._start(timeout)
             except PortTaken:
-                if attempt == PORT_ATTEMPTS - 1 or any(self._given.values()):
+                if any(self._given.values()):
                     raise
                 self.stop()
                 self.ports = self._choose_ports()
-        raise AssertionError("unreachable")
+        return self._start(timeout)
 
     def _start(self, timeout: float) -> Azurite:
         taken = [name for name, port in self.ports.items() if port_open(port)]

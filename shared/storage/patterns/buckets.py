@@ -47,6 +47,11 @@ def bucket(owner: str, task_id: str, width: int = 1) -> str:
     return f"{owner}{SEPARATOR}{task_id[:width]}"
 
 
+def bucket_owner(partition: str) -> str:
+    """The owner of a bucket, from its partition's name."""
+    return partition.rpartition(SEPARATOR)[0]
+
+
 def bucket_width(partition: str) -> int:
     """The width of a bucket, from its partition's name."""
     return len(partition.rpartition(SEPARATOR)[2])
@@ -164,8 +169,9 @@ def forget_buckets(table: Table, owner: str, but: str = "") -> int:
     """Delete every row of `owner`'s buckets (but those of RowKey `but`: the owner's own row
     kept there, deleted last), a page of keys at a time; returns rows deleted."""
     deleted = 0
-    query, parameters = (IN_BUCKETS + " and RowKey ne @but", {**bucket_range(owner), "but": but}) if but else (
-        IN_BUCKETS, bucket_range(owner))
+    query, parameters = IN_BUCKETS, bucket_range(owner)
+    if but:
+        query, parameters = query + " and RowKey ne @but", {**parameters, "but": but}
     while True:
         keys = [(row["PartitionKey"], row["RowKey"])
                 for row in first_rows(table, query, parameters, MAX_BATCH, ["PartitionKey", "RowKey"])]

@@ -54,8 +54,8 @@ from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
 from shared.storage.client.lost_responses import WRITE_ID
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.domain.ids import SLUGID_CHARACTERS
-from shared.storage.patterns.buckets import (IN_BUCKETS, SEPARATOR, WIDE, BucketTables, all_buckets, bucket, bucket_range,
-                                           bucket_width)
+from shared.storage.patterns.buckets import (IN_BUCKETS, WIDE, BucketTables, all_buckets, bucket, bucket_owner,
+                                           bucket_range, bucket_width)
 from shared.storage.errors import ChangedSinceRead, Closed
 from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.patterns.queries import first_rows
@@ -123,7 +123,7 @@ class _Remembered:
 
     def _note(self, key: tuple, counting: bool) -> None:
         table, partition, row = key
-        owner = (table, partition.rpartition(SEPARATOR)[0], row)
+        owner = (table, bucket_owner(partition), row)
         if counting:
             self._counting.setdefault(owner, {})[partition] = None
         elif partition in self._counting.get(owner, ()):
@@ -175,8 +175,7 @@ class Countdown:
         its first member); the transaction's results, or None, writing nothing, if a row it
         creates exists (the count's among them: then `add` is the way)."""
         partition = bucket(owner, task_id)
-        rows = [*operations, *(("create", {"PartitionKey": partition, "RowKey": key + task_id})
-                               for key in (self._marker, self._prefix)), *_merged(partition, beside),
+        rows = [*operations, *self._counted_rows(partition, [task_id]), *_merged(partition, beside),
                 self._counting(partition, _Count(0, None), 1)]
         with self._serial(partition):
             try:
@@ -197,8 +196,7 @@ class Countdown:
                 raise Closed(partition)
             if not missing:
                 return set(task_ids)
-            rows = [("create", {"PartitionKey": partition, "RowKey": key + task_id})
-                    for task_id in missing for key in (self._marker, self._prefix)]
+            rows = self._counted_rows(partition, missing)
             rows += [("upsert", {**beside[task_id], "PartitionKey": partition}) for task_id in missing if task_id in beside]
             try:
                 etag = self._submit(partition, rows, count, len(missing))
@@ -263,12 +261,13 @@ class Countdown:
             count = self._remembered(partition)
             if count is None or count.etag is None or count.value != 1:
                 return None
+            merged = _merged(partition, beside)
             try:
                 results = self._in(partition).submit_transaction(
-                    [*_merged(partition, beside), *self._removal(partition, task_id, count), *operations])
+                    [*merged, *self._removal(partition, task_id, count), *operations])
             except TableTransactionError:
                 return None
-            self._remember(partition, count.counted(-1, results[len(_merged(partition, beside)) + 1].get("etag")))
+            self._remember(partition, count.counted(-1, results[len(merged) + 1].get("etag")))
         return results
 
     def remove_with(self, other: Countdown, owner: str, task_id: str, width: int = 1,
@@ -344,6 +343,11 @@ class Countdown:
             return "create", row
         return "update", row, {"mode": UpdateMode.MERGE, "etag": count.etag,
                                "match_condition": MatchConditions.IfNotModified}
+
+    def _counted_rows(self, partition: str, task_ids: list[str]) -> list[tuple]:
+        """The operations that create the tasks' markers and counted rows."""
+        return [("create", {"PartitionKey": partition, "RowKey": key + task_id})
+                for task_id in task_ids for key in (self._marker, self._prefix)]
 
     def _removal(self, partition: str, task_id: str, count: _Count) -> list[tuple]:
         """The operations that delete the task's counted row and count it down from `count`."""

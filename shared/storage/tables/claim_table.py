@@ -34,7 +34,7 @@ from azure.data.tables import TableTransactionError, UpdateMode
 from shared.storage.client.account import StorageAccount
 from shared.storage.errors import ChangedSinceRead
 from shared.storage.patterns.batches import delete_in_batches, upsert_in_batches
-from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, bucket, bucket_range, first_rows_by_key
+from shared.storage.patterns.buckets import IN_BUCKETS, bucket, bucket_owner, bucket_range, first_rows_by_key
 from shared.storage.patterns.deferred_deletes import DeferredDeletes
 from shared.storage.patterns.keys import escape_key, unescape_key
 from shared.storage.patterns.queries import first_rows
@@ -166,5 +166,5 @@ class ClaimTable:
 
 def _row(entity) -> ClaimRow:
     task_id, run_id, worker_group, worker_id = entity["RowKey"].split(".", 3)
-    task_queue_id = unescape_key(entity["PartitionKey"].rpartition(SEPARATOR)[0])
+    task_queue_id = unescape_key(bucket_owner(entity["PartitionKey"]))
     return ClaimRow(task_queue_id, task_id, int(run_id), worker_group, worker_id, entity.get("takenUntil", ""))

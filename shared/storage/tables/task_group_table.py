@@ -47,7 +47,7 @@ from shared.storage.client import lost_responses
 from shared.storage.outbox import outbox
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_row
-from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, BucketTables, bucket, bucket_range
+from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bucket_owner, bucket_range
 from shared.storage.patterns.countdown import Countdown
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
@@ -304,7 +304,7 @@ class TaskGroupTable:
         across partitions: for a person's list of groups, not a hot path."""
         rows = first_rows(self._table, "RowKey eq @row", {"row": GROUP_ROW}, scan,
                           ["PartitionKey", "Timestamp", "schedulerId", "expires", "sealed", "resolved"])
-        groups = [{"taskGroupId": entity["PartitionKey"].rpartition(SEPARATOR)[0], "schedulerId": entity["schedulerId"],
+        groups = [{"taskGroupId": bucket_owner(entity["PartitionKey"]), "schedulerId": entity["schedulerId"],
                    "expires": entity["expires"], "sealed": entity.get("sealed") or None,
                    "resolved": entity.get("resolved") or None, "changed": self._changed(entity)} for entity in rows]
         return sorted(groups, key=lambda group: group["changed"], reverse=True)[:limit]
