@@ -307,10 +307,11 @@ class Sweep:
 
 SWEEPS = (
     Sweep("claim resolver", "claim_resolver", "takenUntil"),
-    Sweep("deadline resolver", "deadline_resolver", "deadline"),
     # The watchdog's looks at the tasks' groups (once each group's item is due: its tasks are
-    # all resolved by then, which is what the run leaves).
+    # all resolved by then, which is what the run leaves). Before the deadline resolver, as
+    # time has it: a group made for its one task has its deadline indexed by the watchdog.
     Sweep("watchdog", "watchdog", "group watch"),
+    Sweep("deadline resolver", "deadline_resolver", "deadline"),
     Sweep("task expiry sweep", "task_expiry", "task expires"),
     Sweep("worker expiry sweep", "worker_expiry", "worker expires"),
     Sweep("task queue expiry sweep", "task_queue_expiry", "task queue expires"),

@@ -68,6 +68,33 @@ class Verdict:
             f"; {describe_finding(finding)}" for finding in self.findings)
 
 
+@dataclass(frozen=True)
+class ItemNote:
+    """What a group's watch item tells the look that handles it: whether a verdict stood as
+    it was written (so the group's row is read to clear it), and the seconds of deadlines
+    the item carries for the deadline resolver, to be indexed once the watchdog is done
+    watching the group or the deadline is near (see `GroupWatch`). Stored as the item's
+    value: "verdict" and "deadline:<second>" words, or nothing."""
+    verdict: bool = False
+    deadlines: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, value: str) -> ItemNote:
+        words = value.split()
+        return cls(VERDICT_WORD in words, frozenset(word[len(DEADLINE_WORD):] for word in words
+                                                    if word.startswith(DEADLINE_WORD)))
+
+    def text(self) -> str:
+        return " ".join([VERDICT_WORD] * self.verdict + [DEADLINE_WORD + second for second in sorted(self.deadlines)])
+
+    def merged(self, other: ItemNote) -> ItemNote:
+        """One note for two items of a group (looked at as one)."""
+        return ItemNote(self.verdict or other.verdict, self.deadlines | other.deadlines)
+
+
+VERDICT_WORD, DEADLINE_WORD = "verdict", "deadline:"
+
+
 def kept_on_resolution(watch: str) -> str:
     """What of a stored verdict (`Verdict.encode()`, or "") stays once the group resolves:
     a cancel's, which says why it resolved; any other is over."""

@@ -192,7 +192,8 @@ class Services:
         queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry, task_table)
         tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
         groups = TaskGroups(group_table, task_table, publisher)
-        creation = TaskCreation(task_table, scheduling, groups, queues, tracker, DeadlineWatch(deadline_index),
+        deadline_watch = DeadlineWatch(deadline_index)
+        creation = TaskCreation(task_table, scheduling, groups, queues, tracker, deadline_watch,
                                 GroupWatch(watch_index, stall), messages, publisher, signal)
         parts = GraphParts(graph_table, creation, tracker, messages, account.queue(settings.graph_queue), repair_delay)
         index_table = IndexTable(account)
@@ -248,7 +249,7 @@ class Services:
             artifacts=artifacts,
             artifact_expiry=ArtifactExpiry(artifact_expiries, artifacts, objects),
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
-            watchdog=Watchdog(watch_index, group_table, task_table, tracker, claim_resolver,
+            watchdog=Watchdog(watch_index, deadline_watch, group_table, task_table, tracker, claim_resolver,
                               PoolPresence(worker_manager.pools, worker_manager.providers, presence), stall_reports,
                               task_calls.cancel_if_unresolved, stall),
             stall_reports=stall_reports,

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 from hypothesis import given, strategies as st
 
-from shared.domain.group_watch import (MAX_LISTED, NO_WORKERS, REPAIRED, STALLED, Verdict, finding, judge, next_look,
+from shared.domain.group_watch import (MAX_LISTED, NO_WORKERS, REPAIRED, STALLED, ItemNote, Verdict, finding, judge, next_look,
                                        view)
 
 STALL = timedelta(minutes=10)
@@ -51,3 +51,22 @@ def test_the_view_says_ok_without_a_verdict():
                                                "stallAfterSeconds": 600, "state": "ok", "findings": []}
     shown = view("g", "s", "cancel", STALL, Verdict(NO_WORKERS, {"pending": 1}, "x", (), "y"))
     assert (shown["state"], shown["since"], shown["reportedAt"], shown["onStall"]) == (NO_WORKERS, "x", "y", "cancel")
+
+
+seconds = st.frozensets(st.datetimes(min_value=datetime(2026, 1, 1), max_value=datetime(2030, 1, 1)).map(
+    lambda moment: moment.replace(microsecond=0, tzinfo=timezone.utc).isoformat().replace("+00:00", ".000Z")),
+    max_size=3)
+
+
+@given(st.booleans(), seconds, st.booleans(), seconds)
+def test_an_item_note_reads_back_as_written_and_two_notes_keep_everything_either_said(verdict, deadlines,
+                                                                                     other_verdict, others):
+    note = ItemNote(verdict, deadlines)
+    assert ItemNote.parse(note.text()) == note
+    merged = ItemNote.parse(note.text()).merged(ItemNote(other_verdict, others))
+    assert merged == ItemNote(verdict or other_verdict, deadlines | others)
+
+
+def test_an_item_written_before_deadlines_were_carried_reads_as_it_did():
+    assert ItemNote.parse("verdict") == ItemNote(True) and ItemNote.parse("") == ItemNote()
+    assert ItemNote().text() == ""

@@ -42,15 +42,20 @@ class DeadlineWatch:
     def watch(self, definitions: dict[str, dict]) -> None:
         """Before new tasks (taskId -> definition) are made members of their groups: index
         each group and second of their deadlines that this process has not indexed yet."""
-        new = self._unwatched(definitions)
-        if not new:
+        self.add(self._unwatched(definitions))
+
+    def add(self, seconds: list[tuple[str, str]]) -> None:
+        """Index these (taskGroupId, second of deadlines) pairs, whatever this process wrote
+        before: the watchdog's, handing on the deadlines its items carried (see `GroupWatch`)."""
+        if not seconds:
             return
-        self.index.add([(second, GROUP + group_id) for group_id, second in new])
-        for pair in new:
+        self.index.add([(second, GROUP + group_id) for group_id, second in seconds])
+        for pair in seconds:
             self._watched.wrote("@".join(pair), True)
 
     def _unwatched(self, definitions: dict[str, dict]) -> list[tuple[str, str]]:
-        seconds = {(definition["taskGroupId"], _second(definition["deadline"])) for definition in definitions.values()}
+        seconds = {(definition["taskGroupId"], deadline_second(definition["deadline"]))
+                   for definition in definitions.values()}
         return sorted(pair for pair in seconds if self._watched.get("@".join(pair)) is None)
 
 
@@ -101,6 +106,6 @@ class DeadlineResolver(Sweep):
         return KEEP if len(due) < len(rows) else changed
 
 
-def _second(deadline: str) -> str:
+def deadline_second(deadline: str) -> str:
     """The start of the second a deadline falls in, as ISO text."""
     return to_iso(parse_iso(deadline).replace(microsecond=0))

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from shared.domain.group_watch import CANCEL, NO_WORKERS, STALLED, Verdict, finding, judge, next_look
-from shared.domain.timestamps import to_iso, utcnow
+from shared.domain.group_watch import CANCEL, NO_WORKERS, STALLED, ItemNote, Verdict, finding, judge, next_look
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.runtime.thread_pools import WATCHDOG_ACTS, WATCHDOG_LOOKS
 from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.sweeps.claim_resolver import ClaimResolver
+from shared.services.sweeps.deadline_resolver import DeadlineWatch, deadline_second
 from shared.services.sweeps.sweep import Sweep
 from shared.services.task_groups.group_examination import Examination, examine
 from shared.services.task_groups.stall_reports import StallReports
@@ -50,12 +51,24 @@ WATCHED = 65_536             # groups this process remembers having indexed
 # times. DROPPED > TRUSTED (with a margin for clocks): a member added after the drop was
 # added by a creator whose memory had expired, which indexed the group again.
 TRUSTED, DROPPED = 0.25, 0.5
-VERDICT = "verdict"          # an index item's value when a verdict stood as it was written
+# A group made for one task carries that task's deadline on its item if the deadline is
+# this many stall times away or more (see `GroupWatch.carried`): the first look comes a
+# stall time after creation, and hands the deadline on at least a stall time before it.
+CARRIED = 2
 
 
 class GroupWatch:
     """What createTask does for the watchdog: index each group of new tasks, before they
-    join it, unless this process did lately (see TRUSTED)."""
+    join it, unless this process did lately (see TRUSTED).
+
+    A group made for the one task it holds (Taskcluster's default group, a task's own:
+    `TaskGroups.makes`) needs a deadline item too (`DeadlineWatch`), which would make two
+    index writes per such task. Its watch item carries the task's deadline instead
+    (`carried`), and the watchdog indexes that deadline (`Watchdog._hand_on`) when it stops
+    watching the group (usually at the first look: the task resolved) or when the next look
+    might come less than a stall time before the deadline. Both come before the item that
+    carried it goes, so the deadline is never lost; it is indexed late only if the
+    watchdog's sweep falls behind by more than a stall time."""
 
     def __init__(self, index: TimeIndex, stall: timedelta) -> None:
         self.index = index
@@ -66,13 +79,29 @@ class GroupWatch:
         """Whether `watch` has anything to write for these tasks."""
         return bool(self._unwatched(definitions, time.monotonic()))
 
-    def watch(self, definitions: dict[str, dict]) -> None:
+    def carried(self, definitions: dict[str, dict]) -> dict[str, str]:
+        """For the one task of a group made with it: its second of deadlines by its group,
+        if `watch` has the group to index and the deadline is CARRIED stall times away or
+        more; else nothing (the deadline is indexed by `DeadlineWatch` as any other)."""
+        if len(definitions) != 1 or not self.due(definitions):
+            return {}
+        (definition,) = definitions.values()
+        second = deadline_second(definition["deadline"])
+        if parse_iso(second) - utcnow() < self.stall * CARRIED:
+            return {}
+        return {definition["taskGroupId"]: second}
+
+    def watch(self, definitions: dict[str, dict], carried: dict[str, str] | None = None) -> None:
+        """Index the groups of `definitions` this process has not indexed lately, each item
+        carrying the deadline `carried` names for its group, if any."""
         now = time.monotonic()
         new = self._unwatched(definitions, now)
         if not new:
             return
+        carried = carried or {}
         due = to_iso(utcnow() + self.stall)
-        self.index.add([(due, group) for group in new])
+        self.index.add([(due, group) for group in new], {
+            group: ItemNote(deadlines=frozenset([carried[group]])).text() for group in new if group in carried})
         for group in new:
             self._indexed.wrote(group, now)
 
@@ -92,10 +121,11 @@ class _Look:
 class Watchdog(Sweep):
     action = "watchdog"
 
-    def __init__(self, index: TimeIndex, group_table: TaskGroupTable, task_table: TaskTable,
+    def __init__(self, index: TimeIndex, deadlines: DeadlineWatch, group_table: TaskGroupTable, task_table: TaskTable,
                  dependency_tracker: DependencyTracker, claim_resolver: ClaimResolver, presence: WorkerPresence,
                  reports: StallReports, cancel: Callable[[str], bool], stall: timedelta) -> None:
         super().__init__(index)
+        self.deadlines = deadlines
         self.group_table = group_table
         self.task_table = task_table
         self.dependency_tracker = dependency_tracker
@@ -106,21 +136,36 @@ class Watchdog(Sweep):
         self.stall = stall
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
-        """Each group once (however many of its items came due), then their next items in
-        one write, before the due ones are removed."""
-        hinted = {}
+        """Each group once (however many of its items came due), then the deadlines they
+        hand on and their next items, before the due ones are removed."""
+        notes: dict[str, ItemNote] = {}
         for item in items:
-            hinted[item.key] = hinted.get(item.key, False) or item.value == VERDICT
+            note = ItemNote.parse(item.value)
+            notes[item.key] = notes[item.key].merged(note) if item.key in notes else note
         served = _Served(self.presence, now - self.stall, now)
-        looks = dict(zip(hinted, WATCHDOG_LOOKS.map(
-            lambda group: self._look_safely(group, hinted[group], now, served), hinted)))
+        looks = dict(zip(notes, WATCHDOG_LOOKS.map(
+            lambda group: self._look_safely(group, notes[group].verdict, now, served), notes)))
+        handed, kept = self._hand_on(notes, looks)
+        self.deadlines.add(handed)
         ahead = {group: look for group, look in looks.items() if look.next is not None}
-        self.index.add([(to_iso(look.next), group) for group, look in ahead.items()],
-                       {group: VERDICT for group, look in ahead.items() if look.verdict})
+        self.index.add([(to_iso(look.next), group) for group, look in ahead.items()], {
+            group: text for group, look in ahead.items() if (text := ItemNote(look.verdict, kept[group]).text())})
         first = {}
         for item in items:
             first.setdefault(item.key, item)
         return [looks[item.key].changed if first[item.key] is item else 0 for item in items]
+
+    def _hand_on(self, notes: dict[str, ItemNote], looks: dict[str, _Look]) -> tuple[list, dict[str, frozenset]]:
+        """The carried deadlines to index now, as (group, second): all of a group no longer
+        watched, and those the next look might come less than a stall time before; and by
+        group, the deadlines its next item carries on."""
+        handed, kept = [], {}
+        for group, note in notes.items():
+            later = looks[group].next
+            due = {second for second in note.deadlines if later is None or parse_iso(second) <= later + self.stall}
+            handed += [(group, second) for second in sorted(due)]
+            kept[group] = note.deadlines - due
+        return handed, kept
 
     def _look_safely(self, group_id: str, hinted: bool, now: datetime, served: _Served) -> _Look:
         try:

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 
 from shared.domain.ids import new_slugid
-from shared.domain.timestamps import to_iso, utcnow
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.services.wiring import Services
 from tests.conftest import build_services, eventually, make_task, two_processes_on
 
@@ -233,3 +233,54 @@ def test_items_of_one_group_from_two_processes_become_one_and_a_resolved_group_i
     assert state(first, task) == "completed"
     create(first, task_queue_id, group)                    # its memory of indexing it is older than the stall
     assert len(watch_items(first, group)) == 1
+
+
+def deadline_items(services, group_id: str) -> list[dict]:
+    index = services.deadline_resolver.index
+    return [row for row in index._table.query_entities(
+        "PartitionKey gt @low and PartitionKey lt @high and key eq @key",
+        parameters={"low": f"{index.name}.", "high": f"{index.name}/", "key": f"group.{group_id}"})]
+
+
+def create_alone(services, task_queue_id: str, deadline_in: float) -> str:
+    """A task given no taskGroupId: its group is made with it, named after it."""
+    task_id = new_slugid()
+    definition = make_task(task_queue_id, deadline=to_iso(utcnow() + timedelta(seconds=deadline_in)))
+    services.task_calls.create(task_id, definition)
+    return task_id
+
+
+def test_a_task_in_a_group_of_its_own_costs_one_index_item_which_hands_its_deadline_on_once_the_group_resolved(
+        services, task_queue_id):
+    task = create_alone(services, task_queue_id, deadline_in=3600)
+    (item,) = watch_items(services, task)
+    deadline = services.task_calls.definition(task)["deadline"]
+    assert item["value"] == f"deadline:{deadline[:19]}.000Z"
+    assert deadline_items(services, task) == []              # one index write at creation, not two
+    claimed = claim(services, task_queue_id)
+    services.resolutions.completed(task, claimed["runId"])
+    eventually(lambda: services.watchdog.sweep() is not None and not watch_items(services, task), timeout=20,
+               interval=0.3, message="the resolved group dropped")
+    (handed,) = deadline_items(services, task)
+    assert handed["due"] == f"{deadline[:19]}.000Z"         # the deadline resolver indexes its expiry then
+
+
+def test_an_unresolved_task_of_its_own_group_meets_its_deadline_handed_on_before_it_by_the_watchdog(
+        services, task_queue_id):
+    task = create_alone(services, task_queue_id, deadline_in=3 * STALL + 1)
+    assert deadline_items(services, task) == [] and "deadline:" in watch_items(services, task)[0]["value"]
+    deadline = services.task_calls.definition(task)["deadline"]
+    eventually(lambda: services.watchdog.sweep() is not None and deadline_items(services, task), timeout=20,
+               interval=0.3, message="the deadline handed on")
+    assert to_iso(utcnow()) < deadline                       # before the deadline, not at it
+    assert all("deadline:" not in item.get("value", "") for item in watch_items(services, task))
+    time.sleep(max(0.0, (parse_iso(deadline) - utcnow()).total_seconds()) + 0.1)
+    assert services.deadline_resolver.sweep() == 1
+    run = services.task_calls.status(task)["runs"][-1]
+    assert (run["state"], run["reasonResolved"]) == ("exception", "deadline-exceeded")
+
+
+def test_a_task_of_its_own_group_whose_deadline_is_near_has_it_indexed_at_creation(services, task_queue_id):
+    task = create_alone(services, task_queue_id, deadline_in=STALL)
+    assert len(deadline_items(services, task)) == 1
+    assert watch_items(services, task)[0].get("value", "") == ""
