@@ -100,6 +100,20 @@ def test_a_transaction_is_all_or_nothing(table):
         == ["x"]
 
 
+def test_a_transaction_deletes_a_row_given_its_etag_only_if_it_is_unchanged(table):
+    etag = table.upsert_entity(row("p", "kept", n=1))["etag"]
+    table.upsert_entity(row("p", "other"))
+    table.upsert_entity(row("p", "kept", n=2))
+    condition = {"etag": etag, "match_condition": MatchConditions.IfNotModified}
+    with pytest.raises(TableTransactionError):
+        table.submit_transaction([("delete", row("p", "other")), ("delete", row("p", "kept"), condition)])
+    assert {entity["RowKey"] for entity in table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})} \
+        == {"kept", "other"}
+    current = {**condition, "etag": table.get_entity("p", "kept").metadata["etag"]}
+    table.submit_transaction([("delete", row("p", "other")), ("delete", row("p", "kept"), current)])
+    assert list(table.query_entities("PartitionKey eq @pk", parameters={"pk": "p"})) == []
+
+
 def test_a_transaction_names_each_row_once(table):
     with pytest.raises(TableTransactionError):
         table.submit_transaction([("upsert", row("p", "x", n=1)), ("upsert", row("p", "x", n=2))])

@@ -73,7 +73,7 @@ class TaskGraphs:
             authorize(definitions)
             # A refusal leaves no graph behind. The taskIds are derived from this graph's
             # id, so while it has no row (no earlier attempt got that far) none exists yet.
-            self.creation.prepare(definitions, unused_ids=True)
+            self.task_groups.adopt(self.creation.prepare(definitions, unused_ids=True).groups)
             self.reuse.keep(graph_id, fingerprint, request["tasks"], reused)
             if len(nodes) >= WIDE_GRAPH_TASKS:
                 self.task_groups.make_wide(definitions[nodes[0].task_id])

@@ -4,7 +4,9 @@ Taskcluster keeps a task until its `expires`; after that the task, its runs (on 
 row), its runs' results documents (a blob each, at a name known from the run: no listing),
 its dependency and requirement rows and its group membership are deleted (the progress of a
 long fan-out is an item of the expiry index itself), and a group (with its task graph,
-which shares its id) once the group's own expiry, the latest of its tasks', has passed.
+which shares its id) once the group's own expiry, the latest of its tasks', has passed. A
+group made for one task (Taskcluster's default, `lone`) goes in one transaction: its rows
+share one partition, and it has no graph.
 Artifacts and objects have expiry items of their own (see `artifact_expiry`).
 
 A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
@@ -139,10 +141,19 @@ class TaskExpiry(Sweep):
     def _expire_group(self, group_id: str, now: datetime) -> bool:
         """Delete a group (and its graph) whose expiry passed; True if it was deleted."""
         group = self.group_table.load(group_id)
+        if group is not None and group.lone and parse_iso(group.expires) <= now:
+            # One task's group (Taskcluster's default) has no graph (see `TaskGroups.adopt`) and
+            # one partition: gone in one transaction, unless it changed since it was read.
+            if self.group_table.forget_lone(group):
+                return self._forgotten(group_id)
+            group = self.group_table.load(group_id)
         if group is None or parse_iso(group.expires) > now:
             return False  # gone already, or extended by a later task (indexed at its own expiry)
         self.graph_table.forget(group_id)
         self.group_table.forget(group_id)  # last: the group row goes with its partition
+        return self._forgotten(group_id)
+
+    def _forgotten(self, group_id: str) -> bool:
         log.info("task group %s expired and was deleted", group_id,
                  extra={"taskGroupId": group_id, "action": self.action})
         return True

@@ -106,6 +106,14 @@ class TaskGroups:
         """Take back a new task's membership: its taskId turned out to be another group's task."""
         self.group_table.withdraw_member(definition["taskGroupId"], task_id, definition["deadline"])
 
+    def adopt(self, known: dict[str, TaskGroupRecord | None]) -> None:
+        """Before a graph's rows are written in groups that exist (as `check` found them): a
+        `lone` one (made for one task) is lone no more, so that its expiry deletes the graph
+        with it (see `TaskExpiry`), even if none of the graph's tasks ever joins it."""
+        for group in known.values():
+            if group is not None and group.lone:
+                self._extend_expiry(group, group.expires, joined=True)
+
     def make_wide(self, definition: dict) -> None:
         """Make the group of a large graph's tasks (this is one of them) before any of its
         members, with wide buckets (see `buckets`); a group that exists keeps its width."""

@@ -64,8 +64,8 @@ def _operation(table_url: str, version: str, operation: tuple) -> str:
         head += "Prefer: return-no-content\r\n"
     if kind == "update":
         head += f"If-Match: {options[0]['etag']}\r\n"
-    if kind == "delete":
-        return head + "If-Match: *\r\n\r\n\r\n"
+    if kind == "delete":   # unconditional unless given the row's ETag, as `delete_entity`
+        return head + f"If-Match: {(options[0].get('etag') if options else None) or '*'}\r\n\r\n\r\n"
     data = to_json(row)
     return head + f"Content-Type: application/json\r\nContent-Length: {len(data.encode())}\r\n\r\n{data}\r\n"
 

@@ -40,13 +40,13 @@ from itertools import groupby
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
+from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.task_events import Event
 from shared.storage.client import lost_responses
 from shared.storage.outbox import outbox
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.batches import delete_row
+from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bucket_owner, bucket_range
 from shared.storage.patterns.countdown import Countdown
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
@@ -267,9 +267,14 @@ class TaskGroupTable:
         """Delete expired (so resolved) members' rows, given as (taskGroupId, taskId,
         deadline or "" if not known), one transaction per bucket; their unresolved rows went
         when they resolved (one a crash left behind goes with the group, as does a deadline
-        row whose deadline was not known)."""
+        row whose deadline was not known). A group whose row is gone went whole, rows and all."""
         for group_id, same in groupby(sorted(members), key=lambda member: member[0]):
-            width = self.width(group_id)
+            width = self._widths.get(group_id)
+            if width is None:
+                group = self.load(group_id)
+                if group is None:
+                    continue
+                width = group.bucket_width
             self._buckets.delete(width, [
                 (bucket(group_id, task_id, width), key) for _, task_id, deadline in same
                 for key in (MEMBER_PREFIX + task_id, *([_deadline_key(deadline, task_id)] if deadline else []))])
@@ -281,6 +286,27 @@ class TaskGroupTable:
         self._recent.forget(task_group_id)
         self._widths.forget(task_group_id)
         delete_row(self._table, group_partition(task_group_id), GROUP_ROW)
+
+    def forget_lone(self, group: TaskGroupRecord) -> bool:
+        """Delete a `lone` group (as read: `group`) whole: its one member's rows share the
+        group row's partition, so they and the row go in one transaction, conditional on the
+        row as read. False, having deleted nothing, if it changed since (a task joined, its
+        expiry moved): `forget` then, if it is still to go."""
+        partition = group_partition(group.task_group_id)
+        rows = first_rows(self._table, "PartitionKey eq @pk", {"pk": partition}, MAX_BATCH, ["RowKey"])
+        if len(rows) == MAX_BATCH:   # more than one member's few rows: page by page, as any group
+            return False
+        try:
+            self._table.submit_transaction(
+                [("delete", {"PartitionKey": partition, "RowKey": row["RowKey"]}) for row in rows
+                 if row["RowKey"] != GROUP_ROW] +
+                [("delete", {"PartitionKey": partition, "RowKey": GROUP_ROW},
+                  {"etag": group.etag, "match_condition": MatchConditions.IfNotModified})])
+        except (TableTransactionError, ResourceModifiedError, ResourceNotFoundError):
+            return False
+        self._recent.forget(group.task_group_id)
+        self._widths.forget(group.task_group_id)
+        return True
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""

@@ -179,3 +179,50 @@ def test_an_expiring_task_deletes_only_the_dependency_rows_it_has(services, task
     monkeypatch.setattr(requirements, "forget", lambda task_id: asked.append(("requirements", task_id)))
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2
     assert sorted(asked) == sorted([("edges", ids["build"], []), ("edges", ids["test"], [])])
+
+
+def group_rows(services, group_id: str) -> list[str]:
+    """Every row left in the partition of a group's own row (a lone group's only one)."""
+    from shared.storage.tables.task_group_table import group_partition
+    table = services.task_groups.group_table._table
+    return [row["RowKey"] for row in table.query_entities("PartitionKey eq @pk",
+                                                          parameters={"pk": group_partition(group_id)})]
+
+
+def test_a_task_given_no_group_goes_with_its_group_in_one_transaction_and_no_graph_is_looked_for(
+        services, task_queue_id, monkeypatch):
+    task_id = new_slugid()
+    services.task_calls.create(task_id, make_task(task_queue_id, **short_lived()))   # its group: its own id
+    run(services, task_queue_id)
+    assert len(group_rows(services, task_id)) > 1
+    monkeypatch.setattr(services.task_expiry.graph_table, "forget", lambda graph_id: pytest.fail("a graph looked for"))
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
+    assert group_rows(services, task_id) == []
+    with pytest.raises(NotFound):
+        services.task_groups.get(task_id)
+
+
+def test_a_lone_group_that_changed_since_it_was_read_is_not_deleted_in_one_transaction(services, task_queue_id):
+    task_id = new_slugid()
+    services.task_calls.create(task_id, make_task(task_queue_id, **short_lived()))
+    group_table = services.task_groups.group_table
+    read = group_table.load(task_id)
+    assert read.lone
+    services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=task_id, **short_lived(60)))
+    assert group_table.forget_lone(read) is False
+    assert not group_table.load(task_id).lone and len(group_table.members(task_id, "", 10)) == 2
+
+
+def test_a_graph_made_in_the_group_of_a_task_given_no_group_is_deleted_with_it_though_none_of_its_tasks_joined(
+        services, task_queue_id, monkeypatch):
+    graph_id = new_slugid()
+    lifetime = short_lived()
+    services.task_calls.create(graph_id, make_task(task_queue_id, schedulerId="task-graph-scheduler", **lifetime))
+    monkeypatch.setattr(services.task_graphs.parts, "dispatch", lambda *args, **kwargs: None)  # died after its rows
+    services.task_graphs.create(graph_id, graph(task_queue_id, build={"task": lifetime}))
+    assert not services.task_groups.group_table.load(graph_id).lone
+    run(services, task_queue_id)
+    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
+    with pytest.raises(NotFound):
+        services.task_graphs.status(graph_id)
+    assert group_rows(services, graph_id) == []
