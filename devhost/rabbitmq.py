@@ -46,11 +46,19 @@ def ensure_installed() -> str:
     return server
 
 
+class PortTaken(BrokerUnavailable):
+    """A port the broker was to listen on is in use."""
+
+
+PORT_ATTEMPTS = 3   # starts with ports chosen anew when one was taken
+
+
 class RabbitMQ:
     """One broker on 127.0.0.1; `url` is what EVENTS_AMQP_URL takes."""
 
     def __init__(self, location: Path | None = None, port: int = 0) -> None:
         self.location = Path(location) if location else Path(tempfile.mkdtemp(prefix="rabbitmq-"))
+        self._port_given = bool(port)
         self.port = port or free_port()
         self.process: subprocess.Popen | None = None
 
@@ -78,9 +86,22 @@ class RabbitMQ:
         }
 
     def start(self, timeout: float = 60) -> RabbitMQ:
+        """Start it; a port it chose itself is chosen again if another process took it
+        between the choice and the broker's bind (tests start many servers at once)."""
+        for _ in range(PORT_ATTEMPTS - 1):
+            try:
+                return self._start(timeout)
+            except PortTaken:
+                if self._port_given:
+                    raise
+                self.stop()
+                self.port = free_port()
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> RabbitMQ:
         server = ensure_installed()
         if port_open(self.port):
-            raise BrokerUnavailable(f"RabbitMQ cannot start: port {self.port} is in use")
+            raise PortTaken(f"RabbitMQ cannot start: port {self.port} is in use")
         self.location.mkdir(parents=True, exist_ok=True)
         (self.location / "enabled_plugins").write_text("[].\n")
         self.process = subprocess.Popen([server], env=self._environment(), cwd=self.location,
@@ -91,8 +112,10 @@ class RabbitMQ:
         return self
 
     def _wait_until_ready(self, timeout: float) -> None:
-        wait_until_ready(self.process, lambda: port_open(self.port) and self._accepts_amqp(), timeout, 0.25,
-                         lambda why: BrokerUnavailable(f"RabbitMQ {why}: {self.log_tail()}"))
+        def failed(why: str) -> BrokerUnavailable:
+            tail = self.log_tail()
+            return (PortTaken if "eaddrinuse" in tail.lower() else BrokerUnavailable)(f"RabbitMQ {why}: {tail}")
+        wait_until_ready(self.process, lambda: port_open(self.port) and self._accepts_amqp(), timeout, 0.25, failed)
 
     def _accepts_amqp(self) -> bool:
         import pika
