@@ -14,7 +14,8 @@ from shared.domain import lifecycle
 from shared.domain.timestamps import parse_iso, to_iso
 from shared.storage.patterns.recent_writes import RecentWrites
 from shared.storage.patterns.time_index import DueItem, TimeIndex
-from shared.storage.tables.task_group_table import TaskGroupTable
+from shared.storage.tables.task_group_table import DeadlineRow, TaskGroupTable
+from shared.storage.tables.task_table import TaskRecord
 from shared.services.sweeps.sweep import KEEP, Sweep
 from shared.services.sweeps.task_expiry import TaskExpiry
 from shared.services.tasks.task_updater import TaskUpdater
@@ -82,15 +83,24 @@ class DeadlineResolver(Sweep):
         self.group_table = group_table
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
-        return [self._handle_second(item.key[len(GROUP):], item.due, now) if item.key.startswith(GROUP) else 0
-                for item in items]
+        """Each item's group and second; then every task past its deadline indexed at its
+        expiry in one write for the batch (a group per task has an item per task), before
+        the items go: a crash only repeats it."""
+        past: list[TaskRecord] = []
+        noted: list[tuple[str, DeadlineRow]] = []
+        outcomes = [self._handle_second(item.key[len(GROUP):], item.due, now, past, noted)
+                    if item.key.startswith(GROUP) else 0 for item in items]
+        self.task_expiry.watch(past, to_iso(now), noted)
+        return outcomes
 
-    def _handle_second(self, group_id: str, second: str, now: datetime) -> int | None:
+    def _handle_second(self, group_id: str, second: str, now: datetime, past: list[TaskRecord],
+                       noted: list[tuple[str, DeadlineRow]]) -> int | None:
         """The group's members with a deadline in that second and past `now`: each resolved
-        if it is not, then indexed at its expiry. KEEP while some of the second is ahead."""
+        if it is not, then added to `past` (as read) or `noted` (as its deadline row says,
+        having resolved in time) for their expiry. KEEP while some of the second is ahead."""
         rows = self.group_table.deadline_rows(group_id, second, to_iso(parse_iso(second) + SECOND), MAX_MEMBERS)
         due = [row for row in rows if parse_iso(row.deadline) <= now]
-        changed, past, noted = 0, [], []
+        changed = 0
         for row in due:
             if row.resolved and not row.rerun and row.plain:
                 noted.append((group_id, row))
@@ -102,7 +112,6 @@ class DeadlineResolver(Sweep):
                 log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
             if record is not None and lifecycle.is_past_deadline(record.status, now):
                 past.append(record)   # (not past it: a row of a createTask refused late, another task's)
-        self.task_expiry.watch(past, to_iso(now), noted)   # before the item goes: a crash only repeats it
         return KEEP if len(due) < len(rows) else changed
 
 
