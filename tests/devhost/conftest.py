@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,22 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@contextmanager
+def first_port_taken(monkeypatch, module):
+    """`module.free_port` answers first a port another socket has bound (bound, not
+    listening: free to a connect, taken to a bind), as when another process takes a port
+    between a server's choice and its bind; the port, for the block."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    taken = holder.getsockname()[1]
+    choices, real = iter([taken]), module.free_port
+    monkeypatch.setattr(module, "free_port", lambda: next(choices, None) or real())
+    try:
+        yield taken
+    finally:
+        holder.close()
 
 
 def unique_queue_name(stem: str = "dh") -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from devhost.processes import port_open
 
-from tests.devhost.conftest import alive, eventually
+from tests.devhost.conftest import alive, eventually, first_port_taken
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ("import time; from devhost.azurite import Azurite; azurite = Azurite().start(); "
@@ -48,19 +48,8 @@ def test_requests_are_not_logged_unless_asked(monkeypatch, tmp_path):
 def test_azurite_chooses_its_ports_again_when_one_is_taken_before_it_binds(monkeypatch):
     """Tests start many servers at once: a port chosen free may be bound by another process
     before Azurite binds it (EADDRINUSE in its log); Azurite then starts on ports chosen anew."""
-    import socket
-
     from devhost import azurite as module
 
-    holder = socket.socket()          # bound, not listening: free to a connect, taken to a bind
-    holder.bind(("127.0.0.1", 0))
-    taken = holder.getsockname()[1]
-    choices = iter([taken])
-    real = module.free_port
-    monkeypatch.setattr(module, "free_port", lambda: next(choices, None) or real())
-    try:
-        with module.Azurite() as azurite:
-            assert taken not in azurite.ports.values()
-            assert all(port_open(port) for port in azurite.ports.values())
-    finally:
-        holder.close()
+    with first_port_taken(monkeypatch, module) as taken, module.Azurite() as azurite:
+        assert taken not in azurite.ports.values()
+        assert all(port_open(port) for port in azurite.ports.values())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from devhost.processes import port_open
 
-from tests.devhost.conftest import alive, eventually
+from tests.devhost.conftest import alive, eventually, first_port_taken
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ("import time; from devhost.rabbitmq import RabbitMQ; broker = RabbitMQ().start(); "
@@ -33,18 +33,7 @@ def test_the_broker_stops_when_the_process_that_started_it_is_killed():
 def test_the_broker_chooses_its_port_again_when_it_is_taken_before_it_binds(monkeypatch):
     """Tests start many servers at once: a port chosen free may be bound by another process
     before the broker binds it; the broker then starts on a port chosen anew."""
-    import socket
-
     from devhost import rabbitmq as module
 
-    holder = socket.socket()          # bound, not listening: free to a connect, taken to a bind
-    holder.bind(("127.0.0.1", 0))
-    taken = holder.getsockname()[1]
-    choices = iter([taken])
-    real = module.free_port
-    monkeypatch.setattr(module, "free_port", lambda: next(choices, None) or real())
-    try:
-        with module.RabbitMQ() as broker:
-            assert broker.port != taken and port_open(broker.port)
-    finally:
-        holder.close()
+    with first_port_taken(monkeypatch, module) as taken, module.RabbitMQ() as broker:
+        assert broker.port != taken and port_open(broker.port)
