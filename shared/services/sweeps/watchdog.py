@@ -91,19 +91,20 @@ class GroupWatch:
             return {}
         return {definition["taskGroupId"]: second}
 
-    def watch(self, definitions: dict[str, dict], carried: dict[str, str] | None = None) -> None:
+    def watch(self, definitions: dict[str, dict], carried: dict[str, str] | None = None) -> list[str]:
         """Index the groups of `definitions` this process has not indexed lately, each item
-        carrying the deadline `carried` names for its group, if any."""
+        carrying the deadline `carried` names for its group, if any; the groups indexed."""
         now = time.monotonic()
         new = self._unwatched(definitions, now)
         if not new:
-            return
+            return new
         carried = carried or {}
         due = to_iso(utcnow() + self.stall)
         self.index.add([(due, group) for group in new], {
             group: ItemNote(deadlines=frozenset([carried[group]])).text() for group in new if group in carried})
         for group in new:
             self._indexed.wrote(group, now)
+        return new
 
     def _unwatched(self, definitions: dict[str, dict], now: float) -> list[str]:
         groups = sorted({definition["taskGroupId"] for definition in definitions.values()})

@@ -6,8 +6,9 @@ Then the order of writes, so that a crash at any point loses nothing:
 1. group membership with the deadline rows (after the group's second of deadlines is
    indexed, see `deadline_resolver`, and the group for the watchdog, see `watchdog`: both
    beside the reads of `prepare`, or beside the membership of a task whose group is made
-   with it, see `_make_and_join`, whose watchdog item may carry its deadline), dependency and requirement rows, and pending hints (all
-   batched in single-partition transactions where the partition allows);
+   with it, see `_make_and_join`, whose watchdog item may carry its deadline), dependency
+   and requirement rows, and pending hints (all batched in single-partition transactions
+   where the partition allows);
 2. the task rows, which are what makes a task exist, each after the rows of its dependents
    in the batch (so no resolution can be handled before its dependents exist);
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
@@ -24,7 +25,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 
 from shared.runtime.thread_pools import CREATION_STEPS, TASK_READS
 from shared.domain import lifecycle, task_definition
@@ -266,9 +266,12 @@ class TaskCreation:
         retry completes the task). The group's watch item carries the task's deadline when
         it can (`GroupWatch.carried`): one index write instead of two."""
         carried = self.group_watch.carried(plan.new)
-        watches = [partial(self.group_watch.watch, carried=carried)] if self.group_watch.due(plan.new) else []
-        if self.deadline_watch.due(plan.new) and not carried:
-            watches.append(self.deadline_watch.watch)
+
+        def watch_carrying(new: dict[str, dict]) -> None:
+            if set(carried) - set(self.group_watch.watch(new, carried)):   # another thread indexed it first
+                self.deadline_watch.watch(new)
+        watches = [watch_carrying] if carried else [
+            watch.watch for watch in (self.deadline_watch, self.group_watch) if watch.due(plan.new)]
         made, registration, *watched = at_once(CREATION_STEPS, [
             lambda: self.task_groups.make(plan.new), register_and_hint,
             *(lambda watch=watch: watch(plan.new) for watch in watches)], settle=True)

@@ -284,3 +284,16 @@ def test_a_task_of_its_own_group_whose_deadline_is_near_has_it_indexed_at_creati
     task = create_alone(services, task_queue_id, deadline_in=STALL)
     assert len(deadline_items(services, task)) == 1
     assert watch_items(services, task)[0].get("value", "") == ""
+
+
+def test_a_deadline_whose_carrier_another_thread_wrote_first_is_indexed_at_creation(services, task_queue_id,
+                                                                                    monkeypatch):
+    task_id = new_slugid()
+    definition = make_task(task_queue_id, deadline=to_iso(utcnow() + timedelta(hours=1)))
+    watch = services.task_calls.creation.group_watch
+    carried = watch.carried({task_id: {**definition, "taskGroupId": task_id}})
+    assert carried                                            # as the creation will find it
+    monkeypatch.setattr(watch, "carried", lambda definitions: carried)
+    watch._indexed.wrote(task_id, time.monotonic())          # another thread's item, carrying its own deadline
+    services.task_calls.create(task_id, definition)
+    assert len(deadline_items(services, task_id)) == 1 and watch_items(services, task_id) == []
