@@ -71,28 +71,32 @@ class Verdict:
 @dataclass(frozen=True)
 class ItemNote:
     """What a group's watch item tells the look that handles it: whether a verdict stood as
-    it was written (so the group's row is read to clear it), and the seconds of deadlines
-    the item carries for the deadline resolver, to be indexed once the watchdog is done
-    watching the group or the deadline is near (see `GroupWatch`). Stored as the item's
-    value: "verdict" and "deadline:<second>" words, or nothing."""
+    it was written (so the group's row is read to clear it), the seconds of deadlines the
+    item carries for the deadline resolver, to be indexed once the watchdog is done watching
+    the group or the deadline is near (see `GroupWatch`), and whether the group was made
+    for one task (`lone`: its row is read first, and if it says so still, its one bucket's
+    count answers). Stored as the item's value: "verdict", "lone" and "deadline:<second>"
+    words, or nothing."""
     verdict: bool = False
     deadlines: frozenset[str] = frozenset()
+    lone: bool = False
 
     @classmethod
     def parse(cls, value: str) -> ItemNote:
         words = value.split()
         return cls(VERDICT_WORD in words, frozenset(word[len(DEADLINE_WORD):] for word in words
-                                                    if word.startswith(DEADLINE_WORD)))
+                                                    if word.startswith(DEADLINE_WORD)), LONE_WORD in words)
 
     def text(self) -> str:
-        return " ".join([VERDICT_WORD] * self.verdict + [DEADLINE_WORD + second for second in sorted(self.deadlines)])
+        return " ".join([VERDICT_WORD] * self.verdict + [LONE_WORD] * self.lone +
+                        [DEADLINE_WORD + second for second in sorted(self.deadlines)])
 
     def merged(self, other: ItemNote) -> ItemNote:
         """One note for two items of a group (looked at as one)."""
-        return ItemNote(self.verdict or other.verdict, self.deadlines | other.deadlines)
+        return ItemNote(self.verdict or other.verdict, self.deadlines | other.deadlines, self.lone or other.lone)
 
 
-VERDICT_WORD, DEADLINE_WORD = "verdict", "deadline:"
+VERDICT_WORD, DEADLINE_WORD, LONE_WORD = "verdict", "deadline:", "lone"
 
 
 def kept_on_resolution(watch: str) -> str:

@@ -58,13 +58,13 @@ seconds = st.frozensets(st.datetimes(min_value=datetime(2026, 1, 1), max_value=d
     max_size=3)
 
 
-@given(st.booleans(), seconds, st.booleans(), seconds)
-def test_an_item_note_reads_back_as_written_and_two_notes_keep_everything_either_said(verdict, deadlines,
-                                                                                     other_verdict, others):
-    note = ItemNote(verdict, deadlines)
+@given(st.booleans(), seconds, st.booleans(), st.booleans(), seconds, st.booleans())
+def test_an_item_note_reads_back_as_written_and_two_notes_keep_everything_either_said(
+        verdict, deadlines, lone, other_verdict, others, other_lone):
+    note = ItemNote(verdict, deadlines, lone)
     assert ItemNote.parse(note.text()) == note
-    merged = ItemNote.parse(note.text()).merged(ItemNote(other_verdict, others))
-    assert merged == ItemNote(verdict or other_verdict, deadlines | others)
+    merged = ItemNote.parse(note.text()).merged(ItemNote(other_verdict, others, other_lone))
+    assert merged == ItemNote(verdict or other_verdict, deadlines | others, lone or other_lone)
 
 
 def test_an_item_written_before_deadlines_were_carried_reads_as_it_did():

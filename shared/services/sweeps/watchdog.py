@@ -91,17 +91,19 @@ class GroupWatch:
             return {}
         return {definition["taskGroupId"]: second}
 
-    def watch(self, definitions: dict[str, dict], carried: dict[str, str] | None = None) -> list[str]:
+    def watch(self, definitions: dict[str, dict], carried: dict[str, str] | None = None, lone: bool = False) -> list[str]:
         """Index the groups of `definitions` this process has not indexed lately, each item
-        carrying the deadline `carried` names for its group, if any; the groups indexed."""
+        carrying the deadline `carried` names for its group, if any, and noting `lone` for
+        groups made with their one task (see `Watchdog._look`); the groups indexed."""
         now = time.monotonic()
         new = self._unwatched(definitions, now)
         if not new:
             return new
         carried = carried or {}
         due = to_iso(utcnow() + self.stall)
-        self.index.add([(due, group) for group in new], {
-            group: ItemNote(deadlines=frozenset([carried[group]])).text() for group in new if group in carried})
+        notes = {group: ItemNote(deadlines=frozenset([carried[group]] if group in carried else []), lone=lone).text()
+                 for group in new}
+        self.index.add([(due, group) for group in new], {group: text for group, text in notes.items() if text})
         for group in new:
             self._indexed.wrote(group, now)
         return new
@@ -117,6 +119,7 @@ class _Look:
     changed: int                  # tasks the look changed
     next: datetime | None         # when to look again (None: drop the group)
     verdict: bool = False         # whether a verdict stands on the group after it
+    lone: bool = False            # whether the group's row said `lone` (made for one task, none joined)
 
 
 class Watchdog(Sweep):
@@ -144,13 +147,14 @@ class Watchdog(Sweep):
             note = ItemNote.parse(item.value)
             notes[item.key] = notes[item.key].merged(note) if item.key in notes else note
         served = _Served(self.presence, now - self.stall, now)
-        looks = dict(zip(notes, WATCHDOG_LOOKS.map(
-            lambda group: self._look_safely(group, notes[group].verdict, now, served), notes)))
+        looks = dict(zip(notes, WATCHDOG_LOOKS.map(lambda group: self._look_safely(group, notes[group], now, served),
+                                                   notes)))
         handed, kept = self._hand_on(notes, looks)
         self.deadlines.add(handed)
         ahead = {group: look for group, look in looks.items() if look.next is not None}
         self.index.add([(to_iso(look.next), group) for group, look in ahead.items()], {
-            group: text for group, look in ahead.items() if (text := ItemNote(look.verdict, kept[group]).text())})
+            group: text for group, look in ahead.items()
+            if (text := ItemNote(look.verdict, kept[group], look.lone).text())})
         first = {}
         for item in items:
             first.setdefault(item.key, item)
@@ -168,43 +172,50 @@ class Watchdog(Sweep):
             kept[group] = note.deadlines - due
         return handed, kept
 
-    def _look_safely(self, group_id: str, hinted: bool, now: datetime, served: _Served) -> _Look:
+    def _look_safely(self, group_id: str, note: ItemNote, now: datetime, served: _Served) -> _Look:
         try:
-            return self._look(group_id, hinted, now, served)
+            return self._look(group_id, note, now, served)
         except Exception:   # noqa: BLE001 (one group's trouble must not stop the others: looked at again later)
             log.exception("watchdog: looking at task group %s failed", group_id, extra={"taskGroupId": group_id})
-            return _Look(0, now + self.stall, hinted)
+            return _Look(0, now + self.stall, note.verdict, note.lone)
 
-    def _look(self, group_id: str, hinted: bool, now: datetime, served: _Served) -> _Look:
-        """Look at one group (`hinted`: a verdict stood when its item was written)."""
-        left, counted = self.group_table.unresolved_totals(group_id)
+    def _look(self, group_id: str, note: ItemNote, now: datetime, served: _Served) -> _Look:
+        """Look at one group, as its item's `note` says (a verdict stood; made for one task).
+        The counts of a group whose row says `lone` are its one bucket's: two point reads
+        (the row, the count) instead of the query over every bucket, which Azurite answers
+        by scanning the whole table (18 ms at 120,000 rows, against 0.5 for a point read)."""
+        hinted = note.verdict
+        group = self.group_table.load(group_id) if note.lone else None
+        lone = group is not None and group.lone
+        left, counted = self.group_table.lone_totals(group) if lone else self.group_table.unresolved_totals(group_id)
         if not left:   # resolved (which cleared any verdict but a cancel's), or gone: kept a while, then dropped
             kept_until = counted + self.stall * DROPPED if counted else now
-            return _Look(0, kept_until if kept_until > now else None, hinted)
+            return _Look(0, kept_until if kept_until > now else None, hinted, lone)
         if now - counted < self.stall:
-            return self._moving(group_id, hinted, counted, now)
-        group = self.group_table.load(group_id)
+            return self._moving(group_id, hinted, counted, now, group, lone)
+        group = group or self.group_table.load(group_id)
         if group is None:
             return _Look(0, None)
         found = examine(self.group_table, self.task_table, group_id, now)
         quiet = max(counted, found.last_change or counted)
         if now - quiet < self.stall:
-            return self._moving(group_id, bool(group.watch), quiet, now, group)
+            return self._moving(group_id, bool(group.watch), quiet, now, group, lone)
         changed, verdict = self._act(group, found, quiet, now, served)
         self.reports.record(group, verdict, now)
         if verdict is None:
             log.info("task group %s quiet since %s with %d run(s) alive: %s", group_id, to_iso(quiet), found.live,
                      found.counts, extra={"taskGroupId": group_id, "counts": found.counts})
-        return _Look(changed, now + self.stall if changed else next_look(quiet, now, self.stall), verdict is not None)
+        return _Look(changed, now + self.stall if changed else next_look(quiet, now, self.stall), verdict is not None,
+                     lone)
 
     def _moving(self, group_id: str, hinted: bool, since: datetime, now: datetime,
-                group: TaskGroupRecord | None = None) -> _Look:
+                group: TaskGroupRecord | None = None, lone: bool = False) -> _Look:
         """The group changed within the stall time: a verdict that stood is over (the group's
-        row is read for it only if one did)."""
+        row is read for it only if one did, unless it was read already)."""
         group = group or (self.group_table.load(group_id) if hinted else None)
         if group is not None and group.watch:
             self.reports.record(group, None, now)
-        return _Look(0, next_look(since, now, self.stall))
+        return _Look(0, next_look(since, now, self.stall), lone=lone)
 
     def _act(self, group: TaskGroupRecord, found: Examination, quiet: datetime, now: datetime,
              served: _Served) -> tuple[int, Verdict | None]:

@@ -267,11 +267,12 @@ class TaskCreation:
         it can (`GroupWatch.carried`): one index write instead of two."""
         carried = self.group_watch.carried(plan.new)
 
-        def watch_carrying(new: dict[str, dict]) -> None:
-            if set(carried) - set(self.group_watch.watch(new, carried)):   # another thread indexed it first
+        def watch_made(new: dict[str, dict]) -> None:
+            if set(carried) - set(self.group_watch.watch(new, carried, lone=True)):   # another thread indexed it first
                 self.deadline_watch.watch(new)
-        watches = [watch_carrying] if carried else [
-            watch.watch for watch in (self.deadline_watch, self.group_watch) if watch.due(plan.new)]
+        watches = [watch_made] if carried or self.group_watch.due(plan.new) else []
+        if self.deadline_watch.due(plan.new) and not carried:
+            watches.append(self.deadline_watch.watch)
         made, registration, *watched = at_once(CREATION_STEPS, [
             lambda: self.task_groups.make(plan.new), register_and_hint,
             *(lambda watch=watch: watch(plan.new) for watch in watches)], settle=True)

@@ -321,6 +321,11 @@ class TaskGroupTable:
         or out (None: never), from the counts alone (see `Countdown.totals`)."""
         return self._unresolved.totals(task_group_id, self.width(task_group_id))
 
+    def lone_totals(self, group: TaskGroupRecord) -> tuple[int, datetime | None]:
+        """`unresolved_totals` of a group read `lone`: its only member's bucket answers (a
+        task that joins takes `lone` off the row before its membership is written)."""
+        return self._unresolved.bucket_totals(group.task_group_id, group.task_group_id)
+
     def any_unresolved(self, task_group_id: str) -> bool:
         return self._unresolved.left(task_group_id, self.width(task_group_id))
 

@@ -255,7 +255,7 @@ def test_a_task_in_a_group_of_its_own_costs_one_index_item_which_hands_its_deadl
     task = create_alone(services, task_queue_id, deadline_in=3600)
     (item,) = watch_items(services, task)
     deadline = services.task_calls.definition(task)["deadline"]
-    assert item["value"] == f"deadline:{deadline[:19]}.000Z"
+    assert item["value"] == f"lone deadline:{deadline[:19]}.000Z"
     assert deadline_items(services, task) == []              # one index write at creation, not two
     claimed = claim(services, task_queue_id)
     services.resolutions.completed(task, claimed["runId"])
@@ -283,7 +283,7 @@ def test_an_unresolved_task_of_its_own_group_meets_its_deadline_handed_on_before
 def test_a_task_of_its_own_group_whose_deadline_is_near_has_it_indexed_at_creation(services, task_queue_id):
     task = create_alone(services, task_queue_id, deadline_in=STALL)
     assert len(deadline_items(services, task)) == 1
-    assert watch_items(services, task)[0].get("value", "") == ""
+    assert watch_items(services, task)[0].get("value", "") == "lone"
 
 
 def test_a_deadline_whose_carrier_another_thread_wrote_first_is_indexed_at_creation(services, task_queue_id,
@@ -297,3 +297,25 @@ def test_a_deadline_whose_carrier_another_thread_wrote_first_is_indexed_at_creat
     watch._indexed.wrote(task_id, time.monotonic())          # another thread's item, carrying its own deadline
     services.task_calls.create(task_id, definition)
     assert len(deadline_items(services, task_id)) == 1 and watch_items(services, task_id) == []
+
+
+def test_a_lone_groups_look_reads_its_row_and_its_one_count_and_never_queries_every_bucket(
+        services, task_queue_id, monkeypatch):
+    task = create_alone(services, task_queue_id, deadline_in=3600)
+    services.resolutions.completed(task, claim(services, task_queue_id)["runId"])
+    monkeypatch.setattr(services.watchdog.group_table, "unresolved_totals",
+                        lambda group_id: pytest.fail("a query over every bucket"))
+    eventually(lambda: services.watchdog.sweep() is not None and not watch_items(services, task), timeout=20,
+               interval=0.3, message="the resolved group dropped")
+
+
+def test_a_group_made_lone_that_another_task_joined_is_counted_over_every_bucket(services, task_queue_id):
+    task = create_alone(services, task_queue_id, deadline_in=3600)
+    joiner = create(services, task_queue_id, task)          # takes lone off the group's row
+    assert claim(services, task_queue_id)["status"]["taskId"] == task
+    services.resolutions.completed(task, 0)
+    time.sleep(STALL * 1.6)                                    # the namesake's bucket still past the drop time
+    services.watchdog.sweep()
+    (item,) = watch_items(services, task)
+    assert item["due"] > to_iso(utcnow()) and "lone" not in item.get("value", "")   # watched on: the joiner waits
+    assert state(services, joiner) == "pending"
