@@ -172,10 +172,14 @@ class TaskGroupTable:
         no row: nor are there member rows). Remembered until the group is forgotten here; a
         group deleted by another process and made anew under the same id with another width
         (a large graph's, after the first expired) would be misread by this one."""
+        return self._width_if_any(task_group_id) or 1
+
+    def _width_if_any(self, task_group_id: str) -> int | None:
+        """The width of the group's buckets, as `width` says; None when it has no row."""
         width = self._widths.get(task_group_id)
         if width is None:
             group = self.load(task_group_id)
-            width = group.bucket_width if group else 1
+            width = group.bucket_width if group else None
         return width
 
     def _prepared(self, group: TaskGroupRecord) -> TaskGroupRecord:
@@ -269,12 +273,9 @@ class TaskGroupTable:
         when they resolved (one a crash left behind goes with the group, as does a deadline
         row whose deadline was not known). A group whose row is gone went whole, rows and all."""
         for group_id, same in groupby(sorted(members), key=lambda member: member[0]):
-            width = self._widths.get(group_id)
+            width = self._width_if_any(group_id)
             if width is None:
-                group = self.load(group_id)
-                if group is None:
-                    continue
-                width = group.bucket_width
+                continue
             self._buckets.delete(width, [
                 (bucket(group_id, task_id, width), key) for _, task_id, deadline in same
                 for key in (MEMBER_PREFIX + task_id, *([_deadline_key(deadline, task_id)] if deadline else []))])
@@ -283,8 +284,7 @@ class TaskGroupTable:
         """Delete whatever member rows (and a graph's open labels) are left, then the group's
         row (so a crash midway leaves a group that is found, and deleted, again)."""
         self._buckets.forget(task_group_id, self.width(task_group_id), but=GROUP_ROW)
-        self._recent.forget(task_group_id)
-        self._widths.forget(task_group_id)
+        self._forget_known(task_group_id)
         delete_row(self._table, group_partition(task_group_id), GROUP_ROW)
 
     def forget_lone(self, group: TaskGroupRecord) -> bool:
@@ -304,9 +304,13 @@ class TaskGroupTable:
                   {"etag": group.etag, "match_condition": MatchConditions.IfNotModified})])
         except (TableTransactionError, ResourceModifiedError, ResourceNotFoundError):
             return False
-        self._recent.forget(group.task_group_id)
-        self._widths.forget(group.task_group_id)
+        self._forget_known(group.task_group_id)
         return True
+
+    def _forget_known(self, task_group_id: str) -> None:
+        """What this process remembers of a group it deletes (its row, its width)."""
+        self._recent.forget(task_group_id)
+        self._widths.forget(task_group_id)
 
     def members(self, task_group_id: str, after: str, limit: int) -> list[str]:
         """Up to `limit` member task ids in key order, starting after task id `after`."""
