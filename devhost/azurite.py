@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from devhost.processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
+from devhost.processes import die_with_parent, free_port, port_open, start_on_free_ports, stop_group, wait_until_ready
 from devhost.tls import self_signed_certificate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,7 +23,6 @@ KEEP_ALIVE_SECONDS = 300   # how long Azurite keeps an idle connection open (its
 # writing those lines took a sixth of Azurite's time, in the path of every storage request.
 # AZURITE_ACCESS_LOG=1 keeps them (to see the requests the Queue makes).
 ACCESS_LOG_SETTING = "AZURITE_ACCESS_LOG"
-PORT_ATTEMPTS = 3   # starts with ports chosen anew when one was taken
 
 
 def find_azurite_bin() -> Path:
@@ -76,15 +75,13 @@ class Azurite:
     def start(self, timeout: float = 30) -> Azurite:
         """Start it; ports it chose itself are chosen again if another process took one
         between its choice and Azurite's bind (tests start many servers at once)."""
-        for _ in range(PORT_ATTEMPTS - 1):
-            try:
-                return self._start(timeout)
-            except PortTaken:
-                if any(self._given.values()):
-                    raise
-                self.stop()
-                self.ports = self._choose_ports()
-        return self._start(timeout)
+        if any(self._given.values()):
+            return self._start(timeout)
+        return start_on_free_ports(lambda: self._start(timeout), self._choose_again, PortTaken)
+
+    def _choose_again(self) -> None:
+        self.stop()
+        self.ports = self._choose_ports()
 
     def _start(self, timeout: float) -> Azurite:
         taken = [name for name, port in self.ports.items() if port_open(port)]

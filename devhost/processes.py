@@ -10,7 +10,10 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, TypeVar
+
+Server = TypeVar("Server")
+PORT_ATTEMPTS = 3   # starts of a server on ports chosen anew when another process took one
 
 
 def die_with_parent() -> None:
@@ -61,6 +64,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def start_on_free_ports(start: Callable[[], Server], choose_again: Callable[[], None],
+                        taken: type[Exception]) -> Server:
+    """`start()` a server on ports it chose free; if another process took one between the
+    choice and the server's bind (`taken` raised: tests start many servers at once),
+    `choose_again()` and start again, PORT_ATTEMPTS times in all."""
+    for _ in range(PORT_ATTEMPTS - 1):
+        try:
+            return start()
+        except taken:
+            choose_again()
+    return start()
 
 
 def port_open(port: int) -> bool:

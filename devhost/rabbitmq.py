@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from devhost import system_packages
-from devhost.processes import die_with_parent, free_port, port_open, stop_group, wait_until_ready
+from devhost.processes import die_with_parent, free_port, port_open, start_on_free_ports, stop_group, wait_until_ready
 
 SERVER = "rabbitmq-server"
 SEARCH_PATH = os.pathsep.join(["/usr/lib/rabbitmq/bin", os.environ.get("PATH", ""), "/usr/sbin"])
@@ -48,9 +48,6 @@ def ensure_installed() -> str:
 
 class PortTaken(BrokerUnavailable):
     """A port the broker was to listen on is in use."""
-
-
-PORT_ATTEMPTS = 3   # starts with ports chosen anew when one was taken
 
 
 class RabbitMQ:
@@ -88,15 +85,13 @@ class RabbitMQ:
     def start(self, timeout: float = 60) -> RabbitMQ:
         """Start it; a port it chose itself is chosen again if another process took it
         between the choice and the broker's bind (tests start many servers at once)."""
-        for _ in range(PORT_ATTEMPTS - 1):
-            try:
-                return self._start(timeout)
-            except PortTaken:
-                if self._port_given:
-                    raise
-                self.stop()
-                self.port = free_port()
-        return self._start(timeout)
+        if self._port_given:
+            return self._start(timeout)
+        return start_on_free_ports(lambda: self._start(timeout), self._choose_again, PortTaken)
+
+    def _choose_again(self) -> None:
+        self.stop()
+        self.port = free_port()
 
     def _start(self, timeout: float) -> RabbitMQ:
         server = ensure_installed()
