@@ -2,6 +2,13 @@
 
 The schemas are our public contract: requests are validated before anything else happens,
 and the test suite checks every response against the response schemas.
+
+Two validators of the same schemas: jsonschema-rs (compiled, about 80 times faster: 3 us
+against 240 us for a createTask body, which was a tenth of the host's CPU for a createTask)
+says whether a body is valid; only a body it refuses is checked again by jsonschema, whose
+errors make the messages users see. So the fast one decides what is accepted, with the same
+format checks (ours, handed to it) and ECMA-262 patterns (its own), and a refusal is always
+worded by the slow one, which has the last word: a body it finds valid is accepted.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from referencing import Registry, Resource
 
@@ -66,6 +74,16 @@ def _is_email(value: object) -> bool:
     return not isinstance(value, str) or "@" in value
 
 
+def _passes(check):
+    """A format check as jsonschema-rs takes it: a string in, True or False out."""
+    def passes(value: str) -> bool:
+        try:
+            return bool(check(value))
+        except ValueError:
+            return False
+    return passes
+
+
 # Every format jsonschema knows, with date-time as strict as ours (for users' own schemas).
 _user_formats = FormatChecker()
 _user_formats.checks("date-time", raises=ValueError)(_is_date_time)
@@ -73,18 +91,34 @@ _Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
 
 
 @lru_cache(maxsize=1)
+def _schemas() -> dict[str, dict]:
+    """Every schema by its URI (a service's own schemas sit in a folder of its name)."""
+    return {BASE_URI + path.relative_to(SCHEMA_DIR).as_posix(): json.loads(path.read_text())
+            for path in SCHEMA_DIR.rglob("*.json")}
+
+
+@lru_cache(maxsize=1)
 def _registry() -> Registry:
-    resources = []
-    for path in SCHEMA_DIR.rglob("*.json"):   # a service's own schemas sit in a folder of its name
-        name = path.relative_to(SCHEMA_DIR).as_posix()
-        resources.append((BASE_URI + name, Resource.from_contents(json.loads(path.read_text()))))
-    return Registry().with_resources(resources)
+    return Registry().with_resources((uri, Resource.from_contents(schema)) for uri, schema in _schemas().items())
 
 
 @lru_cache(maxsize=None)
 def _validator(schema_name: str) -> Draft202012Validator:
     schema = _registry().contents(BASE_URI + schema_name + ".json")
     return _Validator(schema, registry=_registry(), format_checker=_formats)
+
+
+@lru_cache(maxsize=1)
+def _fast_registry() -> jsonschema_rs.Registry:
+    return jsonschema_rs.Registry(list(_schemas().items()))
+
+
+@lru_cache(maxsize=None)
+def _fast_validator(schema_name: str):
+    """The compiled validator of `schema_name` (see the module's docstring)."""
+    return jsonschema_rs.validator_for(
+        _schemas()[BASE_URI + schema_name + ".json"], registry=_fast_registry(), validate_formats=True,
+        formats={"date-time": _passes(_is_date_time), "email": _passes(_is_email)})
 
 
 def field_path(error) -> str:
@@ -126,6 +160,8 @@ def user_validator(schema: dict):
 def violations(schema_name: str, body: object, hidden: tuple[str, ...] = ()) -> list[str]:
     """Every violation, one line each; those in the top-level fields `hidden` (and of the body
     as a whole) name the rule broken without quoting the value."""
+    if _fast_validator(schema_name).is_valid(body):
+        return []
     validator = _validator(schema_name)
     errors = sorted(validator.iter_errors(body), key=lambda error: list(map(str, error.absolute_path)))
     return [_describe(error, validator.schema, hidden) for error in errors]
