@@ -190,7 +190,7 @@ class Services:
         scheduling = TaskUpdater(task_table, pending_table, claim_table, signal, messages, publisher,
                                  follow_up=messages)
         queues = TaskQueues(queue_table, pending_table, claim_table, queue_expiry, task_table)
-        tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries)
+        tracker = DependencyTracker(task_table, dependency_table, requirement_table, scheduling, task_expiries, messages)
         groups = TaskGroups(group_table, task_table, publisher)
         deadline_watch = DeadlineWatch(deadline_index)
         creation = TaskCreation(task_table, scheduling, groups, queues, tracker, deadline_watch,

@@ -10,9 +10,16 @@ the row says so.
 Invariants, kept in this order of writes:
 - a dependent is on its dependency's row, or in the TaskDependencies table with the row
   saying so, before its own task row exists, so a resolution that happens while the
-  dependent is being created either finds the dependent or is seen by the creator's
-  re-check (`recheck`), which runs after the task row is written; a dependency created
-  after its dependent (a graph's parts, a batch's waves) is created listing it;
+  dependent is being created either finds the dependent or is seen by the creator, which
+  reads the dependency again after listing it; a dependency created after its dependent (a
+  graph's parts, a batch's waves) is created listing it;
+- a task waiting on one task outside its batch is read again once listed, before its row
+  is written (`register_many`): resolved, the task is created scheduled; a resolution after
+  that read finds the task listed, and schedules it if its row exists, or else sends a
+  delayed intent to check it (`_satisfy`: its creator may die before the re-check it makes
+  after the row, `recheck`, which only makes the rare race quick). A task waiting on several
+  has its creator send that intent itself, before anything is written, and withdraw it after
+  its re-check: reading them all before the row and again after would cost more;
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it, and never comes back (a creator sent twice writes it once); the task is scheduled by
   whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
@@ -40,7 +47,7 @@ from shared.storage.patterns.shared_reads import SharedReads
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.patterns.conditional_writes import change_until_saved
-from shared.services.dependencies.resolution_messages import Resolution
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages
 from shared.services.tasks.task_updater import TaskUpdater
 
 log = logging.getLogger("queue.dependencies")
@@ -53,15 +60,17 @@ FIRST_CHECK = 32   # dependencies read before the first verdict on unknown ones
 @dataclass
 class Registration:
     ready: dict[str, bool]   # taskId -> no dependency left to wait for
-    recheck: dict[str, SentMessage]   # tasks waiting on tasks outside the batch: re-check after
-                                      # insert, and the intent standing for that re-check meanwhile
+    # tasks waiting on tasks outside the batch: re-check after insert, and the intent standing
+    # for that re-check meanwhile (None: a task waiting on one task, which needs none)
+    recheck: dict[str, SentMessage | None]
     # taskId -> its dependencies that keep a TaskDependencies row of it (none lists it)
     tabled: dict[str, list[str]] = field(default_factory=dict)
 
 
 class DependencyTracker:
     def __init__(self, task_table: TaskTable, dependency_table: DependencyTable, requirement_table: RequirementTable,
-                 updater: TaskUpdater, expiries: TimeIndex) -> None:
+                 updater: TaskUpdater, expiries: TimeIndex, messages: ResolutionMessages) -> None:
+        self.messages = messages   # intents to check a listed dependent not written yet
         self.expiries = expiries   # the expiration sweep's index, where a long fan-out notes its progress
         self.task_table = task_table
         self.dependency_table = dependency_table
@@ -93,7 +102,7 @@ class DependencyTracker:
         _check_dependencies(definitions, records)
         return records
 
-    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord], messages,
+    def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
                       unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None,
                       satisfied: frozenset[str] = frozenset()) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
@@ -104,7 +113,7 @@ class DependencyTracker:
         `unresolved`: every dependency is known not to have resolved (a part of a graph that
         has not started, whose dependencies' rows are created knowing their dependents), but
         those `satisfied`, known to have completed (tasks a graph reuses, see `reuse`)."""
-        edges, outside, requirement_rows, registration = [], [], [], Registration({}, {})
+        edges, outside, requirement_rows, alone, registration = [], [], [], [], Registration({}, {})
         listed_by = listed_by or {}
         for task_id, definition in definitions.items():
             dependent = Dependent.of(task_id, definition)
@@ -126,8 +135,10 @@ class DependencyTracker:
                 requirement_rows += [(task_id, required) for required in waiting]
             registration.ready[task_id] = not waiting
             if not unresolved and any(required not in definitions for required in waiting):
-                # The intent stands for the re-check if this process dies before it.
-                registration.recheck[task_id] = messages.intend_readiness_check(task_id)
+                if dependent.waits_on == 1:
+                    alone.append(task_id)   # read again below, once listed
+                else:   # the intent stands for the re-check if this process dies before it
+                    registration.recheck[task_id] = self.messages.intend_readiness_check(task_id)
         listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), on_row in zip(outside, listed) if not on_row]
@@ -135,7 +146,15 @@ class DependencyTracker:
         for required, dependent, _ in edges:
             registration.tabled.setdefault(dependent.task_id, []).append(required)
         self.requirement_table.add(requirement_rows)
+        for task_id, ready in zip(alone, DEPENDENCY_READS.map(lambda task_id: self._ready(definitions[task_id]), alone)):
+            registration.ready[task_id] = ready
+            if not ready:
+                registration.recheck[task_id] = None
         return registration
+
+    def _ready(self, definition: dict) -> bool:
+        """Whether the one task `definition` waits on has resolved as it requires."""
+        return _satisfied_now(definition["requires"], self._load(definition["dependencies"][0]))
 
     def _list_on(self, record: TaskRecord, dependent: Dependent) -> bool:
         """List a new dependent on the row of a task it waits on, before the dependent exists,
@@ -165,7 +184,7 @@ class DependencyTracker:
         on one task has no requirement row: that task is read."""
         requires = definition["requires"]
         if Dependent.of(task_id, definition).waits_on == 1:
-            return _satisfied_now(requires, self._load(definition["dependencies"][0])) and self.schedule(task_id)
+            return self._ready(definition) and self.schedule(task_id)
         while True:
             waiting = self.requirement_table.remaining(task_id, page)
             if not waiting:
@@ -234,18 +253,28 @@ class DependencyTracker:
             return
         # Its only dependency (it has no requirement row), or its last requirement satisfied.
         if dependent.waits_on == 1 or not self.requirement_table.satisfy(dependent.task_id, required_id):
-            self.schedule(dependent.task_id)
+            if self._schedule(dependent.task_id, "dependencies done") is None:
+                # Listed, but its row is not written yet: its creator re-checks after writing
+                # it, and this intent does if the creator dies first (see the module's docstring).
+                self.messages.intend_readiness_check(dependent.task_id)
+                log.info("task %s is not written yet: its readiness is checked again later", dependent.task_id,
+                         extra={"taskId": dependent.task_id})
 
     def schedule(self, task_id: str, why: str = "dependencies done") -> bool:
         """Give a task whose wait is over its first run; True if this call did. One past its
-        deadline is left to the deadline resolver (logged); one not written yet, to its
-        creator's re-check."""
+        deadline is left to the deadline resolver (logged)."""
+        return bool(self._schedule(task_id, why))
+
+    def _schedule(self, task_id: str, why: str) -> bool | None:
+        """`schedule`; None if the task has no row."""
         now = utcnow()
         try:
-            return self.updater.try_apply(task_id, lambda status: lifecycle.schedule(status, now), f"schedule ({why})")
+            changed, record = self.updater.apply_if_found(task_id, lambda status: lifecycle.schedule(status, now),
+                                                          f"schedule ({why})")
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
             return False
+        return changed if record is not None else None
 
 
 def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:

@@ -179,7 +179,7 @@ class TaskCreation:
         hints = {}      # taskId -> the hint written for its pending run
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
-            registration = self.dependency_tracker.register_many(new, plan.outside, self.messages, plan.held,
+            registration = self.dependency_tracker.register_many(new, plan.outside, plan.held,
                                                            plan.listing.listed_by, plan.satisfied)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
@@ -240,7 +240,8 @@ class TaskCreation:
             # then the state an instant before, as any answer may be).
             if self.dependency_tracker.recheck(task_id, new[task_id]):
                 records[task_id] = self.task_table.load(task_id)
-            self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task
+            if intent is not None:
+                self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task
         for queue_id in {definition["taskQueueId"] for definition in new.values()}:
             self.task_queues.seen(queue_id, max(d["expires"] for d in new.values() if d["taskQueueId"] == queue_id))
             made = [hints[task_id] for task_id, record in records.items()

@@ -106,14 +106,16 @@ class TaskUpdater:
         the hints of the runs made pending are written together, then the rows, each
         conditionally, both a transaction per partition. Returns the tasks left to
         `try_apply` one by one: a change refused (the row changed since), a transition that
-        raised or had nothing to do on a remembered row (decided again on the row read afresh)."""
+        raised or had nothing to do on a remembered row (decided again on the row read afresh),
+        and a task with no row (not written yet: the caller knows what that calls for)."""
         remembered = {task_id: self.task_table.last_written(task_id) for task_id in task_ids}
         unknown = [task_id for task_id, record in remembered.items() if record is None]
         records = {**remembered, **dict(zip(unknown, pool.map(self.task_table.load, unknown)))}
         planned, again = [], []
         for task_id, record in records.items():
-            if record is None:
-                continue   # not created yet: its creator's re-check
+            if record is None:   # not written yet: left to the caller, which knows what that means
+                again.append(task_id)
+                continue
             try:
                 status = transition(record.status)
             except Exception:   # refused: decided and told again on its own

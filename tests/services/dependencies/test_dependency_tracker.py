@@ -394,11 +394,65 @@ def test_a_creator_that_rechecked_its_task_withdraws_the_intent_standing_for_the
     assert _intents(services, "check-ready") == []
 
 
-def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules_the_task(
+def test_a_task_whose_one_dependency_resolves_while_it_is_listed_is_created_scheduled(
         services, task_queue_id, monkeypatch):
-    """The dependency resolves after the creator read it unresolved and before its requirement
-    row exists: the resolution's handler finds no requirement and no task row yet. The
-    creator dies before its own re-check, so only the intent it sent first schedules the task."""
+    """Read unresolved by the check, resolved by the time the creator has listed the task on
+    it: the creator reads it again before the row, so the task is created pending. The
+    resolution's handler, which found the task listed with no row yet, left an intent to
+    check it: it finds nothing to do."""
+    required = create(services, task_queue_id)
+    dependencies = services.dependency_tracker
+    real_add = dependencies.requirement_table.add
+
+    def resolve_first(rows):
+        run(services, task_queue_id)                  # `required` completes, its handler runs
+        return real_add(rows)
+    monkeypatch.setattr(dependencies.requirement_table, "add", resolve_first)
+    dependent = new_slugid()
+    status = services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
+    assert status["state"] == "pending"
+    assert _intents(services, "check-ready") == [{"kind": "check-ready", "taskId": dependent}]
+    time.sleep(1.1)                                   # the intent's hold in `_intents`
+    assert services.repairs.sweep() == 0
+    assert state(services, dependent) == "pending"
+
+
+def test_a_resolution_that_finds_its_dependent_listed_but_not_written_leaves_an_intent_that_schedules_it(
+        services, task_queue_id, monkeypatch):
+    """The dependency resolves after the creator read it again and before the task's row: its
+    handler finds the task listed with no row, and sends the intent. The creator dies before
+    the re-check it makes after the row, so only that intent schedules the task."""
+    required = create(services, task_queue_id)
+    dependencies = services.dependency_tracker
+    real_ready = dependencies._ready
+
+    def resolve_after(definition):
+        ready = real_ready(definition)
+        run(services, task_queue_id)                  # `required` completes, its handler runs
+        return ready
+
+    def die(*args, **kwargs):
+        raise RuntimeError("the creator died")
+    monkeypatch.setattr(dependencies, "_ready", resolve_after)
+    monkeypatch.setattr(dependencies, "recheck", die)
+    dependent = new_slugid()
+    with pytest.raises(RuntimeError):
+        services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
+    monkeypatch.undo()
+    assert (state(services, required), state(services, dependent)) == ("completed", "unscheduled")
+    assert _intents(services, "check-ready") == [{"kind": "check-ready", "taskId": dependent}]
+    time.sleep(1.1)                                   # the intent's hold in `_intents`
+    services.repairs.sweep()
+    assert state(services, dependent) == "pending"
+
+
+def test_a_creator_of_a_task_waiting_on_several_that_dies_before_its_recheck_leaves_the_intent_that_schedules_it(
+        services, task_queue_id, monkeypatch):
+    """One dependency resolves after the creator read it unresolved and before the task's
+    requirement rows exist: its handler finds no requirement and no row. The creator dies
+    before its own re-check; the intent it sent before writing anything schedules the task."""
+    other = create(services, task_queue_id)
+    run(services, task_queue_id)                      # `other` completed
     required = create(services, task_queue_id)
     dependencies = services.dependency_tracker
     real_add = dependencies.requirement_table.add
@@ -413,11 +467,12 @@ def test_a_creator_that_dies_before_its_recheck_leaves_the_intent_that_schedules
     monkeypatch.setattr(dependencies, "recheck", die)
     dependent = new_slugid()
     with pytest.raises(RuntimeError):
-        services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
+        services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required, other]))
     monkeypatch.undo()
     assert (state(services, required), state(services, dependent)) == ("completed", "unscheduled")
-    assert _intents(services, "check-ready") == [{"kind": "check-ready", "taskId": dependent}]
-    time.sleep(1.1)                                   # the intent's hold in `_intents`
+    intents = _intents(services, "check-ready")
+    assert intents and set(map(str, intents)) == {str({"kind": "check-ready", "taskId": dependent})}
+    time.sleep(1.1)
     services.repairs.sweep()
     assert state(services, dependent) == "pending"
 

@@ -72,7 +72,7 @@ FAULT_POINTS = {
     # Inside the dependency tracker's writes: a requirement row deleted, the dependent not
     # yet checked or scheduled (the write that would otherwise be lost).
     "after one requirement deleted": (lambda s: s.dependency_tracker.requirement_table, "satisfy", "after"),
-    "before a ready dependent is scheduled": (lambda s: s.dependency_tracker, "schedule", "before"),
+    "before a ready dependent is scheduled": (lambda s: s.dependency_tracker, "_schedule", "before"),
     "after graphs.task_failed": (lambda s: s.dependency_resolver.task_graphs, "task_failed", "after"),
     # Inside the graph's writes: a rerun counted but not started; a label closed (with its
     # task's membership of the group) but the graph's state and the group's not updated.
