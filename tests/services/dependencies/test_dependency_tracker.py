@@ -394,6 +394,23 @@ def test_a_creator_that_rechecked_its_task_withdraws_the_intent_standing_for_the
     assert _intents(services, "check-ready") == []
 
 
+def _resolve_before_requirements_are_written(services: Services, task_queue_id: str, monkeypatch) -> None:
+    """The pending task completes (its handler runs) as the creator, having listed its task on
+    its dependencies, is about to write its requirement rows."""
+    real_add = services.dependency_tracker.requirement_table.add
+
+    def resolve_first(rows):
+        run(services, task_queue_id)
+        return real_add(rows)
+    monkeypatch.setattr(services.dependency_tracker.requirement_table, "add", resolve_first)
+
+
+def _creator_dies_before_its_recheck(services: Services, monkeypatch) -> None:
+    def die(*args, **kwargs):
+        raise RuntimeError("the creator died")
+    monkeypatch.setattr(services.dependency_tracker, "recheck", die)
+
+
 def test_a_task_whose_one_dependency_resolves_while_it_is_listed_is_created_scheduled(
         services, task_queue_id, monkeypatch):
     """Read unresolved by the check, resolved by the time the creator has listed the task on
@@ -401,13 +418,7 @@ def test_a_task_whose_one_dependency_resolves_while_it_is_listed_is_created_sche
     resolution's handler, which found the task listed with no row yet, left an intent to
     check it: it finds nothing to do."""
     required = create(services, task_queue_id)
-    dependencies = services.dependency_tracker
-    real_add = dependencies.requirement_table.add
-
-    def resolve_first(rows):
-        run(services, task_queue_id)                  # `required` completes, its handler runs
-        return real_add(rows)
-    monkeypatch.setattr(dependencies.requirement_table, "add", resolve_first)
+    _resolve_before_requirements_are_written(services, task_queue_id, monkeypatch)   # `required` completes
     dependent = new_slugid()
     status = services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
     assert status["state"] == "pending"
@@ -430,11 +441,8 @@ def test_a_resolution_that_finds_its_dependent_listed_but_not_written_leaves_an_
         ready = real_ready(definition)
         run(services, task_queue_id)                  # `required` completes, its handler runs
         return ready
-
-    def die(*args, **kwargs):
-        raise RuntimeError("the creator died")
     monkeypatch.setattr(dependencies, "_ready", resolve_after)
-    monkeypatch.setattr(dependencies, "recheck", die)
+    _creator_dies_before_its_recheck(services, monkeypatch)
     dependent = new_slugid()
     with pytest.raises(RuntimeError):
         services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
@@ -454,17 +462,8 @@ def test_a_creator_of_a_task_waiting_on_several_that_dies_before_its_recheck_lea
     other = create(services, task_queue_id)
     run(services, task_queue_id)                      # `other` completed
     required = create(services, task_queue_id)
-    dependencies = services.dependency_tracker
-    real_add = dependencies.requirement_table.add
-
-    def resolve_first(rows):
-        run(services, task_queue_id)                  # `required` completes, its handler runs
-        return real_add(rows)
-
-    def die(*args, **kwargs):
-        raise RuntimeError("the creator died")
-    monkeypatch.setattr(dependencies.requirement_table, "add", resolve_first)
-    monkeypatch.setattr(dependencies, "recheck", die)
+    _resolve_before_requirements_are_written(services, task_queue_id, monkeypatch)   # `required` completes
+    _creator_dies_before_its_recheck(services, monkeypatch)
     dependent = new_slugid()
     with pytest.raises(RuntimeError):
         services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required, other]))
