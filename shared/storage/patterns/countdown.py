@@ -329,8 +329,7 @@ class Countdown:
         select = ["PartitionKey", "RowKey", "Timestamp", COUNT]
         rows = (first_rows(self._table, query, parameters, MAX_BUCKETS, select) if self._spread is None
                 else self._spread.query(width, query, parameters, MAX_BUCKETS, select))
-        stamps = [row.metadata.get("timestamp") for row in rows]
-        return sum(row.get(COUNT) or 0 for row in rows), max((stamp for stamp in stamps if stamp), default=None)
+        return _totals(rows)
 
     def bucket_totals(self, owner: str, task_id: str) -> tuple[int, datetime | None]:
         """`totals` of an owner whose counted rows are all in the task's bucket of width 1
@@ -338,10 +337,9 @@ class Countdown:
         answers without the scan of its table that any query costs."""
         partition = bucket(owner, task_id)
         try:
-            row = self._in(partition).get_entity(partition, self._row)
+            return _totals([self._in(partition).get_entity(partition, self._row)])
         except ResourceNotFoundError:
-            return 0, None
-        return row.get(COUNT) or 0, row.metadata.get("timestamp")
+            return _totals([])
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""
@@ -409,3 +407,9 @@ def _kept_changing(partition: str):
     def gave_up():
         raise RuntimeError(f"the count of {partition} kept changing: its transactions were refused again and again")
     return gave_up
+
+
+def _totals(count_rows) -> tuple[int, datetime | None]:
+    """The counts of `count_rows` summed, and the latest time storage changed one (None: none)."""
+    stamps = [row.metadata.get("timestamp") for row in count_rows]
+    return sum(row.get(COUNT) or 0 for row in count_rows), max((stamp for stamp in stamps if stamp), default=None)
