@@ -27,6 +27,21 @@ def dependencies_of(definition: dict) -> list[str]:
     return sorted(set(definition["dependencies"]))
 
 
+def sole_dependency(definition: dict) -> tuple[str, str] | tuple[()]:
+    """The one task a definition waits on and its `requires`, or () if it waits on none or
+    on several: what its row keeps of its terms, for a resolution that finds it listed."""
+    dependencies = set(definition.get("dependencies", ()))   # absent only from the storage tests' rows
+    return (next(iter(dependencies)), definition.get("requires", ALL_COMPLETED)) if len(dependencies) == 1 else ()
+
+
+def terms_met(sole: tuple[str, str] | tuple[()] | None, required_id: str, run_state: RunState) -> bool:
+    """Whether a task listed as waiting on `required_id` alone may be scheduled now that it
+    resolved in `run_state`, by the terms its row keeps (`sole_dependency`): a listing may
+    have been written by a createTask refused for another definition under the same taskId.
+    None: a row written before rows kept them; its listing is taken at its word."""
+    return sole is None or (bool(sole) and sole[0] == required_id and satisfies(sole[1], run_state))
+
+
 @dataclass(frozen=True)
 class Dependent:
     """A task waiting on another, with what its resolution needs to know of it."""

@@ -1,11 +1,13 @@
-"""Dependency rules: what satisfies `requires`, and which runs resolve a task."""
+"""Dependency rules: what satisfies `requires`, which runs resolve a task, and the terms a row
+keeps of the one task it waits on."""
 
 from datetime import timedelta
 
 import pytest
 
 from shared.domain import lifecycle
-from shared.domain.dependencies import became_resolved, insertion_waves, resolution_of, satisfies
+from shared.domain.dependencies import (became_resolved, insertion_waves, resolution_of, satisfies, sole_dependency,
+                                        terms_met)
 from shared.domain.runs import ReasonResolved, RunState
 from shared.domain.task_status import TaskStatus
 from shared.domain.timestamps import to_iso, utcnow
@@ -72,3 +74,21 @@ def test_insertion_waves_put_every_dependent_before_what_it_depends_on():
 def test_insertion_waves_ignore_dependencies_outside_the_batch_and_keep_a_cycle_last():
     assert insertion_waves(_definitions(a=["elsewhere"], b=["a"])) == [["b"], ["a"]]
     assert insertion_waves(_definitions(x=[], a=["b"], b=["a"])) == [["x"], ["a", "b"]]
+
+
+def test_a_row_keeps_the_terms_of_the_one_task_it_waits_on():
+    assert sole_dependency({"dependencies": ["a", "a"], "requires": "all-resolved"}) == ("a", "all-resolved")
+    assert sole_dependency({"dependencies": ["a", "b"], "requires": "all-completed"}) == ()
+    assert sole_dependency({"dependencies": [], "requires": "all-completed"}) == ()
+
+
+@pytest.mark.parametrize("sole, required, state, expected", [
+    (("a", "all-completed"), "a", RunState.COMPLETED, True),
+    (("a", "all-completed"), "a", RunState.FAILED, False),     # a listing that says all-resolved does not decide
+    (("a", "all-resolved"), "a", RunState.FAILED, True),
+    (("a", "all-completed"), "b", RunState.COMPLETED, False),  # listed on a task it does not wait on
+    ((), "a", RunState.COMPLETED, False),                       # waits on several, or on none
+    (None, "a", RunState.COMPLETED, True),                      # a row from before rows kept terms
+])
+def test_a_listed_dependent_is_scheduled_on_its_rows_terms(sole, required, state, expected):
+    assert terms_met(sole, required, state) is expected

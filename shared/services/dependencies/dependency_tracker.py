@@ -26,17 +26,25 @@ Invariants, kept in this order of writes:
   two finders do no harm); a task waiting on a single task has no requirement row, and is
   scheduled by that task's resolution (or its creator's re-check, which reads that task);
 - handling a resolution twice, or late, changes nothing: resolved runs never change, and
-  deleting a deleted requirement is a no-op.
+  deleting a deleted requirement is a no-op;
+- a task waiting on one task is scheduled from a listing only on the terms its own row keeps
+  (`dependencies.terms_met`): such a task is created without reading whether its taskId
+  exists, so a createTask refused for another definition may have listed it first. That
+  creator keeps the task's own TaskDependencies row (it only adds a row where none is) and
+  takes back the one it added (`withdraw`); listDependentTasks shows only tasks whose
+  definition names the task.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from shared.runtime.thread_pools import DEPENDENCY_READS, DEPENDENTS
 from shared.domain import lifecycle
-from shared.domain.dependencies import LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies
+from shared.domain.dependencies import (LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies,
+                                        terms_met)
 from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.runs import RunState
 from shared.domain.timestamps import parse_iso, utcnow
@@ -65,6 +73,9 @@ class Registration:
     recheck: dict[str, SentMessage | None]
     # taskId -> its dependencies that keep a TaskDependencies row of it (none lists it)
     tabled: dict[str, list[str]] = field(default_factory=dict)
+    # TaskDependencies rows this registration wrote itself, as (required, dependent) taskIds:
+    # what `withdraw` takes back if the creation is refused (see `register_many`'s `unchecked`)
+    added: list[tuple[str, str]] = field(default_factory=list)
 
 
 class DependencyTracker:
@@ -104,7 +115,7 @@ class DependencyTracker:
 
     def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
                       unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None,
-                      satisfied: frozenset[str] = frozenset()) -> Registration:
+                      satisfied: frozenset[str] = frozenset(), unchecked: bool = False) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
@@ -112,7 +123,11 @@ class DependencyTracker:
         the batch and not resolved yet, list it on their rows if they have room.
         `unresolved`: every dependency is known not to have resolved (a part of a graph that
         has not started, whose dependencies' rows are created knowing their dependents), but
-        those `satisfied`, known to have completed (tasks a graph reuses, see `reuse`)."""
+        those `satisfied`, known to have completed (tasks a graph reuses, see `reuse`).
+        `unchecked`: whether the tasks exist was not read (each waits on one task at most, see
+        `TaskCreation.prepare`): one may, with another definition, so the TaskDependencies
+        rows of its own are kept, and those this call wrote are noted for `withdraw`; an
+        entry it adds to a row is harmless (see `dependencies.terms_met`)."""
         edges, outside, requirement_rows, alone, registration = [], [], [], [], Registration({}, {})
         listed_by = listed_by or {}
         for task_id, definition in definitions.items():
@@ -142,7 +157,11 @@ class DependencyTracker:
         listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), on_row in zip(outside, listed) if not on_row]
-        self.dependency_table.add(edges)
+        if unchecked:
+            registration.added = [(required, dependent.task_id)
+                                  for required, dependent, _ in self.dependency_table.add_absent(edges)]
+        else:
+            self.dependency_table.add(edges)
         for required, dependent, _ in edges:
             registration.tabled.setdefault(dependent.task_id, []).append(required)
         self.requirement_table.add(requirement_rows)
@@ -151,6 +170,13 @@ class DependencyTracker:
             if not ready:
                 registration.recheck[task_id] = None
         return registration
+
+    def withdraw(self, registration: Registration, task_ids) -> None:
+        """Take back the TaskDependencies rows `registration` wrote for tasks it was refused
+        (another definition had their taskIds). Should this process die first, a resolution
+        that finds one leaves the task as it is (`dependencies.terms_met`)."""
+        refused = set(task_ids)
+        self.dependency_table.remove([edge for edge in registration.added if edge[1] in refused])
 
     def _ready(self, definition: dict) -> bool:
         """Whether the one task `definition` waits on has resolved as it requires."""
@@ -243,7 +269,8 @@ class DependencyTracker:
         if len(alone) > 1:
             now = utcnow()
             left = set(self.updater.apply_many(alone, lambda status: lifecycle.schedule(status, now),
-                                               "schedule (dependencies done)", DEPENDENTS))
+                                               "schedule (dependencies done)", DEPENDENTS,
+                                               lambda record: terms_met(record.sole_dependency, required_id, state)))
             done = set(alone) - left
             dependents = [dependent for dependent in dependents if dependent.task_id not in done]
         list(DEPENDENTS.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))
@@ -253,7 +280,8 @@ class DependencyTracker:
             return
         # Its only dependency (it has no requirement row), or its last requirement satisfied.
         if dependent.waits_on == 1 or not self.requirement_table.satisfy(dependent.task_id, required_id):
-            if self._schedule(dependent.task_id, "dependencies done") is None:
+            terms = _sole_terms(required_id, state) if dependent.waits_on == 1 else None
+            if self._schedule(dependent.task_id, "dependencies done", terms) is None:
                 # Listed, but its row is not written yet: its creator re-checks after writing
                 # it, and this intent does if the creator dies first (see the module's docstring).
                 self.messages.intend_readiness_check(dependent.task_id)
@@ -265,16 +293,27 @@ class DependencyTracker:
         deadline is left to the deadline resolver (logged)."""
         return bool(self._schedule(task_id, why))
 
-    def _schedule(self, task_id: str, why: str) -> bool | None:
-        """`schedule`; None if the task has no row."""
+    def _schedule(self, task_id: str, why: str, terms: Callable[[TaskRecord], None] | None = None) -> bool | None:
+        """`schedule`; None if the task has no row. `terms`: a check of the row first, which
+        raises Conflict to leave the task as it is."""
         now = utcnow()
         try:
             changed, record = self.updater.apply_if_found(task_id, lambda status: lifecycle.schedule(status, now),
-                                                          f"schedule ({why})")
+                                                          f"schedule ({why})", authorize=terms)
         except Conflict as refused:
             log.info("task %s not scheduled: %s", task_id, refused.message, extra={"taskId": task_id})
             return False
         return changed if record is not None else None
+
+
+def _sole_terms(required_id: str, state: RunState) -> Callable[[TaskRecord], None]:
+    """The check of a listed dependent's row that it waits on `required_id` alone, on terms
+    the resolution meets (`dependencies.terms_met`)."""
+    def check(record: TaskRecord) -> None:
+        if not terms_met(record.sole_dependency, required_id, state):
+            raise Conflict(f"it is listed on {required_id}, but its definition does not wait on that task "
+                           f"alone on terms its {state.value} resolution meets")
+    return check
 
 
 def _satisfied_now(requires: str, record: TaskRecord | None) -> bool:

@@ -105,6 +105,9 @@ class TaskCalls:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""
         record = self._load(task_id)
         tasks, last = self.task_groups.page_of_tasks(self.dependency_tracker.dependents(record, after, limit + 1), limit)
+        # A listing left by a createTask refused for another definition under a taskId (see
+        # `TaskCreation.prepare`) names a task that does not wait on this one: not shown.
+        tasks["tasks"] = [task for task in tasks["tasks"] if task_id in task["task"]["dependencies"]]
         return {"taskId": task_id, **tasks}, last
 
     def _change(self, task_id: str, transition, action: str, authorize: Authorize) -> dict:

@@ -14,7 +14,9 @@ Then the order of writes, so that a crash at any point loses nothing:
 3. a re-check of dependencies outside the batch that may have resolved meanwhile (a
    delayed repair intent, sent in step 1, redoes it if this process dies first).
 A retried create repeats steps 1-3 harmlessly: every write is an upsert or a conditional
-insert, and an existing task with the same definition is the success answer. Each task row
+insert, and an existing task with the same definition is the success answer. A task waiting
+on one task at most is not read first (see `prepare`): the membership, or the row's insert,
+finds a taskId used before. Each task row
 is inserted with the events of its creation in its outbox, published right after; a retry
 publishes again whatever an existing task's outbox still holds (the first attempt may have
 died before publishing).
@@ -60,7 +62,7 @@ class Plan:
     held: bool = False                   # create unscheduled, whatever the dependencies
     accepted: bool = False               # accepted before (with their graph): a seal since does not refuse them
     listing: Listing = Listing({}, {})   # who waits on whom, as the new rows list it
-    unread: bool = False                 # whether `new` tasks exist is found by their membership, not read
+    unread: bool = False                 # whether `new` tasks exist is found by their membership (or row), not read
     satisfied: frozenset[str] = frozenset()   # dependencies known completed (with `held`: see `prepare`)
     making: bool = False                 # one task whose group is made with its membership (`TaskGroups.makes`)
 
@@ -105,13 +107,19 @@ class TaskCreation:
         accepted = accepted or held
         for task_id, definition in definitions.items():
             _check_size(task_id, definition)
-        # Tasks without dependencies are not read: their membership, written first, tells
-        # whether they were created before (see `_create_new`). A task with dependencies is,
-        # since a conflicting definition must not list itself on tasks it does not wait on.
-        unread = not unused_ids and not any(definition["dependencies"] for definition in definitions.values())
+        # Tasks waiting on one task at most are not read: their membership, written first,
+        # tells whether they were created before (see `_create_new`); one listed on the task
+        # it waits on under a taskId that another definition has is harmless (a resolution
+        # checks the terms the row keeps, see `dependencies.terms_met`), and its TaskDependencies
+        # row is taken back. A task waiting on several is read: a conflicting definition must
+        # not write requirement rows (counts of what it waits for) under another task's id.
+        unread = not unused_ids and all(len(set(definition["dependencies"])) <= 1
+                                        for definition in definitions.values())
         listing = Listing.of(definitions) if listing is None else listing
-        if unread and self.task_groups.makes(definitions):   # nothing to read: see `_make_and_join`
-            return Plan(list(definitions), {}, definitions, {}, {}, held, accepted, listing, unread, satisfied, True)
+        if unread and self.task_groups.makes(definitions):   # no group to read: see `_make_and_join`
+            outside = self.dependency_tracker.check(definitions) if not held else {}
+            return Plan(list(definitions), {}, definitions, outside, {}, held, accepted, listing, unread, satisfied,
+                        making=True)
         # The three reads are independent: made at once, they cost one round trip of waiting.
         # Those with nothing to read are not made (each step handed to a thread costs time).
         reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted)}
@@ -180,7 +188,7 @@ class TaskCreation:
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
             registration = self.dependency_tracker.register_many(new, plan.outside, plan.held,
-                                                           plan.listing.listed_by, plan.satisfied)
+                                                           plan.listing.listed_by, plan.satisfied, plan.unread)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
                 ready = registration.ready[task_id] and not plan.held
@@ -211,34 +219,40 @@ class TaskCreation:
             members_before, registration = self._make_and_join(plan, register_and_hint)
         else:
             members_before, registration = at_once(CREATION_STEPS, [join, register_and_hint], settle=True)
-        if plan.unread and isinstance(members_before, Conflict):
-            # Sealed since this process knew the group: tasks made before are answered.
-            loaded = self._load(new)
-            withdraw_hints(new, loaded)
-            found = self._same_definitions(loaded, new)
-            if set(found) != set(new):
-                raise members_before
-            return self._answer_existing(found)
-        for outcome in (members_before, registration):
-            if isinstance(outcome, Exception):
-                raise outcome
-        if plan.unread and members_before:
-            # A member whose creator died before its row is not loaded: it is created now, hint and all.
-            loaded = self._load({task_id: new[task_id] for task_id in members_before})
-            withdraw_hints(loaded, loaded)
-            answered = self._answer_existing(self._same_definitions(loaded, new))
-            new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
-            if not new:
-                return answered
-        records = {}
-        for wave in insertion_waves(new):  # dependents first: see insertion_waves
-            records.update(self._insert_wave([
-                _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
+        records: dict[str, TaskRecord] = {}
+        try:
+            if plan.unread and isinstance(members_before, Conflict):
+                # Sealed since this process knew the group: tasks made before are answered.
+                loaded = self._load(new)
+                withdraw_hints(new, loaded)
+                found = self._same_definitions(loaded, new)
+                if set(found) != set(new):
+                    raise members_before
+                return self._answer_existing(found)
+            for outcome in (members_before, registration):
+                if isinstance(outcome, Exception):
+                    raise outcome
+            if plan.unread and members_before:
+                # A member whose creator died before its row is not loaded: it is created now, hint and all.
+                loaded = self._load({task_id: new[task_id] for task_id in members_before})
+                withdraw_hints(loaded, loaded)
+                answered = self._answer_existing(self._same_definitions(loaded, new))
+                new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
+                if not new:
+                    return answered
+            for wave in insertion_waves(new):  # dependents first: see insertion_waves
+                records.update(self._insert_wave([
+                    _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
+        except Conflict:   # another definition has a taskId: the rows listing it as this one's go
+            if isinstance(registration, Registration):
+                self.dependency_tracker.withdraw(registration, set(new) - set(records))
+            raise
         for task_id, intent in registration.recheck.items():
             # The row is read again only if the re-check scheduled the task: else it is as
             # inserted, or as a dependency's resolution made it a moment later (the answer is
-            # then the state an instant before, as any answer may be).
-            if self.dependency_tracker.recheck(task_id, new[task_id]):
+            # then the state an instant before, as any answer may be). One answered as created
+            # before (unread, see `prepare`) had its own creator's re-check.
+            if task_id in records and self.dependency_tracker.recheck(task_id, new[task_id]):
                 records[task_id] = self.task_table.load(task_id)
             if intent is not None:
                 self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task

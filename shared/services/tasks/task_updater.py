@@ -100,20 +100,22 @@ class TaskUpdater:
             raise QueueError(f"Task {task_id} is changing too quickly to {action}; try again")
         return until_written(lambda: self.task_table.load(task_id, with_definition), write, remembered, gave_up)
 
-    def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool) -> list[str]:
+    def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool,
+                   accept: Callable[[TaskRecord], bool] | None = None) -> list[str]:
         """`try_apply` for tasks whose changes only ever make a run pending (a fan-out's
         dependents scheduled): each starts from the row as remembered or read (on `pool`),
         the hints of the runs made pending are written together, then the rows, each
         conditionally, both a transaction per partition. Returns the tasks left to
         `try_apply` one by one: a change refused (the row changed since), a transition that
         raised or had nothing to do on a remembered row (decided again on the row read afresh),
-        and a task with no row (not written yet: the caller knows what that calls for)."""
+        a task with no row (not written yet: the caller knows what that calls for), and one
+        whose row `accept` refuses (its caller decides again on its own, and says why)."""
         remembered = {task_id: self.task_table.last_written(task_id) for task_id in task_ids}
         unknown = [task_id for task_id, record in remembered.items() if record is None]
         records = {**remembered, **dict(zip(unknown, pool.map(self.task_table.load, unknown)))}
         planned, again = [], []
         for task_id, record in records.items():
-            if record is None:   # not written yet: left to the caller, which knows what that means
+            if record is None or (accept is not None and not accept(record)):   # the caller's to decide
                 again.append(task_id)
                 continue
             try:
@@ -148,8 +150,8 @@ class TaskUpdater:
         is gone or the transition had nothing to do)."""
         return self.apply_if_found(task_id, transition, action)[0]
 
-    def apply_if_found(self, task_id: str, transition: Transition, action: str,
-                       with_definition: bool = False) -> tuple[bool, TaskRecord | None]:
+    def apply_if_found(self, task_id: str, transition: Transition, action: str, with_definition: bool = False,
+                       authorize: Callable[[TaskRecord], None] | None = None) -> tuple[bool, TaskRecord | None]:
         """Like `apply`: whether this call changed the task, and the task as it is now
         (None if it does not exist)."""
         changed = [False]  # decided by the attempt whose write went through
@@ -159,7 +161,7 @@ class TaskUpdater:
             changed[0] = after is not status
             return after
         try:
-            record = self.apply(task_id, tracked, action, with_definition=with_definition)
+            record = self.apply(task_id, tracked, action, with_definition=with_definition, authorize=authorize)
         except NotFound:
             return False, None
         return changed[0], record

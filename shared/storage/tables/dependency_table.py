@@ -12,7 +12,11 @@ task's rows are in one of the table's shards (see `table_shards`).
 
 from __future__ import annotations
 
+from azure.core.exceptions import ResourceExistsError
+
 from shared.domain.dependencies import Dependent
+from shared.runtime.thread_pools import BATCH_WRITES
+from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_row
 from shared.storage.patterns.buckets import bucket, first_bucket_rows
@@ -25,10 +29,25 @@ class DependencyTable:
 
     def add(self, edges: list[tuple[str, Dependent, str]]) -> None:
         """Edges as (required taskId, dependent, the dependent's expiry), batched per required task."""
-        self._shards.upsert([(required_id, {
-            "PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id,
-            "requires": dependent.requires, "waitsOn": dependent.waits_on, "expires": expires})
-            for required_id, dependent, expires in edges])
+        self._shards.upsert([(required_id, _row(required_id, dependent, expires))
+                             for required_id, dependent, expires in edges])
+
+    def add_absent(self, edges: list[tuple[str, Dependent, str]]) -> list[tuple[str, Dependent, str]]:
+        """`add` each edge that has no row yet (one row at a time: a transaction would fail
+        whole for one that has); those this call wrote. For dependents created without
+        reading whether they exist: one that does, with another definition, keeps its edges."""
+        def added(edge: tuple[str, Dependent, str]) -> bool:
+            try:
+                lost_responses.insert(self._shards.of(edge[0]), _row(*edge))
+            except ResourceExistsError:
+                return False
+            return True
+        return [edge for edge, fresh in zip(edges, BATCH_WRITES.map(added, edges)) if fresh]
+
+    def remove(self, edges: list[tuple[str, str]]) -> None:
+        """Delete edges given as (required taskId, dependent taskId), each row on its own."""
+        for required_id, task_id in edges:
+            delete_row(self._shards.of(required_id), bucket(required_id, task_id), task_id)
 
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
@@ -43,3 +62,8 @@ class DependencyTable:
         and none is left waiting: an expired task was resolved)."""
         for required_id in dependencies:
             delete_row(self._shards.of(required_id), bucket(required_id, task_id), task_id)
+
+
+def _row(required_id: str, dependent: Dependent, expires: str) -> dict:
+    return {"PartitionKey": bucket(required_id, dependent.task_id), "RowKey": dependent.task_id,
+            "requires": dependent.requires, "waitsOn": dependent.waits_on, "expires": expires}

@@ -27,7 +27,7 @@ from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.runtime.thread_pools import TASK_INSERTS, TASK_READS
 from shared.domain import task_events
-from shared.domain.dependencies import Dependent
+from shared.domain.dependencies import Dependent, sole_dependency
 from shared.domain.runs import Run
 from shared.domain.task_events import Event
 from shared.domain.task_status import TaskStatus
@@ -47,6 +47,7 @@ BATCH_CHARS = 2_000_000
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
 MORE_DEPENDENTS = "moreDependents"   # see TaskRecord.more_dependents
 DEPENDENCY_ROWS = "dependencyRows"   # see TaskRecord.dependency_rows
+SOLE_DEPENDENCY = "soleDependency"   # see TaskRecord.sole_dependency
 # A row holds 1 MiB, strings count two bytes a character: the definition (700 KB at most),
 # its routes and tags again for events (64 KB), the outbox (128 KB) and the runs fit.
 MAX_DEFINITION_CHARS = 350_000
@@ -90,6 +91,10 @@ class TaskRecord:
     # The tasks it depends on whose TaskDependencies rows hold it (the others list it on
     # their rows): what its expiry deletes there. None: not recorded, so all of them.
     dependency_rows: tuple[str, ...] | None = None
+    # The one task it waits on and its `requires` (`dependencies.sole_dependency`), () if it
+    # waits on none or several; None: a row from before rows kept it. A resolution that finds
+    # it listed checks these terms (`dependencies.terms_met`).
+    sole_dependency: tuple[str, str] | tuple[()] | None = None
 
     @property
     def key(self) -> str:
@@ -177,12 +182,14 @@ class TaskTable:
         if task.dependency_rows is not None:
             entity[DEPENDENCY_ROWS] = json.dumps(list(task.dependency_rows), separators=(",", ":"))
         encoded = encode_definition(definition)
+        sole = sole_dependency(definition)
+        entity[SOLE_DEPENDENCY] = json.dumps(sole, separators=(",", ":"))
         entity.update(long_text.to_columns("definition", encoded))
         entity.update(long_text.to_columns("notice", encode_notice(definition)))
         entity.update(_status_columns(status))
         entity.update(outbox.to_columns(events))
         return entity, TaskRecord(summary, status, definition, None, notice, events, len(encoded),
-                                  task.dependents, task.more_dependents, task.dependency_rows)
+                                  task.dependents, task.more_dependents, task.dependency_rows, sole)
 
     def _insert_row(self, entity: dict, record: TaskRecord) -> TaskRecord:
         try:
@@ -194,7 +201,7 @@ class TaskTable:
 
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
-                                               DEPENDENTS, MORE_DEPENDENTS]
+                                               DEPENDENTS, MORE_DEPENDENTS, SOLE_DEPENDENCY]
         try:
             entity = self._table.get_entity(*_key(task_id), select=select)
         except ResourceNotFoundError:
@@ -392,5 +399,6 @@ def _record(task_id: str, entity, with_definition: bool) -> TaskRecord:
     notice = json.loads(long_text.from_columns("notice", entity)) if entity.get("noticeChunks") else {}
     dependents = tuple(Dependent.from_json(value) for value in json.loads(entity.get(DEPENDENTS) or "[]"))
     rows = tuple(json.loads(entity[DEPENDENCY_ROWS])) if entity.get(DEPENDENCY_ROWS) is not None else None
+    sole = tuple(json.loads(entity[SOLE_DEPENDENCY])) if entity.get(SOLE_DEPENDENCY) is not None else None
     return TaskRecord(summary, status, definition, entity.metadata.get("etag"), notice, outbox.from_entity(entity),
-                      definition_chars, dependents, entity.get(MORE_DEPENDENTS) is not False, rows)
+                      definition_chars, dependents, entity.get(MORE_DEPENDENTS) is not False, rows, sole)

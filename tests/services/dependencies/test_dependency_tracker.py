@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from shared.domain.errors import InvalidInput
+from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
 from shared.services.dependencies.resolution_messages import Resolution
 from shared.domain.timestamps import to_iso, utcnow
@@ -400,7 +400,7 @@ def _resolve_before_requirements_are_written(services: Services, task_queue_id: 
     real_add = services.dependency_tracker.requirement_table.add
 
     def resolve_first(rows):
-        run(services, task_queue_id)
+        meanwhile(lambda: run(services, task_queue_id))
         return real_add(rows)
     monkeypatch.setattr(services.dependency_tracker.requirement_table, "add", resolve_first)
 
@@ -439,7 +439,7 @@ def test_a_resolution_that_finds_its_dependent_listed_but_not_written_leaves_an_
 
     def resolve_after(definition):
         ready = real_ready(definition)
-        run(services, task_queue_id)                  # `required` completes, its handler runs
+        meanwhile(lambda: run(services, task_queue_id))   # `required` completes, its handler runs
         return ready
     monkeypatch.setattr(dependencies, "_ready", resolve_after)
     _creator_dies_before_its_recheck(services, monkeypatch)
@@ -491,3 +491,81 @@ def test_an_announced_resolution_carries_the_dependents_its_row_lists(services, 
     services.task_calls.updater.messages.announce(resolution)
     deliver_events(services)
     assert state(services, second) == "pending"
+
+
+# A task waiting on one task is created without reading whether its taskId exists (see
+# `TaskCreation.prepare`): a createTask refused for another definition has listed it on the
+# task it names by then. These check that such a listing schedules nothing and shows nowhere.
+
+@pytest.fixture(params=["listed on the row", "in the table"])
+def where(request, monkeypatch) -> str:
+    """Where the refused definition's listing lands: on its dependency's row, or (none
+    listed there) in the TaskDependencies table."""
+    if request.param == "in the table":
+        from shared.services.dependencies import dependency_tracker as module
+        monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)
+    return request.param
+
+
+def _other_definition(services: Services, task_queue_id: str, task_id: str, **overrides) -> None:
+    """createTask of `task_id` (made in a group of its own id) again, with other dependencies
+    or terms: refused."""
+    with pytest.raises(Conflict, match="different definition"):
+        services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id, **overrides))
+
+
+def _dependents(services: Services, task_id: str) -> list[str]:
+    return [task["status"]["taskId"] for task in services.task_calls.dependents(task_id, "", 100)[0]["tasks"]]
+
+
+def test_another_definition_naming_a_task_the_task_does_not_wait_on_schedules_nothing(
+        services, task_queue_id, where):
+    waited_on, named = create(services, task_queue_id + "-a"), create(services, task_queue_id)
+    task_id = create(services, task_queue_id + "-b", dependencies=[waited_on])
+    _other_definition(services, task_queue_id, task_id, dependencies=[named])
+    assert table_rows(services, named) == []            # the refused create's row was taken back
+    assert run(services, task_queue_id) == [named]
+    assert state(services, task_id) == "unscheduled" and _dependents(services, named) == []
+    assert run(services, task_queue_id + "-a") == [waited_on]
+    assert run(services, task_queue_id + "-b") == [task_id]
+
+
+def test_a_refused_creator_that_dies_before_taking_its_listing_back_schedules_nothing(
+        services, task_queue_id, monkeypatch):
+    from shared.services.dependencies import dependency_tracker as module
+    monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)
+    waited_on, named = create(services, task_queue_id + "-a"), create(services, task_queue_id)
+    task_id = create(services, task_queue_id + "-b", dependencies=[waited_on])
+    genuine = create(services, task_queue_id + "-c", dependencies=[named])   # scheduled with the others found
+
+    def die(*args):
+        raise RuntimeError("the creator died")
+    monkeypatch.setattr(services.dependency_tracker, "withdraw", die)
+    with pytest.raises(RuntimeError, match="died"):
+        services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=task_id, dependencies=[named]))
+    assert table_rows(services, named) == sorted([task_id, genuine])      # its row left behind
+    assert run(services, task_queue_id) == [named]      # its resolution finds it, and leaves it be
+    assert state(services, task_id) == "unscheduled" and _dependents(services, named) == [genuine]
+    assert state(services, genuine) == "pending"
+    assert run(services, task_queue_id + "-a") == [waited_on]
+    assert state(services, task_id) == "pending"
+
+
+def test_another_definition_on_other_terms_leaves_the_tasks_own_listing(services, task_queue_id, where):
+    """The task waits for any resolution; the refused definition, for a completion: its
+    listing must not replace the task's, or the dependency's failure would leave it waiting."""
+    required = create(services, task_queue_id)
+    task_id = create(services, task_queue_id + "-b", dependencies=[required], requires="all-resolved")
+    _other_definition(services, task_queue_id + "-b", task_id, dependencies=[required], requires="all-completed")
+    assert run(services, task_queue_id, "failed") == [required]
+    assert state(services, task_id) == "pending" and _dependents(services, required) == [task_id]
+
+
+def test_the_same_task_waiting_on_one_task_created_again_is_the_same_answer(services, task_queue_id, where):
+    required = create(services, task_queue_id)
+    task_id, definition = new_slugid(), make_task(task_queue_id + "-b", dependencies=[required])
+    first = services.task_calls.create(task_id, definition)
+    assert services.task_calls.create(task_id, definition) == first
+    assert _dependents(services, required) == [task_id]
+    assert run(services, task_queue_id) == [required]
+    assert run(services, task_queue_id + "-b") == [task_id]

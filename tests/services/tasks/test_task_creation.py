@@ -1,5 +1,6 @@
-"""createTask of a task without dependencies: its membership, written first, tells whether it
-was created before, instead of a read of its row."""
+"""createTask of a task waiting on one task at most: its membership, written first, tells
+whether it was created before, instead of a read of its row (a refused definition's listing
+on the task it names: tests/services/dependencies/test_dependency_tracker.py)."""
 
 import pytest
 
@@ -20,6 +21,16 @@ def test_a_new_task_without_dependencies_is_not_read_before_it_is_written(servic
     assert services.task_calls.create(task_id, make_task(task_queue_id))["state"] == "pending"
     assert read == []
     assert claim_all(services, task_queue_id) == [task_id]
+
+
+def test_a_new_task_waiting_on_one_task_reads_that_task_and_not_its_own_row(services, task_queue_id, monkeypatch):
+    required = new_slugid()
+    services.task_calls.create(required, make_task(task_queue_id))
+    read, load = [], services.task_calls.task_table.load
+    monkeypatch.setattr(services.task_calls.task_table, "load", lambda task_id, *a, **k: read.append(task_id) or load(task_id, *a, **k))
+    task_id = new_slugid()
+    assert services.task_calls.create(task_id, make_task(task_queue_id, dependencies=[required]))["state"] == "unscheduled"
+    assert task_id not in read and required in read
 
 
 def test_the_same_create_again_is_the_same_answer_and_another_definition_in_its_group_changes_nothing(
