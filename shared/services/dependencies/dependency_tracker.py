@@ -14,7 +14,9 @@ Invariants, kept in this order of writes:
   reads the dependency again after listing it; a dependency created after its dependent (a
   graph's parts, a batch's waves) is created listing it;
 - a task waiting on one task outside its batch is read again once listed, before its row
-  is written (`register_many`): resolved, the task is created scheduled; a resolution after
+  is written (`register_many`), unless it was listed on that task's row by a write
+  conditional on the version read, which was then current: resolved, the task is created
+  scheduled; a resolution after
   that read finds the task listed, and schedules it if its row exists, or else sends a
   delayed intent to check it (`_satisfy`: its creator may die before the re-check it makes
   after the row, `recheck`, which only makes the rare race quick). A task waiting on several
@@ -156,7 +158,10 @@ class DependencyTracker:
                     registration.recheck[task_id] = self.messages.intend_readiness_check(task_id)
         listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
-                  for (record, dependent), on_row in zip(outside, listed) if not on_row]
+                  for (record, dependent), (on_row, _) in zip(outside, listed) if not on_row]
+        # A row that this call's conditional write listed a task on was as current as a read
+        # after the listing would be: that task's dependency needs no second look.
+        seen = {dependent.task_id: row for (_, dependent), (_, row) in zip(outside, listed) if row is not None}
         if unchecked:
             registration.added = [(required, dependent.task_id)
                                   for required, dependent, _ in self.dependency_table.add_absent(edges)]
@@ -165,7 +170,11 @@ class DependencyTracker:
         for required, dependent, _ in edges:
             registration.tabled.setdefault(dependent.task_id, []).append(required)
         self.requirement_table.add(requirement_rows)
-        for task_id, ready in zip(alone, DEPENDENCY_READS.map(lambda task_id: self._ready(definitions[task_id]), alone)):
+        unseen = [task_id for task_id in alone if task_id not in seen]
+        looked = dict(zip(unseen, DEPENDENCY_READS.map(lambda task_id: self._ready(definitions[task_id]), unseen)))
+        for task_id in alone:
+            ready = looked[task_id] if task_id in looked else _satisfied_now(definitions[task_id]["requires"],
+                                                                             seen[task_id])
             registration.ready[task_id] = ready
             if not ready:
                 registration.recheck[task_id] = None
@@ -182,19 +191,28 @@ class DependencyTracker:
         """Whether the one task `definition` waits on has resolved as it requires."""
         return _satisfied_now(definition["requires"], self._load(definition["dependencies"][0]))
 
-    def _list_on(self, record: TaskRecord, dependent: Dependent) -> bool:
+    def _list_on(self, record: TaskRecord, dependent: Dependent) -> tuple[bool, TaskRecord | None]:
         """List a new dependent on the row of a task it waits on, before the dependent exists,
-        if the row has room (else note that the table holds more); True if the row lists it.
-        A dependency that resolved before this write is the new task's re-check's."""
+        if the row has room (else note that the table holds more). Whether the row lists it,
+        and the row as this call's write left it (None if it wrote nothing): a write
+        conditional on the row as read, so that version's status was still the task's at the
+        listing. A dependency that resolved before this write is the new task's re-check's."""
+        wrote: list[TaskRecord] = []
+
         def add(row: TaskRecord) -> TaskRecord:
             if row.more_dependents or any(d.task_id == dependent.task_id for d in row.dependents):
                 return row
             if len(row.dependents) < LISTED_DEPENDENTS:
                 return replace(row, dependents=row.dependents + (dependent,))
             return replace(row, more_dependents=True)
-        saved = change_until_saved(lambda: self.task_table.load(record.task_id), add, self.task_table.save_dependents,
-                                   first=record)
-        return saved is not None and any(d.task_id == dependent.task_id for d in saved.dependents)
+
+        def save(row: TaskRecord) -> TaskRecord:
+            saved = self.task_table.save_dependents(row)
+            wrote[:] = [saved]
+            return saved
+        saved = change_until_saved(lambda: self.task_table.load(record.task_id), add, save, first=record)
+        on_row = saved is not None and any(d.task_id == dependent.task_id for d in saved.dependents)
+        return on_row, (wrote[0] if wrote and on_row else None)
 
     def dependents(self, record: TaskRecord, after: str, limit: int) -> list[str]:
         """listDependentTasks: up to `limit` dependents of a task, in taskId order after `after`:

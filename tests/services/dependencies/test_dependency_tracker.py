@@ -433,6 +433,8 @@ def test_a_resolution_that_finds_its_dependent_listed_but_not_written_leaves_an_
     """The dependency resolves after the creator read it again and before the task's row: its
     handler finds the task listed with no row, and sends the intent. The creator dies before
     the re-check it makes after the row, so only that intent schedules the task."""
+    from shared.services.dependencies import dependency_tracker as module
+    monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)   # listed in the table: read again before the row
     required = create(services, task_queue_id)
     dependencies = services.dependency_tracker
     real_ready = dependencies._ready
@@ -452,6 +454,30 @@ def test_a_resolution_that_finds_its_dependent_listed_but_not_written_leaves_an_
     time.sleep(1.1)                                   # the intent's hold in `_intents`
     services.repairs.sweep()
     assert state(services, dependent) == "pending"
+
+
+def test_a_task_listed_on_its_one_dependencys_row_as_it_resolves_is_created_scheduled(
+        services, task_queue_id, monkeypatch):
+    """Listed on the dependency's row by a write conditional on the row as checked, the task
+    needs no second read of it: a resolution before the write makes the write read the row
+    again, and the task is created pending; one after finds the task listed."""
+    required = create(services, task_queue_id)
+    table = services.dependency_tracker.task_table
+    real_save, reads = table.save_dependents, []
+
+    def resolve_first(row):
+        if not reads:
+            reads.append(row)
+            meanwhile(lambda: run(services, task_queue_id))   # `required` completes before the listing
+        return real_save(row)
+    monkeypatch.setattr(table, "save_dependents", resolve_first)
+    rechecked, real_recheck = [], services.dependency_tracker.recheck
+    monkeypatch.setattr(services.dependency_tracker, "recheck",
+                        lambda *args: rechecked.append(args[0]) or real_recheck(*args))
+    dependent = new_slugid()
+    assert services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))["state"] == "pending"
+    assert rechecked == []   # found resolved by the listing's write, not by the re-check after the row
+    assert [d.task_id for d in table.load(required).dependents] == [dependent]
 
 
 def test_a_creator_of_a_task_waiting_on_several_that_dies_before_its_recheck_leaves_the_intent_that_schedules_it(
