@@ -219,7 +219,6 @@ class TaskCreation:
             members_before, registration = self._make_and_join(plan, register_and_hint)
         else:
             members_before, registration = at_once(CREATION_STEPS, [join, register_and_hint], settle=True)
-        records: dict[str, TaskRecord] = {}
         try:
             if plan.unread and isinstance(members_before, Conflict):
                 # Sealed since this process knew the group: tasks made before are answered.
@@ -240,13 +239,15 @@ class TaskCreation:
                 new = {task_id: definition for task_id, definition in new.items() if task_id not in answered}
                 if not new:
                     return answered
-            for wave in insertion_waves(new):  # dependents first: see insertion_waves
-                records.update(self._insert_wave([
-                    _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave]))
-        except Conflict:   # another definition has a taskId: the rows listing it as this one's go
+        except Conflict:   # another definition has a taskId (or the group is sealed): nothing is created
             if isinstance(registration, Registration):
-                self.dependency_tracker.withdraw(registration, set(new) - set(records))
+                self.dependency_tracker.withdraw(registration, new)
             raise
+        records: dict[str, TaskRecord] = {}
+        for wave in insertion_waves(new):  # dependents first: see insertion_waves
+            records.update(self._insert_wave([
+                _new_task(task_id, new[task_id], statuses[task_id], plan.listing, registration) for task_id in wave],
+                registration))
         for task_id, intent in registration.recheck.items():
             # The row is read again only if the re-check scheduled the task: else it is as
             # inserted, or as a dependency's resolution made it a moment later (the answer is
@@ -302,10 +303,11 @@ class TaskCreation:
         except Conflict as refused:
             return refused, registration
 
-    def _insert_wave(self, tasks: list[NewTask]) -> dict[str, TaskRecord]:
+    def _insert_wave(self, tasks: list[NewTask], registration: Registration) -> dict[str, TaskRecord]:
         """Insert task rows, a transaction per partition; a row that exists already is the
         answer if its definition is the same (a concurrent create of the same task won the race).
-        One of another group took the taskId: the membership just written is taken back."""
+        One of another definition took the taskId: the membership just written, if in another
+        group, and the TaskDependencies rows `registration` added for it are taken back."""
         records = {}
         for task, outcome in zip(tasks, self.task_table.insert_many(tasks)):
             if isinstance(outcome, AlreadyExists):
@@ -314,6 +316,7 @@ class TaskCreation:
                 if not task_definition.same_definition(record.definition, task.definition):
                     if record.summary["taskGroupId"] != task.definition["taskGroupId"]:
                         self.task_groups.withdraw(task_id, task.definition)
+                    self.dependency_tracker.withdraw(registration, [task_id])
                     raise Conflict(f"Task {task_id} already exists with a different definition") from None
                 self.publisher.settle(self.task_table, record.task_id, record.outbox, record.etag)
             else:

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 
+from shared.domain import task_definition
 from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
 from shared.services.dependencies.resolution_messages import Resolution
@@ -595,3 +596,25 @@ def test_the_same_task_waiting_on_one_task_created_again_is_the_same_answer(serv
     assert _dependents(services, required) == [task_id]
     assert run(services, task_queue_id) == [required]
     assert run(services, task_queue_id + "-b") == [task_id]
+
+
+def test_a_batch_refused_for_one_taskId_keeps_the_listing_of_a_task_it_created(services, task_queue_id, monkeypatch):
+    """Tasks created together, each waiting on one task: one taskId is another group's, found
+    when their rows are inserted, the other's row written. The rows listing the created task
+    stay (it runs when its dependency completes); the refused one's go."""
+    from shared.services.dependencies import dependency_tracker as module
+    monkeypatch.setattr(module, "LISTED_DEPENDENTS", 0)
+    required = create(services, task_queue_id)
+    taken = create(services, task_queue_id + "-b")
+    first, group = new_slugid(), new_slugid()
+    now = utcnow()
+    batch = {task_id: task_definition.normalize(task_id, make_task(task_queue_id + "-c", taskGroupId=group,
+                                                                   dependencies=[required]), now)
+             for task_id in (first, taken)}
+    import shared.services.tasks.task_creation as creation_module
+    monkeypatch.setattr(creation_module, "insertion_waves", lambda definitions: [[first, taken]])
+    with pytest.raises(Conflict, match="different definition"):
+        services.task_calls.creation.create(batch, now)
+    assert table_rows(services, required) == [first]
+    assert run(services, task_queue_id) == [required]
+    assert run(services, task_queue_id + "-c") == [first]
