@@ -184,8 +184,9 @@ class DependencyTracker:
         """Take back the TaskDependencies rows `registration` wrote for tasks it was refused
         (another definition had their taskIds). Should this process die first, a resolution
         that finds one leaves the task as it is (`dependencies.terms_met`)."""
-        refused = set(task_ids)
-        self.dependency_table.remove([edge for edge in registration.added if edge[1] in refused])
+        for task_id in set(task_ids):
+            self.dependency_table.forget(task_id, [required for required, dependent in registration.added
+                                                   if dependent == task_id])
 
     def _ready(self, definition: dict) -> bool:
         """Whether the one task `definition` waits on has resolved as it requires."""

@@ -44,11 +44,6 @@ class DependencyTable:
             return True
         return [edge for edge, fresh in zip(edges, BATCH_WRITES.map(added, edges)) if fresh]
 
-    def remove(self, edges: list[tuple[str, str]]) -> None:
-        """Delete edges given as (required taskId, dependent taskId), each row on its own."""
-        for required_id, task_id in edges:
-            delete_row(self._shards.of(required_id), bucket(required_id, task_id), task_id)
-
     def dependents(self, required_id: str, after: str, limit: int) -> list[Dependent]:
         """Up to `limit` dependents in key order, starting after taskId `after`."""
         rows = first_bucket_rows(self._shards.of(required_id), required_id, "", after, limit,
@@ -56,8 +51,8 @@ class DependencyTable:
         return [Dependent(row["RowKey"], row["requires"], row.get("waitsOn") or 0) for row in rows]
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
-        """Delete an expired task's edges from each of its dependencies (one row in each of
-        their partitions). Its own partition, its edges to its dependents, is emptied the same
+        """Delete a task's edges from each of `dependencies` (one row in each of their
+        partitions): an expired task's, or those a refused createTask wrote. Its own partition, its edges to its dependents, is emptied the same
         way by each dependent as it expires (none expires before its dependencies' deadline,
         and none is left waiting: an expired task was resolved)."""
         for required_id in dependencies:
