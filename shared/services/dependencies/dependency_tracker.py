@@ -289,7 +289,7 @@ class DependencyTracker:
             now = utcnow()
             left = set(self.updater.apply_many(alone, lambda status: lifecycle.schedule(status, now),
                                                "schedule (dependencies done)", DEPENDENTS,
-                                               lambda record: terms_met(record.sole_dependency, required_id, state)))
+                                               _sole_terms(required_id, state)))
             done = set(alone) - left
             dependents = [dependent for dependent in dependents if dependent.task_id not in done]
         list(DEPENDENTS.map(lambda dependent: self._satisfy(dependent, required_id, state), dependents))

@@ -101,7 +101,7 @@ class TaskUpdater:
         return until_written(lambda: self.task_table.load(task_id, with_definition), write, remembered, gave_up)
 
     def apply_many(self, task_ids: list[str], transition: Transition, action: str, pool,
-                   accept: Callable[[TaskRecord], bool] | None = None) -> list[str]:
+                   authorize: Callable[[TaskRecord], None] | None = None) -> list[str]:
         """`try_apply` for tasks whose changes only ever make a run pending (a fan-out's
         dependents scheduled): each starts from the row as remembered or read (on `pool`),
         the hints of the runs made pending are written together, then the rows, each
@@ -109,16 +109,18 @@ class TaskUpdater:
         `try_apply` one by one: a change refused (the row changed since), a transition that
         raised or had nothing to do on a remembered row (decided again on the row read afresh),
         a task with no row (not written yet: the caller knows what that calls for), and one
-        whose row `accept` refuses (its caller decides again on its own, and says why)."""
+        whose row `authorize` (as `apply`'s) refuses: decided and told again on its own."""
         remembered = {task_id: self.task_table.last_written(task_id) for task_id in task_ids}
         unknown = [task_id for task_id, record in remembered.items() if record is None]
         records = {**remembered, **dict(zip(unknown, pool.map(self.task_table.load, unknown)))}
         planned, again = [], []
         for task_id, record in records.items():
-            if record is None or (accept is not None and not accept(record)):   # the caller's to decide
+            if record is None:   # not written yet: left to the caller, which knows what that means
                 again.append(task_id)
                 continue
             try:
+                if authorize is not None:
+                    authorize(record)
                 status = transition(record.status)
             except Exception:   # refused: decided and told again on its own
                 again.append(task_id)
