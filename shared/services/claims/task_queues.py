@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from shared.domain.errors import InvalidInput, NotFound
 from shared.domain.runs import RunState
@@ -20,6 +20,10 @@ from shared.services.sweeps.activity_expiry import TaskQueueExpiry, lapsed
 
 # A queue row is refreshed at most this often per process, so a busy queue costs no writes.
 REFRESH_SECONDS = 300
+# A queue row is kept this much longer than the task or claim that asked, so the ones that
+# follow, each expiring a moment later (clients stamp `created` and `expires` per task), find
+# it long enough: without it every createTask read and wrote the row before answering.
+EXPIRY_MARGIN = timedelta(days=1)
 
 
 class TaskQueues:
@@ -34,11 +38,13 @@ class TaskQueues:
         self._lock = threading.Lock()
 
     def seen(self, task_queue_id: str, expires: str) -> None:
-        """Record activity on a queue; its expiry follows the latest task or claim on it."""
+        """Record activity on a queue; its expiry follows the latest task or claim on it (by
+        EXPIRY_MARGIN), so a queue is listed as long as it holds a task."""
         with self._lock:
             last = self._refreshed.get(task_queue_id)
-        if last and time.monotonic() - last[0] < REFRESH_SECONDS and last[1] >= expires:
+        if last and time.monotonic() - last[0] < REFRESH_SECONDS and parse_iso(last[1]) >= parse_iso(expires):
             return
+        expires = to_iso(parse_iso(expires) + EXPIRY_MARGIN)
         stored, now = self.queue_table.get(task_queue_id), utcnow()
         if stored is None or lapsed(stored.expires, now):
             # Indexed before the row is written, so no queue row is left without its expiry

@@ -8,6 +8,7 @@ import pytest
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
+from shared.services.claims.task_queues import EXPIRY_MARGIN
 from shared.services.claims.workers import WORKER_LIFETIME
 from shared.storage.tables.claim_table import ClaimRow
 from shared.storage.errors import ChangedSinceRead
@@ -78,11 +79,11 @@ def test_a_worker_used_since_it_was_read_is_not_deleted(services, task_queue_id)
     assert table.load(task_queue_id, "wg", "w").recent_tasks == ({"taskId": "someTask", "runId": 0},)
 
 
-def test_a_task_queue_goes_when_its_last_task_has_expired(services, task_queue_id):
+def test_a_task_queue_goes_a_margin_after_its_last_task_has_expired(services, task_queue_id):
     services.task_calls.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
-    assert task_queue_id in queue_ids(services, utcnow())
+    assert task_queue_id in queue_ids(services, utcnow() + timedelta(seconds=4))
 
-    past = utcnow() + timedelta(seconds=4)
+    past = utcnow() + timedelta(seconds=4) + EXPIRY_MARGIN
     assert task_queue_id not in queue_ids(services, past)
     with pytest.raises(NotFound):
         services.task_queues.get(task_queue_id, past)
@@ -94,7 +95,7 @@ def test_a_later_task_keeps_its_task_queue(services, task_queue_id):
     services.task_calls.create(new_slugid(), make_task(task_queue_id, **short_lived(2)))
     services.task_calls.create(new_slugid(), make_task(task_queue_id))     # expires a year from now
 
-    assert services.task_queue_expiry.sweep(now=utcnow() + timedelta(seconds=4)) == 0
+    assert services.task_queue_expiry.sweep(now=utcnow() + timedelta(seconds=4) + EXPIRY_MARGIN) == 0
     stored = services.task_queues.queue_table.get(task_queue_id)
     assert parse_iso(stored.expires) > utcnow() + timedelta(days=300)
     assert services.task_queue_expiry.sweep(now=parse_iso(stored.expires) + LATER) == 1
