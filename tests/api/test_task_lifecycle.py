@@ -235,12 +235,21 @@ def test_task_group_is_listed_in_pages(queue, new_task):
 
 
 def test_task_group_expiry_follows_its_latest_task(queue, new_task):
+    """An hour past it, as Taskcluster's queue keeps it: a task expiring within that hour
+    writes no group row."""
     group_id = new_slugid()
     deadline = utcnow() + timedelta(hours=1)
     for days in (10, 30, 20):
         queue.createTask(new_slugid(), new_task(taskGroupId=group_id, deadline=to_iso(deadline),
                                                 expires=to_iso(deadline + timedelta(days=days))))
-    assert parse_iso(queue.getTaskGroup(group_id)["expires"]) == parse_iso(to_iso(deadline + timedelta(days=30)))
+    assert parse_iso(queue.getTaskGroup(group_id)["expires"]) == \
+        parse_iso(to_iso(deadline + timedelta(days=30, hours=1)))
+
+
+def test_a_task_given_no_group_has_one_expiring_with_it(queue, new_task):
+    task_id = new_slugid()
+    queue.createTask(task_id, new_task())
+    assert queue.getTaskGroup(task_id)["expires"] == queue.task(task_id)["expires"]
 
 
 def test_a_group_keeps_the_scheduler_id_of_its_first_task(queue, new_task):

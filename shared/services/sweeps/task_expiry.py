@@ -4,7 +4,8 @@ Taskcluster keeps a task until its `expires`; after that the task, its runs (on 
 row), its runs' results documents (a blob each, at a name known from the run: no listing),
 its dependency and requirement rows and its group membership are deleted (the progress of a
 long fan-out is an item of the expiry index itself), and a group (with its task graph,
-which shares its id) once the group's own expiry, the latest of its tasks', has passed. A
+which shares its id) once the group's own expiry, a step past the latest of its tasks', has
+passed (see `task_groups.EXPIRY_STEP`). A
 group made for one task (Taskcluster's default, `lone`) goes in one transaction: its rows
 share one partition, and it has no graph.
 Artifacts and objects have expiry items of their own (see `artifact_expiry`).
@@ -147,8 +148,13 @@ class TaskExpiry(Sweep):
             if self.group_table.forget_lone(group):
                 return self._forgotten(group_id)
             group = self.group_table.load(group_id)
-        if group is None or parse_iso(group.expires) > now:
-            return False  # gone already, or extended by a later task (indexed at its own expiry)
+        if group is None:
+            return False
+        if parse_iso(group.expires) > now:
+            # Extended by a later task, or kept a step past its last one's expiry (see
+            # `task_groups.EXPIRY_STEP`): looked at again then (the same item, if that task's).
+            self.index.add([(group.expires, GROUP + group_id)])
+            return False
         self.graph_table.forget(group_id)
         self.group_table.forget(group_id)  # last: the group row goes with its partition
         return self._forgotten(group_id)

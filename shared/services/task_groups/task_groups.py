@@ -23,9 +23,14 @@ from shared.storage.patterns.conditional_writes import change_until_saved
 from shared.services.event_publisher import EventPublisher
 
 READ_PAGE = 1000   # members read at once when a whole group is walked
+# A group shared by tasks is kept this much past the expiry that extended it (Taskcluster's
+# queue bumps it by an hour too): clients stamp each task afresh, each expiring a moment after
+# the one before, and without the step every createTask wrote the group's row before joining.
+# A group made for one task (`lone`) keeps that task's expiry: it goes with it.
+EXPIRY_STEP = timedelta(hours=1)
 # A group known to this process is taken as it is (but for a seal, found when its members are
 # added) unless its expiry is this near: once that passes it may be deleted and made anew.
-TRUST_BEFORE_EXPIRY = timedelta(hours=1)
+TRUST_BEFORE_EXPIRY = EXPIRY_STEP + timedelta(hours=1)
 Authorize = Callable[[TaskGroupRecord], None] | None   # the caller's scope check on the group as read
 
 
@@ -131,7 +136,7 @@ class TaskGroups:
         task `joined`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
             if parse_iso(record.expires) < parse_iso(expires):
-                record = replace(record, expires=expires)
+                record = replace(record, expires=to_iso(parse_iso(expires) + EXPIRY_STEP))
             return replace(record, lone=False) if joined and record.lone else record
         return change_until_saved(lambda: self.group_table.load(group.task_group_id), later, self.group_table.save, first=group)
 
@@ -286,7 +291,8 @@ class TaskGroups:
 
 def _fresh(definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskGroupRecord:
     """A new row for the group of a task (its first)."""
-    return TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], definition["expires"],
+    expires = definition["expires"] if lone else to_iso(parse_iso(definition["expires"]) + EXPIRY_STEP)
+    return TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], expires,
                            bucket_width=bucket_width, lone=lone)
 
 

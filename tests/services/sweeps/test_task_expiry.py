@@ -8,6 +8,7 @@ import pytest
 from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.task_groups.task_groups import EXPIRY_STEP
 from shared.services.tasks.run_results import results_blob
 from tests.conftest import make_task
 from tests.services.dependencies.test_dependency_tracker import run
@@ -54,15 +55,19 @@ def test_expired_tasks_go_with_their_dependencies_group_and_graph(services, task
 
     assert expire_at(services, utcnow()) == 0                     # nothing is due yet
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 2
-
     for task_id in ids.values():
         with pytest.raises(NotFound):
             services.task_calls.status(task_id)
+        assert records_of(services, task_id, graph_id)["members"] == []
+    assert services.task_graphs.status(graph_id)   # its group is kept a step past its tasks' expiry
+
+    assert expire_at(services, utcnow() + EXPIRY_STEP + timedelta(seconds=5)) == 0   # the group and graph go
+    for task_id in ids.values():
         assert records_of(services, task_id, graph_id) == {
             "dependents": [], "requirements": [], "members": [], "group": None}
     with pytest.raises(NotFound):
         services.task_graphs.status(graph_id)
-    assert expire_at(services, utcnow() + timedelta(seconds=5)) == 0   # repeatable: nothing left
+    assert expire_at(services, utcnow() + EXPIRY_STEP + timedelta(seconds=5)) == 0   # repeatable: nothing left
 
 
 def test_an_unresolved_task_waits_for_its_deadline_before_it_is_deleted(services, task_queue_id):
@@ -87,6 +92,8 @@ def test_a_group_lives_until_its_latest_task_expires(services, task_queue_id):
     listed = services.task_groups.list(group_id, "", 1000)[0]["tasks"]
     assert [entry["status"]["taskId"] for entry in listed] == [later]
     assert expire_at(services, utcnow() + timedelta(seconds=62)) == 1
+    assert services.task_groups.get(group_id)   # kept a step past its latest task's expiry
+    assert expire_at(services, utcnow() + EXPIRY_STEP + timedelta(seconds=62)) == 0
     with pytest.raises(NotFound):
         services.task_groups.get(group_id)
 
@@ -225,4 +232,4 @@ def test_a_graph_made_in_the_group_of_a_task_given_no_group_is_deleted_with_it_t
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
     with pytest.raises(NotFound):
         services.task_graphs.status(graph_id)
-    assert group_rows(services, graph_id) == []
+    assert group_rows(services, graph_id) == []   # no longer lone, but no task extended it: its expiry is the task's

@@ -7,7 +7,7 @@ import pytest
 
 from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
-from shared.domain.timestamps import to_iso, utcnow
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from tests.conftest import make_task, memory_services, two_processes
 from tests.services.dependencies.test_dependency_tracker import deliver_events, run
 
@@ -251,3 +251,20 @@ def test_a_retried_task_given_no_group_joins_the_group_it_made(task_queue_id):
     assert there.task_groups.group_table.members(task_id, "", 10) == [task_id]
     assert run(there, task_queue_id) == [task_id]
     assert there.task_groups.group_table.load(task_id).resolved != ""
+
+
+def test_tasks_stamped_one_after_another_write_their_group_row_once(services, task_queue_id, monkeypatch):
+    """Each task expires a moment after the one before (clients stamp them so): the group is
+    kept a step past the expiry that made it, and joining needs no write of its row."""
+    group_id, table, saves = new_slugid(), services.task_groups.group_table, []
+    insert, save = table.insert, table.save
+    monkeypatch.setattr(table, "insert", lambda group: saves.append("insert") or insert(group))
+    monkeypatch.setattr(table, "save", lambda group: saves.append("save") or save(group))
+    expiries = []
+    for _ in range(5):
+        task_id = new_slugid()
+        services.task_calls.create(task_id, make_task(task_queue_id, taskGroupId=group_id))
+        expiries.append(services.task_calls.definition(task_id)["expires"])
+        time.sleep(0.002)
+    assert saves == ["insert"]
+    assert parse_iso(services.task_groups.get(group_id)["expires"]) >= max(map(parse_iso, expiries))
