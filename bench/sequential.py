@@ -130,11 +130,16 @@ def _measure_http(server, n: int, against: str | None, rounds: int, warm_up: int
 def _lifecycles(client: taskcluster.Queue, n: int, label: str, group_per_task: bool = False) -> dict:
     """`n` lifecycles one after the other: their seconds and each call's latencies. All in one
     group, like a decision task's tasks, or (`group_per_task`) each in a group of its own: no
-    taskGroupId given, which makes it the taskId, as for one-off tasks and hooks' tasks."""
-    definition = task_definition(f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId())
-    if group_per_task:
-        del definition["taskGroupId"]
-    queue_id = definition["taskQueueId"]
+    taskGroupId given, which makes it the taskId, as for one-off tasks and hooks' tasks. Each
+    task is stamped as a client stamps it: `created` now, its deadline (and so its default
+    expiry) from now."""
+    queue_id, group_id = f"bench-{uuid.uuid4().hex[:8]}/sequential", taskcluster.slugId()
+
+    def definition() -> dict:
+        stamped = task_definition(queue_id, group_id)
+        if group_per_task:
+            del stamped["taskGroupId"]
+        return stamped
     claim = {"workerGroup": "bench", "workerId": "sequential", "tasks": 1}
     seconds: dict[str, list[float]] = {call: [] for call in CALLS}
 
@@ -149,7 +154,7 @@ def _lifecycles(client: taskcluster.Queue, n: int, label: str, group_per_task: b
     started = last_line = time.perf_counter()
     for done in range(1, n + 1):
         task_id = taskcluster.slugId()
-        timed("createTask", task_id, definition)
+        timed("createTask", task_id, definition())
         claimed = timed("claimWork", queue_id, claim)["tasks"]
         if [answer["status"]["taskId"] for answer in claimed] != [task_id]:
             raise RuntimeError(f"claimWork answered {len(claimed)} tasks, not the one just created")
