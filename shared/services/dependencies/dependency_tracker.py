@@ -15,9 +15,9 @@ Invariants, kept in this order of writes:
   graph's parts, a batch's waves) is created listing it;
 - a task waiting on one task outside its batch is read again once listed, before its row
   is written (`register_many`), unless it was listed on that task's row by a write
-  conditional on the version read, which was then current: resolved, the task is created
-  scheduled; a resolution after that read finds the task listed, and schedules it if its
-  row exists, or else sends a delayed intent to check it (`_satisfy`: its creator may die
+  conditional on the version read (or remembered: see `_known`), which was then current:
+  resolved, the task is created scheduled; a resolution after that read finds the task
+  listed, and schedules it if its row exists, or else sends a delayed intent to check it (`_satisfy`: its creator may die
   before the re-check it makes after the row, `recheck`, which only makes the rare race
   quick). A task waiting on several has its creator send that intent itself, before
   anything is written, and withdraw it after its re-check: reading them all before the row
@@ -91,6 +91,17 @@ class DependencyTracker:
         self.updater = updater
         self._reads = SharedReads()
 
+    def _known(self, task_id: str) -> TaskRecord | None:
+        """A dependency as `check` takes it: as this process last wrote it, if it had not
+        resolved then (a fan-in's dependencies are mostly tasks its creator's process has
+        just made), else read. An old version does no harm: a task's definition (its expiry)
+        never changes, and what `register_many` decides from its status is confirmed by the
+        listing written conditionally on that version, or by a read after the listing."""
+        remembered = self.task_table.last_written(task_id)
+        if remembered is not None and not remembered.status.state.is_resolved:
+            return remembered
+        return self._load(task_id)
+
     def _load(self, task_id: str) -> TaskRecord | None:
         """A dependency's row, from a read that began after this call did, as a read of its
         own would: the creators of a fan-out's children (a decision task's 16 callers) ask
@@ -99,8 +110,8 @@ class DependencyTracker:
 
     def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
         """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
-        read and checked: each must exist and must not expire before its dependent's deadline.
-        Writes nothing, so a refusal leaves no trace."""
+        read (or known: see `_known`) and checked: each must exist and must not expire before
+        its dependent's deadline. Writes nothing, so a refusal leaves no trace."""
         outside = sorted({required for definition in definitions.values()
                           for required in definition["dependencies"] if required not in definitions})
         records: dict[str, TaskRecord | None] = {}
@@ -109,7 +120,7 @@ class DependencyTracker:
             # Growing chunks: a request naming thousands of unknown tasks is refused after
             # reading a few, while a valid one is still read many at a time.
             ids = outside[len(records):len(records) + chunk]
-            records.update(zip(ids, DEPENDENTS.map(self._load, ids)))
+            records.update(zip(ids, DEPENDENTS.map(self._known, ids)))
             _refuse_missing(records, len(outside))
             chunk *= 2
         _check_dependencies(definitions, records)

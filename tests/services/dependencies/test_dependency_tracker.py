@@ -11,7 +11,7 @@ from shared.domain.ids import new_slugid
 from shared.services.dependencies.resolution_messages import Resolution
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.wiring import Services
-from tests.conftest import follow_ups_lost, make_task, meanwhile
+from tests.conftest import follow_ups_lost, make_task, meanwhile, two_processes
 
 
 def deliver_events(services: Services) -> int:
@@ -618,3 +618,46 @@ def test_a_batch_refused_for_one_taskId_keeps_the_listing_of_a_task_it_created(s
     assert table_rows(services, required) == [first]
     assert run(services, task_queue_id) == [required]
     assert run(services, task_queue_id + "-c") == [first]
+
+
+def _counting_loads(services, monkeypatch) -> list[str]:
+    table, loads = services.dependency_tracker.task_table, []
+    real = table.load
+    monkeypatch.setattr(table, "load", lambda task_id, *rest, **options:
+                        loads.append(task_id) or real(task_id, *rest, **options))
+    return loads
+
+
+def test_a_fan_in_on_tasks_this_process_made_reads_none_of_them_before_listing(services, task_queue_id, monkeypatch):
+    """As its process wrote them, unresolved: the listings, conditional on those versions,
+    check that they still are. Each is read once, by the re-check after the task's row."""
+    children = [create(services, task_queue_id) for _ in range(6)]
+    loads = _counting_loads(services, monkeypatch)
+    fan_in = create(services, task_queue_id, dependencies=children)
+    assert sorted(loads) == sorted([*children, fan_in])   # its own: whether it exists
+    assert state(services, fan_in) == "unscheduled"
+    assert sorted(run(services, task_queue_id)) == sorted(children)
+    assert run(services, task_queue_id) == [fan_in]
+
+
+def test_a_dependency_resolved_by_another_process_since_this_one_wrote_it(task_queue_id):
+    """The version remembered is stale: the listing conditional on it is refused, and the
+    task is created knowing what the row says now."""
+    here, there = two_processes()
+    done, other = create(here, task_queue_id), create(here, task_queue_id)
+    assert sorted(run(there, task_queue_id)) == sorted([done, other])
+    alone = create(here, task_queue_id, dependencies=[done])
+    both = create(here, task_queue_id, dependencies=[done, other])
+    assert state(here, alone) == "pending" and state(here, both) == "pending"
+
+
+def test_a_dependency_remembered_resolved_is_read_again(task_queue_id):
+    """A resolved version is not taken as known: another process may have rerun the task."""
+    here, there = two_processes()
+    dependency = create(here, task_queue_id)
+    run(here, task_queue_id)
+    there.task_calls.rerun(dependency)
+    waiting = create(here, task_queue_id, dependencies=[dependency])
+    assert state(here, waiting) == "unscheduled"
+    assert run(there, task_queue_id) == [dependency]
+    assert state(here, waiting) == "pending"
