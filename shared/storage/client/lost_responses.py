@@ -27,7 +27,6 @@ unpublished).
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Callable, Protocol
 
 from azure.core import MatchConditions
@@ -36,6 +35,7 @@ from azure.core.exceptions import (ResourceExistsError, ResourceModifiedError, R
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.storage.client.connections import backoff
+from shared.storage.client.unique_ids import unique_id
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 
 WRITE_ID = "writeId"
@@ -115,7 +115,7 @@ def transaction(table: Rows, operations: list[tuple], send: Callable[[list[tuple
     (TableTransactionError, as storage refuses a transaction)."""
     if repeatable(operations):
         return send(operations, True)
-    write_id = uuid.uuid4().hex
+    write_id = unique_id()
     operations = [operation if operation[0] == "delete" else
                   (operation[0], {**operation[1], WRITE_ID: write_id}, *operation[2:]) for operation in operations]
     uncertain: Exception | None = None
@@ -167,7 +167,7 @@ def _unsure(refusal: Exception) -> Exception:
 
 
 def _with_write_id(entity: dict) -> dict:
-    return {**entity, WRITE_ID: uuid.uuid4().hex}
+    return {**entity, WRITE_ID: unique_id()}
 
 
 def _certain(table: Rows, entity: dict, write, before: str | None) -> dict:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import RequestTooLargeError, TableTransactionError
 
 from shared.storage.client.entities import row_path, to_json
+from shared.storage.client.unique_ids import unique_id
 
 # Answers refusing a transaction whole, as the SDK raises them (a batch over 4 MiB is a
 # TableTransactionError, so that writers sharing it are sent again one by one).
@@ -32,7 +32,7 @@ def body(table_url: str, version: str, operations: list[tuple]) -> tuple[str, by
     """(content type, body) of a transaction of operations on the table at `table_url`:
     ("upsert", row), ("delete", row), ("create", row), ("update", row, {"etag": ...}),
     as the SDK's `submit_transaction` takes them."""
-    batch, changeset = f"batch_{uuid.uuid4()}", f"changeset_{uuid.uuid4()}"
+    batch, changeset = f"batch_{unique_id()}", f"changeset_{unique_id()}"
     parts = [f"--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"]
     for index, operation in enumerate(operations):
         parts.append(f"--{changeset}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,6 +51,7 @@ from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
 from shared.storage.client.lost_responses import WRITE_ID
+from shared.storage.client.unique_ids import unique_id
 from shared.storage.patterns.batches import MAX_BATCH, delete_row
 from shared.domain.ids import SLUGID_CHARACTERS
 from shared.storage.patterns.buckets import (IN_BUCKETS, WIDE, BucketTables, all_buckets, bucket, bucket_owner,
@@ -305,7 +305,7 @@ class Countdown:
         the mark. Done again, it changes nothing but the ETags. It writes a `writeId` of its
         own, as every writer of a count does (see `lost_responses`)."""
         list(COUNTDOWN_READS.map(lambda partition: self._in(partition).upsert_entity(
-            {"PartitionKey": partition, "RowKey": self._row, CLOSED: when, WRITE_ID: uuid.uuid4().hex},
+            {"PartitionKey": partition, "RowKey": self._row, CLOSED: when, WRITE_ID: unique_id()},
             mode=UpdateMode.MERGE), all_buckets(owner, width)))
 
     def left(self, owner: str, width: int = 1, emptied: str = "") -> bool:
