@@ -128,13 +128,14 @@ class Connections:
 
     def _take(self) -> _Connection:
         now = time.monotonic()
-        with self._lock:
-            while self._idle:
-                connection, since = self._idle.pop()
-                if now - since < IDLE_SECONDS and not _closed_by_server(connection):
-                    return connection
-                connection.close()
-        return self._connect()
+        while True:
+            with self._lock:   # held for the pop alone: the look at the socket is a system call
+                connection, since = self._idle.pop() if self._idle else (None, 0.0)
+            if connection is None:
+                return self._connect()
+            if now - since < IDLE_SECONDS and not _closed_by_server(connection):
+                return connection
+            connection.close()
 
     def _give_back(self, connection: _Connection) -> None:
         with self._lock:
