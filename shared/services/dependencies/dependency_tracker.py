@@ -19,9 +19,9 @@ Invariants, kept in this order of writes:
   resolved, the task is created scheduled; a resolution after that read finds the task
   listed, and schedules it if its row exists, or else sends a delayed intent to check it
   (`_satisfy`: its creator may die before the re-check it makes after the row, `recheck`,
-  which only makes the rare race quick). A task waiting on several has its creator send that intent itself, before
-  anything is written, and withdraw it after its re-check: reading them all before the row
-  and again after would cost more;
+  which only makes the rare race quick). A task waiting on several has its creator send
+  that intent itself, before anything is written, and withdraw it after its re-check:
+  reading them all before the row and again after would cost more;
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it, and never comes back (a creator sent twice writes it once); the task is scheduled by
   whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so

@@ -5,9 +5,9 @@ row), its runs' results documents (a blob each, at a name known from the run: no
 its dependency and requirement rows and its group membership are deleted (the progress of a
 long fan-out is an item of the expiry index itself), and a group (with its task graph,
 which shares its id) once the group's own expiry, a step past the latest of its tasks', has
-passed (see `task_groups.EXPIRY_STEP`). A
-group made for one task (Taskcluster's default, `lone`) goes in one transaction: its rows
-share one partition, and it has no graph.
+passed (see `task_groups.EXPIRY_STEP`). A group made for one task (Taskcluster's default,
+`lone`) keeps that task's expiry and goes in one transaction: its rows share one partition,
+and it has no graph.
 Artifacts and objects have expiry items of their own (see `artifact_expiry`).
 
 A task's expiry is put in a time index (day buckets) by the deadline sweep, once the task
