@@ -34,7 +34,7 @@ class TaskQueues:
         self.expiry = expiry
         self.pending_table = pending_table
         self.claim_table = claim_table
-        self._refreshed: dict[str, tuple[float, str]] = {}
+        self._refreshed: dict[str, tuple[float, datetime]] = {}   # queue -> (when, expiry written)
         self._lock = threading.Lock()
 
     def seen(self, task_queue_id: str, expires: str) -> None:
@@ -42,9 +42,10 @@ class TaskQueues:
         EXPIRY_MARGIN), so a queue is listed as long as it holds a task."""
         with self._lock:
             last = self._refreshed.get(task_queue_id)
-        if last and time.monotonic() - last[0] < REFRESH_SECONDS and parse_iso(last[1]) >= parse_iso(expires):
+        asked = parse_iso(expires)
+        if last and time.monotonic() - last[0] < REFRESH_SECONDS and last[1] >= asked:
             return
-        expires = to_iso(parse_iso(expires) + EXPIRY_MARGIN)
+        expires = to_iso(asked + EXPIRY_MARGIN)
         stored, now = self.queue_table.get(task_queue_id), utcnow()
         if stored is None or lapsed(stored.expires, now):
             # Indexed before the row is written, so no queue row is left without its expiry
@@ -54,7 +55,7 @@ class TaskQueues:
             expires = stored.expires
         self.queue_table.put(TaskQueueRecord(task_queue_id, to_iso(now), expires))
         with self._lock:
-            self._refreshed[task_queue_id] = (time.monotonic(), expires)
+            self._refreshed[task_queue_id] = (time.monotonic(), parse_iso(expires))
 
     def get(self, task_queue_id: str, now: datetime) -> dict:
         record = self.queue_table.get(task_queue_id)

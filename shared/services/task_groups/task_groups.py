@@ -136,7 +136,7 @@ class TaskGroups:
         task `joined`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
             if parse_iso(record.expires) < parse_iso(expires):
-                record = replace(record, expires=to_iso(parse_iso(expires) + EXPIRY_STEP))
+                record = replace(record, expires=_stepped(expires))
             return replace(record, lone=False) if joined and record.lone else record
         return change_until_saved(lambda: self.group_table.load(group.task_group_id), later, self.group_table.save, first=group)
 
@@ -291,9 +291,14 @@ class TaskGroups:
 
 def _fresh(definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskGroupRecord:
     """A new row for the group of a task (its first)."""
-    expires = definition["expires"] if lone else to_iso(parse_iso(definition["expires"]) + EXPIRY_STEP)
+    expires = definition["expires"] if lone else _stepped(definition["expires"])
     return TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], expires,
                            bucket_width=bucket_width, lone=lone)
+
+
+def _stepped(expires: str) -> str:
+    """The expiry a shared group is given for tasks expiring at `expires` (see EXPIRY_STEP)."""
+    return to_iso(parse_iso(expires) + EXPIRY_STEP)
 
 
 def _by_group(definitions: dict[str, dict]) -> dict[str, list[str]]:

@@ -52,9 +52,10 @@ class DependencyTable:
 
     def forget(self, task_id: str, dependencies: list[str]) -> None:
         """Delete a task's edges from each of `dependencies` (one row in each of their
-        partitions): an expired task's, or those a refused createTask wrote. Its own partition, its edges to its dependents, is emptied the same
-        way by each dependent as it expires (none expires before its dependencies' deadline,
-        and none is left waiting: an expired task was resolved)."""
+        partitions): an expired task's, or those a refused createTask wrote. Its own
+        partition, its edges to its dependents, is emptied the same way by each dependent as
+        it expires (none expires before its dependencies' deadline, and none is left
+        waiting: an expired task was resolved)."""
         for required_id in dependencies:
             delete_row(self._shards.of(required_id), bucket(required_id, task_id), task_id)
 
