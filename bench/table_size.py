@@ -8,6 +8,9 @@ Before each measured block, each of those tables (by default all of Tasks, TaskG
 PendingTasks, Workers) is filled up to the size given with rows of partitions no lifecycle
 reads (a hundred rows a transaction), and so is the task expiry index (`expires`: the items
 of tasks that finished and expire within a year, as a deployment that ran that many holds).
+Tasks is filled with rows of other tasks, where task rows go (spread over its tables and
+partitions by their ids, see `task_table`): a lifecycle's task shares its partition with
+some of them, as it would in a deployment that ran that many.
 The host's CPU per lifecycle is the product's own cost; Azurite's, the storage emulator's:
 Table Storage's cost per operation does not grow with a table, Azurite's does where it
 walks one (see bench/README, "What bounds the figures here").
@@ -16,6 +19,7 @@ walks one (see bench/README, "What bounds the figures here").
 from __future__ import annotations
 
 import argparse
+import string
 import sys
 import tempfile
 import time
@@ -24,9 +28,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from devhost.azurite import Azurite
+from shared.domain.ids import SLUGID_CHARACTERS, new_slugid
 from shared.domain.timestamps import to_iso
 from shared.services.wiring import DAY
 from shared.storage.client.account import StorageAccount
+from shared.storage.tables.task_table import task_place
 from shared.storage.patterns.time_index import TimeIndex
 
 from bench import local_host
@@ -34,8 +40,10 @@ from bench.memory import cpu_seconds, group_pids
 from bench.report import progress
 from bench.sequential import _lifecycles, add_block_options
 
+TASKS = "Tasks"
+NICE_FIRST = string.ascii_uppercase + "abcdef"   # the first characters of the ids clients make (`slugid.nice`)
 EXPIRY_INDEX = "expires"   # the task expiry index (see `task_expiry`), filled through its own code
-TABLES = ("Tasks", "TaskGroups", "PendingTasks", "Workers", EXPIRY_INDEX)
+TABLES = (TASKS, "TaskGroups", "PendingTasks", "Workers", EXPIRY_INDEX)
 FILLER = "bench-filler~"   # sorts after every slugid and queue name a lifecycle reads
 ROWS_PER_PARTITION = 1000
 YEAR_SECONDS = 365 * 24 * 3600
@@ -99,10 +107,24 @@ def _fill_chunk(account: StorageAccount, table: str, first: int, last: int) -> N
             [(to_iso(soon + timedelta(seconds=number * 97 % YEAR_SECONDS)), f"task.{FILLER}{number:09d}")
              for number in range(first, last)])
         return
+    if table == TASKS:
+        _fill_tasks(account, first, last)
+        return
     partition = f"{FILLER}{first // ROWS_PER_PARTITION:06d}"
     account.table(table).submit_transaction([
         ("upsert", {"PartitionKey": partition, "RowKey": f"{number:09d}", "padding": PADDING})
         for number in range(first, last)])
+
+
+def _fill_tasks(account: StorageAccount, first: int, last: int) -> None:
+    """Rows of other tasks, whose ids share their first two characters (so one table and
+    partition: one transaction), the chunks taking those characters in turn."""
+    chunk = first // 100
+    prefix = NICE_FIRST[chunk % len(NICE_FIRST)] + SLUGID_CHARACTERS[chunk // len(NICE_FIRST) % len(SLUGID_CHARACTERS)]
+    ids = [prefix + new_slugid()[2:] for _ in range(first, last)]
+    table, partition = task_place(ids[0])
+    account.table(table).submit_transaction([
+        ("upsert", {"PartitionKey": partition, "RowKey": task_id, "padding": PADDING}) for task_id in ids])
 
 
 if __name__ == "__main__":

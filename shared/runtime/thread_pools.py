@@ -90,7 +90,8 @@ BUCKET_READS = _declare("bucket-read", 32, 0, "a wide owner's buckets queried in
                                                  "a queue's worker buckets for a listing")
 COUNTDOWN_READS = _declare("countdown-read", 16, 0, "countdown rows looked up, or upserted, a bucket at a time")
 TASK_READS = _declare("task-read", 32, 0, "task rows read at once: a creation's, a graph's, a group page's")
-TASK_INSERTS = _declare("task-insert", 16, 0, "new task rows, a transaction per partition")
+TASK_INSERTS = _declare("task-insert", 16, 0, "new task rows, a transaction per table and partition")
+TASK_SAVES = _declare("task-save", 16, 0, "task status changes (a fan-out's), a transaction per table and partition")
 INDEX_READS = _declare("index-read", 16, 0, "index entries read at once: findTasksAtIndex's, a graph's reused labels'")
 
 # -- layer 1: storage patterns that read or write through layer 0 ------------------------------

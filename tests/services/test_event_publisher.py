@@ -228,7 +228,7 @@ def test_a_write_whose_outcome_was_unknown_is_looked_at_and_its_events_published
                                                                                 monkeypatch):
     task_id = new_slugid()
     services.task_calls.create(task_id, make_task(task_queue_id))
-    table = services.task_calls.task_table._table
+    table = services.task_calls.task_table.table_of(task_id)
     write = table.update_entity
 
     def landed_but_failed(*args, **kwargs):

@@ -1,12 +1,19 @@
-"""The Tasks table: one row per task holding its definition and its status.
+"""The Tasks tables: one row per task holding its definition and its status.
 
-PartitionKey = the taskId's first character, RowKey = taskId. Tasks created or expiring
-together are written a transaction per partition: a graph's part is a run of tasks in
-taskId order, which share one or two partitions, and a sweep's hundred expired tasks share
-about 30 (slugids' first character takes 32 values), so their rows cost a few round trips
-instead of one each. A partition holds about 1/32 of the tasks: Azurite served point reads,
-inserts and merges as fast in partitions of 1,250 rows as of 78 (20,000 rows, measured),
-and Azure serves 2,000 entities/s per partition, 64,000/s over the 32.
+A task's row is in the table `Tasks<nn>` (TABLES of them, by the taskId's second
+character), PartitionKey = the taskId's first character, RowKey = taskId. Tasks created or
+expiring together are written a transaction per table and partition: a graph's part is a
+run of tasks in taskId order, which share one or two first characters, and a sweep's
+hundred expired tasks share about 30 (slugids' first character takes 32 values), so their
+rows cost a few round trips instead of one each. Azure serves 2,000 entities/s per
+partition, 64,000/s a table over the 32, and a table's size costs it nothing.
+
+Azurite finds a row by walking its partition, and updates or deletes one in time that grows
+with its table (see `buckets`): with every task in one table of 32 partitions, a point read
+or merge of a task cost 330 us of LokiJS at 30,000 tasks (partitions of 940 rows; 65% of
+what LokiJS did while a graph of 30,000 ran) and about three times that at 100,000. Spread
+over TABLES tables, a partition holds 1/(32 TABLES) of the tasks; a part of a small graph
+costs a few more transactions (its run of tasks is spread over the tables).
 
 The definition is written once, at creation;
 afterwards only the status columns change (and the priority column, by changeTaskPriority:
@@ -25,7 +32,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
-from shared.runtime.thread_pools import TASK_INSERTS, TASK_READS
+from shared.runtime.thread_pools import TASK_INSERTS, TASK_READS, TASK_SAVES
 from shared.domain import task_events
 from shared.domain.dependencies import Dependent, sole_dependency
 from shared.domain.runs import Run
@@ -40,8 +47,11 @@ from shared.storage.patterns.batches import MAX_BATCH, delete_in_batches
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.recent_writes import RecentWrites
+from shared.storage.client.table import Table
+from shared.domain.ids import SLUGID_CHARACTERS
 
 PARTITION_CHARS = 1
+TABLES = 8    # the tables tasks are spread over, by their id's second character
 # Characters of definitions a transaction of new rows carries at most (a request holds 4 MiB).
 BATCH_CHARS = 2_000_000
 DEPENDENTS = "dependents"            # see TaskRecord.dependents
@@ -131,7 +141,7 @@ def _status_columns(status: TaskStatus) -> dict:
 
 class TaskTable:
     def __init__(self, account: StorageAccount, events: bool = True, marks: PublicationMarks | None = None) -> None:
-        self._table = account.table("Tasks")
+        self._tables = [account.table(_table_name(number)) for number in range(TABLES)]
         self.events = events   # False: no bus to publish on, so no outbox to keep
         self.marks = marks or PublicationMarks(account)
         self._recent: RecentWrites[TaskRecord] = RecentWrites(
@@ -158,7 +168,8 @@ class TaskTable:
     def _insert_chunk(self, chunk: list[tuple[dict, TaskRecord]]) -> dict[str, TaskRecord | AlreadyExists]:
         """One partition's new rows in one transaction, or row by row if it is refused."""
         try:
-            answers = self._table.submit_transaction([("create", entity) for entity, _ in chunk]) if len(chunk) > 1 else None
+            answers = self.table_of(chunk[0][1].task_id).submit_transaction(
+                [("create", entity) for entity, _ in chunk]) if len(chunk) > 1 else None
         except (TableTransactionError, ResourceExistsError):
             answers = None
         if answers is not None:
@@ -193,7 +204,7 @@ class TaskTable:
 
     def _insert_row(self, entity: dict, record: TaskRecord) -> TaskRecord:
         try:
-            meta = lost_responses.insert(self._table, entity)
+            meta = lost_responses.insert(self.table_of(record.task_id), entity)
         except ResourceExistsError as exc:
             self.marks.refused(record.outbox, exc)
             raise AlreadyExists(record.task_id) from exc
@@ -203,7 +214,7 @@ class TaskTable:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
                                                DEPENDENTS, MORE_DEPENDENTS, SOLE_DEPENDENCY]
         try:
-            entity = self._table.get_entity(*_key(task_id), select=select)
+            entity = self.table_of(task_id).get_entity(*_key(task_id), select=select)
         except ResourceNotFoundError:
             return None
         return _record(task_id, entity, with_definition)
@@ -249,32 +260,33 @@ class TaskTable:
     def save_statuses(self, changes: list[tuple[TaskRecord, TaskStatus]],
                       saved: Callable[[list[TaskRecord]], None] = lambda records: None
                       ) -> list[TaskRecord | ChangedSinceRead]:
-        """`save_status` for many tasks, a transaction per partition (100 rows at most): for
-        each, the task as saved, or ChangedSinceRead. A transaction refused (a row changed
-        since) is done again row by row. `saved` is given each transaction's tasks as saved
-        as soon as it is done (to publish their events before the next)."""
+        """`save_status` for many tasks, a transaction per table and partition (100 rows at
+        most), the transactions at once: for each, the task as saved, or ChangedSinceRead. A
+        transaction refused (a row changed since) is done again row by row. `saved` is given
+        each transaction's tasks as saved, in this thread, in the order of the transactions."""
         prepared = []
         for record, status in changes:
             columns, events = self._status_change(record, status)
             prepared.append(({**_keys(status.task_id), **columns}, record, status, events))
-        by_partition: dict[str, list] = {}
+        by_partition: dict[tuple[int, str], list] = {}
         for change in prepared:
-            by_partition.setdefault(change[0]["PartitionKey"], []).append(change)
+            by_partition.setdefault(_place(change[0]), []).append(change)
+        chunks = [same[start:start + MAX_BATCH] for same in by_partition.values()
+                  for start in range(0, len(same), MAX_BATCH)]
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
-        for same in by_partition.values():
-            for start in range(0, len(same), MAX_BATCH):
-                chunk = self._save_chunk(same[start:start + MAX_BATCH])
-                saved([record for record in chunk.values() if isinstance(record, TaskRecord)])
-                outcomes.update(chunk)
+        for chunk in TASK_SAVES.map(self._save_chunk, chunks):
+            saved([record for record in chunk.values() if isinstance(record, TaskRecord)])
+            outcomes.update(chunk)
         return [outcomes[status.task_id] for _, status in changes]
 
     def _save_chunk(self, chunk: list[tuple]) -> dict[str, TaskRecord | ChangedSinceRead]:
         """One partition's status changes in one transaction, or row by row if it is refused."""
         answers, refusal = None, None
         try:
-            answers = self._table.submit_transaction([("update", entity, {"etag": record.etag, "match_condition":
-                                                              MatchConditions.IfNotModified, "mode": UpdateMode.MERGE})
-                                           for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
+            answers = self.table_of(chunk[0][1].task_id).submit_transaction([
+                ("update", entity, {"etag": record.etag, "match_condition": MatchConditions.IfNotModified,
+                                    "mode": UpdateMode.MERGE})
+                for entity, record, _, _ in chunk]) if len(chunk) > 1 else None
         except TableTransactionError as error:
             refusal = error
         if answers is not None:
@@ -299,7 +311,7 @@ class TaskTable:
         """Merge `columns` into the row if it is still as `record` read it; its new ETag. Else
         ChangedSinceRead, and the remembered version is dropped."""
         try:
-            meta = lost_responses.update(self._table, {**_keys(record.task_id), **columns},
+            meta = lost_responses.update(self.table_of(record.task_id), {**_keys(record.task_id), **columns},
                                          record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             self._recent.forget(record.task_id)
@@ -335,17 +347,45 @@ class TaskTable:
             task_events.task_changed(summary, notice, before, after, to_iso(utcnow()))))
 
     def load_outbox(self, task_id: str) -> tuple[tuple[Event, ...], str] | None:
-        return outbox.load(self._table, *_key(task_id))
+        return outbox.load(self.table_of(task_id), *_key(task_id))
 
     def clear_outbox(self, task_id: str, published: list[str], etag: str,
                      kept: tuple[Event, ...] | None = None) -> None:
-        self._recent.outbox_cleared(task_id, outbox.clear(self._table, *_key(task_id), published, etag, kept))
+        self._recent.outbox_cleared(task_id, outbox.clear(self.table_of(task_id), *_key(task_id), published,
+                                                                      etag, kept))
 
     def delete_many(self, task_ids: list[str]) -> None:
         """Delete tasks' rows, a transaction per partition (rows gone already are no error)."""
         for task_id in task_ids:
             self._recent.forget(task_id)
-        delete_in_batches(self._table, [_key(task_id) for task_id in task_ids])
+        by_table: dict[int, list[tuple[str, str]]] = {}
+        for task_id in task_ids:
+            by_table.setdefault(_table_number(task_id), []).append(_key(task_id))
+        for number, keys in by_table.items():
+            delete_in_batches(self._tables[number], keys)
+
+    def table_of(self, task_id: str) -> Table:
+        """The table that holds the task's row."""
+        return self._tables[_table_number(task_id)]
+
+
+def _table_number(task_id: str) -> int:
+    """The table of a task's row (see the module's docstring)."""
+    return SLUGID_CHARACTERS.find(task_id[1:2]) % TABLES
+
+
+def task_place(task_id: str) -> tuple[str, str]:
+    """The name of the table that holds a task's row, and its partition."""
+    return _table_name(_table_number(task_id)), _key(task_id)[0]
+
+
+def _table_name(number: int) -> str:
+    return f"Tasks{number:02d}"
+
+
+def _place(entity: dict) -> tuple[int, str]:
+    """Where a row is: its table and partition (what one transaction may hold)."""
+    return _table_number(entity["RowKey"]), entity["PartitionKey"]
 
 
 def _key(task_id: str) -> tuple[str, str]:
@@ -360,10 +400,10 @@ def _keys(task_id: str) -> dict:
 
 
 def _chunks(rows: list[tuple[dict, TaskRecord]]) -> list[list[tuple[dict, TaskRecord]]]:
-    """New rows grouped by partition, at most MAX_BATCH and BATCH_CHARS of definitions each."""
-    by_partition: dict[str, list] = {}
+    """New rows grouped by table and partition, at most MAX_BATCH and BATCH_CHARS of definitions each."""
+    by_partition: dict[tuple[int, str], list] = {}
     for row in rows:
-        by_partition.setdefault(row[0]["PartitionKey"], []).append(row)
+        by_partition.setdefault(_place(row[0]), []).append(row)
     chunks = []
     for partition_rows in by_partition.values():
         chunk, chars = [], 0

@@ -85,7 +85,8 @@ def _ids(prefix: str, count: int) -> list[str]:
     return [prefix + new_slugid()[len(prefix):] for _ in range(count)]
 
 
-def test_tasks_created_together_take_a_transaction_per_partition(table):
+def test_tasks_created_together_take_a_transaction_per_table_and_partition(table):
+    """A row's table is by its id's second character, its partition by the first."""
     ids = _ids("Ab", 4) + _ids("Cd", 2)
     tasks = [NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids]
     before = OPERATIONS.value
@@ -98,8 +99,8 @@ def test_tasks_created_together_take_a_transaction_per_partition(table):
         assert stored.status == TaskStatus.new(task_id, definition(task_id))
 
 
-def test_tasks_expiring_together_are_deleted_a_transaction_per_partition(table):
-    ids = _ids("G", 5) + _ids("h", 3)
+def test_tasks_expiring_together_are_deleted_a_transaction_per_table_and_partition(table):
+    ids = _ids("Gx", 5) + _ids("hy", 3)
     table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids])
     before = OPERATIONS.value
     table.delete_many(ids)
@@ -109,7 +110,7 @@ def test_tasks_expiring_together_are_deleted_a_transaction_per_partition(table):
 
 
 def test_status_changes_are_saved_a_transaction_per_partition_and_a_stale_one_alone_is_refused(table):
-    ids = _ids("J", 4) + _ids("k", 3)
+    ids = _ids("Jq", 4) + _ids("kr", 3)
     records = table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id)))
                                  for task_id in ids])
     now = utcnow()
@@ -123,6 +124,18 @@ def test_status_changes_are_saved_a_transaction_per_partition_and_a_stale_one_al
                                     for record in (records[4], stale, records[6])])
     assert isinstance(outcomes[1], ChangedSinceRead)
     assert [table.load(task_id).status.state.value for task_id in ids[4:]] == ["pending", "unscheduled", "pending"]
+
+
+def test_tasks_of_one_partition_in_two_tables_take_a_transaction_each(table):
+    ids = _ids("AA", 3) + _ids("AB", 2)   # second characters a table apart (see `task_table.TABLES`)
+    tasks = [NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id))) for task_id in ids]
+    before = OPERATIONS.value
+    table.insert_many(tasks)
+    assert OPERATIONS.value - before == 2
+    before = OPERATIONS.value
+    table.delete_many(ids)
+    assert OPERATIONS.value - before == 2
+    assert [table.load(task_id) for task_id in ids] == [None] * len(ids)
 
 
 def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
