@@ -129,7 +129,7 @@ def host(azurite: Azurite, log_dir: Path, name: str, out: dict, throttled=None):
     """The local host for a graph run (its storage through `throttled`, the throttling
     proxy, if given); afterwards `out` gets the host's errors from its log and the peak
     memory of every process of the run, and the log is kept in bench/results/ when anything
-    went wrong."""
+    went wrong (a 5xx, a warning or an error logged, a failed run)."""
     with local_host.running(throttled or azurite, log_dir, progress, SETTINGS) as server:
         yield server
         processes = {"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
@@ -139,7 +139,7 @@ def host(azurite: Azurite, log_dir: Path, name: str, out: dict, throttled=None):
         out["peak_memory_mib"] = peaks(processes)
         progress(f"peak resident memory: {peaks_text(out['peak_memory_mib'])}")
     out["host_errors"] = host_errors(server.log_path)
-    if out["host_errors"]["http_5xx"] or "failed" in out:
+    if out["host_errors"]["http_5xx"] or out["host_errors"]["logged"] or "failed" in out:
         RESULTS.mkdir(exist_ok=True)
         out["host_log"] = str(shutil.copy(server.log_path, RESULTS / f"{name}-devhost-{server.log_path.name}"))
         progress(f"host log kept: {out['host_log']}")

@@ -25,6 +25,7 @@ announces are written with it, in the row's outbox columns (see `outbox`).
 from __future__ import annotations
 
 import json
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -263,7 +264,9 @@ class TaskTable:
         """`save_status` for many tasks, a transaction per table and partition (100 rows at
         most), the transactions at once: for each, the task as saved, or ChangedSinceRead. A
         transaction refused (a row changed since) is done again row by row. `saved` is given
-        each transaction's tasks as saved, in this thread, in the order of the transactions."""
+        each transaction's tasks as saved, in this thread, as soon as the transaction is done
+        (waiting for those before it let a worker claim and complete a task before its pending
+        event was out, and its resolution waited a minute for the claim sweep)."""
         prepared = []
         for record, status in changes:
             columns, events = self._status_change(record, status)
@@ -274,7 +277,10 @@ class TaskTable:
         chunks = [same[start:start + MAX_BATCH] for same in by_partition.values()
                   for start in range(0, len(same), MAX_BATCH)]
         outcomes: dict[str, TaskRecord | ChangedSinceRead] = {}
-        for chunk in TASK_SAVES.map(self._save_chunk, chunks):
+        done = [self._save_chunk(chunks[0])] if len(chunks) == 1 else (
+            future.result() for future in as_completed([TASK_SAVES.submit(self._save_chunk, chunk)
+                                                         for chunk in chunks]))
+        for chunk in done:   # each as soon as it lands: its tasks may be claimed from then on
             saved([record for record in chunk.values() if isinstance(record, TaskRecord)])
             outcomes.update(chunk)
         return [outcomes[status.task_id] for _, status in changes]
