@@ -1,5 +1,6 @@
 """The Tasks table against Azurite: round trips, chunked definitions, conditional writes."""
 
+import threading
 from dataclasses import replace
 
 import pytest
@@ -136,6 +137,30 @@ def test_tasks_of_one_partition_in_two_tables_take_a_transaction_each(table):
     table.delete_many(ids)
     assert OPERATIONS.value - before == 2
     assert [table.load(task_id) for task_id in ids] == [None] * len(ids)
+
+
+def test_each_transaction_of_status_changes_is_followed_up_as_soon_as_it_lands(table, monkeypatch):
+    """A transaction that lands while an earlier one is still on its way is handed to `saved`
+    at once: its tasks can be claimed from then on, and their events must be out first."""
+    slow, quick = _ids("Mm", 2), _ids("Nn", 2)
+    records = table.insert_many([NewTask(definition(task_id), TaskStatus.new(task_id, definition(task_id)))
+                                 for task_id in slow + quick])
+    landed = threading.Event()
+    real_chunk = table._save_chunk
+
+    def save_chunk(chunk):
+        if chunk[0][1].task_id in slow:
+            assert landed.wait(10)   # held until the other transaction was followed up
+        return real_chunk(chunk)
+    monkeypatch.setattr(table, "_save_chunk", save_chunk)
+    followed = []
+
+    def saved(records):
+        followed.append(sorted(record.task_id for record in records))
+        landed.set()
+    now = utcnow()
+    table.save_statuses([(record, lifecycle.schedule(record.status, now)) for record in records], saved)
+    assert followed == [sorted(quick), sorted(slow)]
 
 
 def test_a_transaction_refused_for_a_row_that_exists_inserts_the_others_one_by_one(table):
