@@ -32,7 +32,7 @@ from shared.domain.ids import SLUGID_CHARACTERS, new_slugid
 from shared.domain.timestamps import to_iso
 from shared.services.wiring import DAY
 from shared.storage.client.account import StorageAccount
-from shared.storage.tables.task_table import task_place
+from shared.storage.tables.task_table import row_keys, task_tables
 from shared.storage.patterns.time_index import TimeIndex
 
 from bench import local_host
@@ -122,9 +122,8 @@ def _fill_tasks(account: StorageAccount, first: int, last: int) -> None:
     chunk = first // 100
     prefix = NICE_FIRST[chunk % len(NICE_FIRST)] + SLUGID_CHARACTERS[chunk // len(NICE_FIRST) % len(SLUGID_CHARACTERS)]
     ids = [prefix + new_slugid()[2:] for _ in range(first, last)]
-    table, partition = task_place(ids[0])
-    account.table(table).submit_transaction([
-        ("upsert", {"PartitionKey": partition, "RowKey": task_id, "padding": PADDING}) for task_id in ids])
+    task_tables(account).of(ids[0]).submit_transaction([
+        ("upsert", {**row_keys(task_id), "padding": PADDING}) for task_id in ids])
 
 
 if __name__ == "__main__":

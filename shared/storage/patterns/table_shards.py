@@ -1,5 +1,7 @@
 """A table kept as SHARDS physical tables, each owner's rows in one of them by a hash of
-the owner (the task whose dependents, or whose requirements, the rows are).
+the owner (the task whose dependents, or whose requirements, the rows are), or by a key of
+the owner's that its table chooses (a task's row by its id's second character, see
+`task_table`).
 
 Azurite answers every query by evaluating its filter against every row of the table and
 then sorting what matched (`LokiTableMetadataStore.queryTableEntities`), so a query's cost
@@ -25,12 +27,15 @@ SHARDS = 32
 
 
 class TableShards:
-    def __init__(self, account: StorageAccount, name: str) -> None:
+    def __init__(self, account: StorageAccount, name: str, shards: int = SHARDS,
+                 key: Callable[[str], int] = lambda owner: zlib.crc32(owner.encode())) -> None:
         self._account = account
         self._name = name
+        self._shards = shards
+        self._key = key
 
     def of(self, owner: str) -> Table:
-        """The table holding `owner`'s rows (`<name>00` to `<name>31`, made on first use)."""
+        """The table holding `owner`'s rows (`<name>00` to `<name><shards - 1>`, made on first use)."""
         return self._table(self._shard(owner))
 
     def split(self, rows: Iterable, owner_of: Callable) -> list[tuple[Table, list]]:
@@ -48,10 +53,10 @@ class TableShards:
 
     def all(self) -> list[Table]:
         """Every table of the split, in order."""
-        return [self._table(shard) for shard in range(SHARDS)]
+        return [self._table(shard) for shard in range(self._shards)]
 
     def _shard(self, owner: str) -> int:
-        return zlib.crc32(owner.encode()) % SHARDS
+        return self._key(owner) % self._shards
 
     def _table(self, shard: int) -> Table:
         return self._account.table(f"{self._name}{shard:02d}")

@@ -48,6 +48,7 @@ from shared.storage.patterns.batches import MAX_BATCH, delete_in_batches
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.recent_writes import RecentWrites
+from shared.storage.patterns.table_shards import TableShards
 from shared.storage.client.table import Table
 from shared.domain.ids import SLUGID_CHARACTERS
 
@@ -142,7 +143,8 @@ def _status_columns(status: TaskStatus) -> dict:
 
 class TaskTable:
     def __init__(self, account: StorageAccount, events: bool = True, marks: PublicationMarks | None = None) -> None:
-        self._tables = [account.table(_table_name(number)) for number in range(TABLES)]
+        self._tables = task_tables(account)
+        self._tables.all()   # each made now, not by the first request that needs it
         self.events = events   # False: no bus to publish on, so no outbox to keep
         self.marks = marks or PublicationMarks(account)
         self._recent: RecentWrites[TaskRecord] = RecentWrites(
@@ -190,7 +192,7 @@ class TaskTable:
         summary = {name: definition[name] for name in SUMMARY_FIELDS}
         notice = notice_of(definition)
         events = self._events(status.task_id, summary, notice, None, status, ())
-        entity = {**_keys(status.task_id), **summary, **_dependents_columns(task.dependents, task.more_dependents)}
+        entity = {**row_keys(status.task_id), **summary, **_dependents_columns(task.dependents, task.more_dependents)}
         if task.dependency_rows is not None:
             entity[DEPENDENCY_ROWS] = json.dumps(list(task.dependency_rows), separators=(",", ":"))
         encoded = encode_definition(definition)
@@ -270,7 +272,7 @@ class TaskTable:
         prepared = []
         for record, status in changes:
             columns, events = self._status_change(record, status)
-            prepared.append(({**_keys(status.task_id), **columns}, record, status, events))
+            prepared.append(({**row_keys(status.task_id), **columns}, record, status, events))
         by_partition: dict[tuple[int, str], list] = {}
         for change in prepared:
             by_partition.setdefault(_place(change[0]), []).append(change)
@@ -317,7 +319,7 @@ class TaskTable:
         """Merge `columns` into the row if it is still as `record` read it; its new ETag. Else
         ChangedSinceRead, and the remembered version is dropped."""
         try:
-            meta = lost_responses.update(self.table_of(record.task_id), {**_keys(record.task_id), **columns},
+            meta = lost_responses.update(self.table_of(record.task_id), {**row_keys(record.task_id), **columns},
                                          record.etag)
         except (ResourceModifiedError, ResourceNotFoundError) as exc:
             self._recent.forget(record.task_id)
@@ -364,29 +366,22 @@ class TaskTable:
         """Delete tasks' rows, a transaction per partition (rows gone already are no error)."""
         for task_id in task_ids:
             self._recent.forget(task_id)
-        by_table: dict[int, list[tuple[str, str]]] = {}
-        for task_id in task_ids:
-            by_table.setdefault(_table_number(task_id), []).append(_key(task_id))
-        for number, keys in by_table.items():
-            delete_in_batches(self._tables[number], keys)
+        for table, same in self._tables.split(task_ids, lambda task_id: task_id):
+            delete_in_batches(table, [_key(task_id) for task_id in same])
 
     def table_of(self, task_id: str) -> Table:
         """The table that holds the task's row."""
-        return self._tables[_table_number(task_id)]
+        return self._tables.of(task_id)
+
+
+def task_tables(account: StorageAccount) -> TableShards:
+    """The tables of task rows, `Tasks00` to `Tasks07` (see the module's docstring)."""
+    return TableShards(account, "Tasks", TABLES, _table_number)
 
 
 def _table_number(task_id: str) -> int:
     """The table of a task's row (see the module's docstring)."""
     return SLUGID_CHARACTERS.find(task_id[1:2]) % TABLES
-
-
-def task_place(task_id: str) -> tuple[str, str]:
-    """The name of the table that holds a task's row, and its partition."""
-    return _table_name(_table_number(task_id)), _key(task_id)[0]
-
-
-def _table_name(number: int) -> str:
-    return f"Tasks{number:02d}"
 
 
 def _place(entity: dict) -> tuple[int, str]:
@@ -399,7 +394,7 @@ def _key(task_id: str) -> tuple[str, str]:
     return task_id[:PARTITION_CHARS], task_id
 
 
-def _keys(task_id: str) -> dict:
+def row_keys(task_id: str) -> dict:
     """The task row's keys as entity columns."""
     partition, row = _key(task_id)
     return {"PartitionKey": partition, "RowKey": row}
