@@ -21,7 +21,9 @@ Invariants, kept in this order of writes:
   (`_satisfy`: its creator may die before the re-check it makes after the row, `recheck`,
   which only makes the rare race quick). A task waiting on several has its creator send
   that intent itself, before anything is written, and withdraw it after its re-check:
-  reading them all before the row and again after would cost more;
+  reading them all before the row and again after would cost more. Its requirement rows
+  are written before it is listed, so the re-check reads only the dependencies that did
+  not list it by a write on a version that had not yet resolved (`Registration.listening`);
 - a requirement row is deleted only when its dependency resolved in a way that satisfies
   it, and never comes back (a creator sent twice writes it once); the task is scheduled by
   whoever's deletion leaves its requirements' count at zero (scheduling is idempotent, so
@@ -78,6 +80,10 @@ class Registration:
     # TaskDependencies rows this registration wrote itself, as (required, dependent) taskIds:
     # what `withdraw` takes back if the creation is refused (see `register_many`'s `unchecked`)
     added: list[tuple[str, str]] = field(default_factory=list)
+    # taskId -> its dependencies whose resolution is sure to satisfy its requirement row: they
+    # list it, by a write on a version that had not resolved so, made after the row existed
+    # (the re-check need not read them)
+    listening: dict[str, set[str]] = field(default_factory=dict)
 
 
 class DependencyTracker:
@@ -167,9 +173,16 @@ class DependencyTracker:
                     alone.append(task_id)   # read again below, once listed
                 else:   # the intent stands for the re-check if this process dies before it
                     registration.recheck[task_id] = self.messages.intend_readiness_check(task_id)
+        # Requirement rows before the listings: a resolution that finds a task listed then
+        # finds its requirement row too (one written after it would wait for ever).
+        self.requirement_table.add(requirement_rows)
         listed = list(DEPENDENCY_READS.map(lambda pair: self._list_on(*pair), outside))
         edges += [(record.task_id, dependent, definitions[dependent.task_id]["expires"])
                   for (record, dependent), (on_row, _) in zip(outside, listed) if not on_row]
+        for (record, dependent), (_, row) in zip(outside, listed):
+            if dependent.waits_on > 1 and row is not None and not _satisfied_now(
+                    definitions[dependent.task_id]["requires"], row):
+                registration.listening.setdefault(dependent.task_id, set()).add(record.task_id)
         # A row that this call's conditional write listed a task on was as current as a read
         # after the listing would be: that task's dependency needs no second look.
         seen = {dependent.task_id: row for (_, dependent), (_, row) in zip(outside, listed) if row is not None}
@@ -180,7 +193,6 @@ class DependencyTracker:
             self.dependency_table.add(edges)
         for required, dependent, _ in edges:
             registration.tabled.setdefault(dependent.task_id, []).append(required)
-        self.requirement_table.add(requirement_rows)
         unseen = [task_id for task_id in alone if task_id not in seen]
         looked = dict(zip(unseen, DEPENDENCY_READS.map(lambda task_id: self._ready(definitions[task_id]), unseen)))
         for task_id in alone:
@@ -234,24 +246,26 @@ class DependencyTracker:
         found = {dependent.task_id for dependent in (*record.dependents, *table) if dependent.task_id > after}
         return sorted(found)[:limit]
 
-    def recheck(self, task_id: str, definition: dict, page: int = PAGE) -> bool:
-        """Satisfy the requirements whose tasks have resolved (checking `page` at a time) and
-        schedule the task once none is left; True if this call scheduled it. A task waiting
-        on one task has no requirement row: that task is read."""
+    def recheck(self, task_id: str, definition: dict, listening: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Satisfy the requirements whose tasks have resolved (all of them, PAGE at a time)
+        and schedule the task if none is left; True if this call scheduled it. `listening`:
+        dependencies not to read (see `Registration.listening`). A task waiting on one task
+        has no requirement row: that task is read."""
         requires = definition["requires"]
         if Dependent.of(task_id, definition).waits_on == 1:
             return self._ready(definition) and self.schedule(task_id)
+        after, page = "", PAGE
         while True:
-            waiting = self.requirement_table.remaining(task_id, page)
-            if not waiting:
+            waiting = self.requirement_table.remaining(task_id, page, after)
+            if not waiting and not after:
                 return self.schedule(task_id)
-            records = DEPENDENCY_READS.map(self._load, waiting)
-            done = [required_id for required_id, record in zip(waiting, records)
-                    if _satisfied_now(requires, record)]
-            if not done:
+            unheard = [required_id for required_id in waiting if required_id not in listening]
+            for required_id, record in zip(unheard, DEPENDENCY_READS.map(self._load, unheard)):
+                if _satisfied_now(requires, record) and not self.requirement_table.satisfy(task_id, required_id):
+                    return self.schedule(task_id)   # that was the last one
+            if len(waiting) < page:
                 return False
-            for required_id in done:
-                self.requirement_table.satisfy(task_id, required_id)
+            after = waiting[-1]
 
     def schedule_if_ready(self, task_id: str) -> bool:
         """Re-check an unscheduled task; True if that scheduled it (not a concurrent handler

@@ -253,7 +253,8 @@ class TaskCreation:
             # inserted, or as a dependency's resolution made it a moment later (the answer is
             # then the state an instant before, as any answer may be). One answered as created
             # before (unread, see `prepare`) had its own creator's re-check.
-            if task_id in records and self.dependency_tracker.recheck(task_id, new[task_id]):
+            if task_id in records and self.dependency_tracker.recheck(
+                    task_id, new[task_id], listening=registration.listening.get(task_id, frozenset())):
                 records[task_id] = self.task_table.load(task_id)
             if intent is not None:
                 self.messages.withdraw(intent)   # done: a dependency resolving from now on finds the task

@@ -38,8 +38,9 @@ class RequirementTable:
         still waits for any."""
         return self._waits(task_id).remove(task_id, required_id)
 
-    def remaining(self, task_id: str, limit: int = 1) -> list[str]:
-        return first_keys(self._shards.of(task_id), task_id, "", "", limit)
+    def remaining(self, task_id: str, limit: int = 1, after: str = "") -> list[str]:
+        """Up to `limit` of the tasks `task_id` still waits for, in taskId order after `after`."""
+        return first_keys(self._shards.of(task_id), task_id, "", after, limit)
 
     def forget(self, task_id: str) -> None:
         """Delete what an expired task still waited for, and the marks of what it did."""

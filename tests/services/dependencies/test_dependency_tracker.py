@@ -10,6 +10,7 @@ from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
 from shared.services.dependencies.resolution_messages import Resolution
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.dependencies import dependency_tracker
 from shared.services.wiring import Services
 from tests.conftest import follow_ups_lost, make_task, meanwhile, two_processes
 
@@ -396,14 +397,25 @@ def test_a_creator_that_rechecked_its_task_withdraws_the_intent_standing_for_the
 
 
 def _resolve_before_requirements_are_written(services: Services, task_queue_id: str, monkeypatch) -> None:
-    """The pending task completes (its handler runs) as the creator, having listed its task on
-    its dependencies, is about to write its requirement rows."""
-    real_add = services.dependency_tracker.requirement_table.add
+    """The pending task completes (its handler runs) as the creator is about to write its
+    task's requirement rows, before it lists the task on its dependencies."""
+    _resolve_before(services.dependency_tracker.requirement_table, "add", services, task_queue_id, monkeypatch)
 
-    def resolve_first(rows):
+
+def _resolve_once_listed(services: Services, task_queue_id: str, monkeypatch) -> None:
+    """The pending task completes (its handler runs) once the creator has listed its task on
+    its dependencies, before it writes their TaskDependencies rows and the task's row."""
+    for name in ("add", "add_absent"):
+        _resolve_before(services.dependency_tracker.dependency_table, name, services, task_queue_id, monkeypatch)
+
+
+def _resolve_before(holder, name: str, services: Services, task_queue_id: str, monkeypatch) -> None:
+    real = getattr(holder, name)
+
+    def resolve_first(*args):
         meanwhile(lambda: run(services, task_queue_id))
-        return real_add(rows)
-    monkeypatch.setattr(services.dependency_tracker.requirement_table, "add", resolve_first)
+        return real(*args)
+    monkeypatch.setattr(holder, name, resolve_first)
 
 
 def _creator_dies_before_its_recheck(services: Services, monkeypatch) -> None:
@@ -419,7 +431,7 @@ def test_a_task_whose_one_dependency_resolves_while_it_is_listed_is_created_sche
     resolution's handler, which found the task listed with no row yet, left an intent to
     check it: it finds nothing to do."""
     required = create(services, task_queue_id)
-    _resolve_before_requirements_are_written(services, task_queue_id, monkeypatch)   # `required` completes
+    _resolve_once_listed(services, task_queue_id, monkeypatch)   # `required` completes
     dependent = new_slugid()
     status = services.task_calls.create(dependent, make_task(task_queue_id, dependencies=[required]))
     assert status["state"] == "pending"
@@ -628,13 +640,14 @@ def _counting_loads(services, monkeypatch) -> list[str]:
     return loads
 
 
-def test_a_fan_in_on_tasks_this_process_made_reads_none_of_them_before_listing(services, task_queue_id, monkeypatch):
+def test_a_fan_in_on_tasks_this_process_made_reads_none_of_them(services, task_queue_id, monkeypatch):
     """As its process wrote them, unresolved: the listings, conditional on those versions,
-    check that they still are. Each is read once, by the re-check after the task's row."""
+    check that they still are, and from then on each one's resolution satisfies the fan-in's
+    requirement (written before the listing): the re-check after its row reads none."""
     children = [create(services, task_queue_id) for _ in range(6)]
     loads = _counting_loads(services, monkeypatch)
     fan_in = create(services, task_queue_id, dependencies=children)
-    assert sorted(loads) == sorted([*children, fan_in])   # its own: whether it exists
+    assert loads == [fan_in]   # its own: whether it exists
     assert state(services, fan_in) == "unscheduled"
     assert sorted(run(services, task_queue_id)) == sorted(children)
     assert run(services, task_queue_id) == [fan_in]
@@ -661,3 +674,29 @@ def test_a_dependency_remembered_resolved_is_read_again(task_queue_id):
     assert state(here, waiting) == "unscheduled"
     assert run(there, task_queue_id) == [dependency]
     assert state(here, waiting) == "pending"
+
+
+def test_a_dependency_resolving_between_its_listing_and_its_dependents_row_is_counted_beyond_the_first_page(
+        services, task_queue_id, monkeypatch):
+    """The last of five (in taskId order, beyond a page of two) resolves right after it listed
+    the fan-in, before the fan-in's row exists: its resolution finds the requirement row and
+    deletes it. (Written after the listing, the row would have waited for ever: the re-check
+    stopped at a first page with nothing resolved.) The other four then schedule the fan-in."""
+    monkeypatch.setattr(dependency_tracker, "PAGE", 2)
+    ids = sorted(new_slugid() for _ in range(5))
+    quick_queue = task_queue_id + "-quick"
+    for task_id in ids:
+        services.task_calls.create(task_id, make_task(quick_queue if task_id == ids[-1] else task_queue_id))
+    tasks, real = services.task_calls.task_table, services.task_calls.task_table.save_dependents
+    raced = []
+
+    def save(record):
+        saved = real(record)
+        if record.task_id == ids[-1]:
+            raced.extend(meanwhile(lambda: run(services, quick_queue)))
+        return saved
+    monkeypatch.setattr(tasks, "save_dependents", save)
+    fan_in = create(services, task_queue_id, dependencies=ids)
+    assert raced == [ids[-1]] and state(services, fan_in) == "unscheduled"
+    assert sorted(run(services, task_queue_id)) == ids[:-1]
+    assert run(services, task_queue_id) == [fan_in]
