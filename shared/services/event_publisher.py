@@ -51,20 +51,19 @@ class EventPublisher:
         """Whether events are kept and published at all (not without a bus)."""
         return self.bus is not None
 
-    def written(self, table: Outboxes, record, carried: tuple[Event, ...] = ()) -> bool:
-        """After a write of `record` (whose outbox held `carried` before it): publish the events
-        the write stamped (the change's, and those it took over), and this process's own
-        carried ones that are overdue; True if its outbox is all out."""
+    def written(self, table: Outboxes, record) -> bool:
+        """After a write of `record`: publish the events it holds that this process stamped and
+        that are not out yet (see `_due`); True if its outbox is all out."""
         if not record.outbox:
             return True
         self._keep_up()
-        self._publish(table, record.key, self._due(record, carried), record.etag, record.outbox)
+        self._publish(table, record.key, self._due(record), record.etag, record.outbox)
         return all(self.marks.covered(event) for event in record.outbox)
 
-    def written_together(self, table: Outboxes, written: list[tuple[object, tuple[Event, ...]]]) -> None:
-        """`written` for rows written together, as (record, carried): their events in one
+    def written_together(self, table: Outboxes, records: list) -> None:
+        """`written` for rows written together: their events in one
         publication (a fan-out's children scheduled a transaction at a time)."""
-        due = {record.key: self._due(record, carried) for record, carried in written}
+        due = {record.key: self._due(record) for record in records}
         events = [event for events in due.values() for event in events]
         if not events or self.bus is None:
             return
@@ -79,12 +78,14 @@ class EventPublisher:
             return
         self.marks.settled(events)
 
-    def _due(self, record, carried: tuple[Event, ...]) -> list[Event]:
+    def _due(self, record) -> list[Event]:
         """What a write of `record` publishes: the events it stamped (the change's, and those
-        it took over), and this process's own carried ones that are overdue."""
-        before = {(event.writer, event.seq) for event in carried}
-        return [event for event in record.outbox if self.marks.mine_open(event)
-                and ((event.writer, event.seq) not in before or self.marks.overdue(event))]
+        it took over), and this process's own carried ones not out yet, before them. Another
+        of its threads may be publishing those at this moment (a fan-out's, whose children can
+        be claimed once their rows are written): published again, with their ids, rather than
+        after this write's own, and before a resolution that would otherwise keep its claim
+        row for the claim sweep to announce again."""
+        return [event for event in record.outbox if self.marks.mine_open(event)]
 
     def change(self, table: Outboxes, load: Callable, change: Callable, save: Callable,
                first: object | None = None) -> tuple[object, bool]:
@@ -102,7 +103,7 @@ class EventPublisher:
             return None, False
         changed = saved is not read[0]   # an unchanged record comes back as read
         if changed:
-            self.written(table, saved, read[0].outbox)
+            self.written(table, saved)
         elif saved.outbox:
             self.settle(table, saved.key, saved.outbox, saved.etag)
         return saved, changed

@@ -14,7 +14,7 @@ from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.storage.patterns import countdown
 from shared.storage.outbox import publication_marks
-from tests.conftest import make_task, memory_services, unique_prefix
+from tests.conftest import make_task, meanwhile, memory_services, unique_prefix
 from tests.memory_bus import MemoryBus
 from tests.memory_storage import MemoryAccount
 from tests.services.dependencies.test_dependency_tracker import deliver_events
@@ -244,3 +244,31 @@ def test_a_write_whose_outcome_was_unknown_is_looked_at_and_its_events_published
     assert services.event_publisher.retry_refused() == 1
     assert bus.of(task_id) == ["task-defined", "task-pending", "task-running"]
     assert services.event_publisher.marks.unsure() == {} and unpublished(services, task_id) == []
+
+
+def test_a_task_claimed_before_its_fan_outs_events_are_out_is_announced_in_order_and_its_claim_row_goes(
+        bus, task_queue_id, monkeypatch):
+    """A fan-out's children are claimable once their status transaction lands, a moment before
+    the thread that wrote it publishes their pending events. A child claimed and completed in
+    that moment: the claim publishes the pending event with its own (it is this process's and
+    not out yet), so the resolution finds every event out and its claim row goes at once,
+    instead of being announced again by the claim sweep a minute later."""
+    services = memory_services(bus=bus)   # the default grace: the fan-out's thread is publishing
+    root, children, quick = new_slugid(), [new_slugid(), new_slugid()], task_queue_id + "-children"
+    services.task_calls.create(root, make_task(task_queue_id))
+    for child in children:
+        services.task_calls.create(child, make_task(quick, dependencies=[root]))
+    real = services.event_publisher.written_together
+
+    def claimed_first(table, written):
+        def claim_and_complete():
+            for task in services.work_claimer.claim_work(quick, "wg", "w2", 2)["tasks"]:
+                services.resolutions.completed(task["status"]["taskId"], task["runId"])
+        meanwhile(claim_and_complete)
+        real(table, written)
+    monkeypatch.setattr(services.event_publisher, "written_together", claimed_first)
+    claim(services, task_queue_id)
+    services.resolutions.completed(root, 0)
+    for child in children:
+        assert bus.of(child) == ["task-defined", "task-pending", "task-running", "task-completed"]
+    assert services.work_claimer.claim_table.count(quick) == 0

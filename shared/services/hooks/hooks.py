@@ -130,18 +130,17 @@ class Hooks:
         def write(existing: HookRecord | None) -> dict:
             try:
                 if existing is None:
-                    saved, carried = self.table.insert(new), ()
+                    saved = self.table.insert(new)
                 elif not existing.deleted:
                     if existing.definition == definition:
                         return definition
                     raise Conflict(f"hook `{hook_group_id}/{hook_id}` already exists.")
                 else:   # a tombstone, whose hook-deleted may not be out: it is kept in the outbox
-                    saved, carried = self.table.save(replace(new, etag=existing.etag,
-                                                             outbox=existing.outbox + new.outbox)), existing.outbox
+                    saved = self.table.save(replace(new, etag=existing.etag, outbox=existing.outbox + new.outbox))
             except AlreadyExists:
                 raise ChangedSinceRead(new.key) from None   # made meanwhile: read it and decide again
             self.table.touch_group(hook_group_id)   # after the row too: see `hook_table`
-            self.publisher.written(self.table, saved, carried)
+            self.publisher.written(self.table, saved)
             return definition
         return until_written(lambda: self.table.get(hook_group_id, hook_id), write)
 

@@ -10,9 +10,9 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
-from shared.runtime.thread_pools import GROUP_CANCELS, GROUP_PRIORITIES, TASK_READS
+from shared.runtime.thread_pools import GROUP_CANCELS, GROUP_PRIORITIES
 from shared.domain import group_watch, task_events
-from shared.domain.errors import Conflict, InvalidInput, NotFound
+from shared.domain.errors import Conflict, NotFound
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.patterns.buckets import WIDE
@@ -168,7 +168,7 @@ class TaskGroups:
         saved = self.group_table.resolve_with_member(self._marked_resolved(known, first.resolved), first)
         if saved is None:
             return False
-        self.publisher.written(self.group_table, saved, known.outbox)
+        self.publisher.written(self.group_table, saved)
         return True
 
     def member_completed_label(self, task_group_id: str, task_id: str, first: FirstResolution) -> tuple[bool, bool]:

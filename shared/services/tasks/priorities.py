@@ -94,7 +94,7 @@ class Priorities:
                  extra={"taskId": record.task_id, "action": "change priority"})
         if version:
             self.pending_table.remove_version(*old_hint, version)
-        self.publisher.written(self.task_table, saved, record.outbox)
+        self.publisher.written(self.task_table, saved)
         if hints:   # this process's claimers take it in its new place
             self.updater.signal.notify(queue_id, 1, made=hints)
         return saved

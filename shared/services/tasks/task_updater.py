@@ -134,8 +134,7 @@ class TaskUpdater:
         before = {record.task_id: record for record, _ in planned}
 
         def saved(records: list[TaskRecord]) -> None:   # out before they can be claimed and resolved
-            self.publisher.written_together(self.task_table, [(record, before[record.task_id].outbox)
-                                                         for record in records])
+            self.publisher.written_together(self.task_table, records)
             made = defaultdict(list)
             for record in records:
                 log.info("task %s %s: %s -> %s", record.task_id, action, before[record.task_id].status.state.value,
@@ -190,7 +189,7 @@ class TaskUpdater:
             if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
                     and after.run_id != resolved_run:
                 self.claim_table.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
-        published = self.publisher.written(self.task_table, saved, record.outbox)
+        published = self.publisher.written(self.task_table, saved)
         if hints:
             self.signal.notify(queue_id, 1, made=hints)
         if resolved_run is None:

@@ -96,7 +96,7 @@ class WorkerCredentials:
                 saved = self.states.table.save(running)
             except ChangedSinceRead:
                 return False
-            self.states.publisher.written(self.states.table, saved, worker.outbox)
+            self.states.publisher.written(self.states.table, saved)
             return True
         redeem_token(record, proof["token"], worker_pool_id=worker.worker_pool_id, worker_group=worker.worker_group,
                      worker_id=worker.worker_id, now=now, mark_used=mark_used)
