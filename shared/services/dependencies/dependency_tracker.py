@@ -81,8 +81,8 @@ class Registration:
     # what `withdraw` takes back if the creation is refused (see `register_many`'s `unchecked`)
     added: list[tuple[str, str]] = field(default_factory=list)
     # taskId -> its dependencies whose resolution is sure to satisfy its requirement row: they
-    # list it, by a write on a version that had not resolved so, made after the row existed
-    # (the re-check need not read them)
+    # list it, by a write made after that row and on a version of theirs that had not yet
+    # resolved so (the re-check need not read them)
     listening: dict[str, set[str]] = field(default_factory=dict)
 
 
