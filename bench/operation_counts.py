@@ -101,7 +101,7 @@ class Labeller:
 
     def _on_request(self, request) -> None:
         http = getattr(request, "http_request", request)
-        label = _label(http.method, http.url, self.prefix)
+        label = _label(http.method, http.url, self.prefix, getattr(http, "table", ""))
         if label == FIRST_USE:
             return   # once per table and process, not work of the step: not counted at all
         self._original(request)
@@ -113,10 +113,12 @@ class Labeller:
             step.kinds[label] += 1
 
 
-def _label(method: str, url: str, prefix: str) -> str:
-    """'GET Tasks(entity)', 'POST $batch', 'POST queue:repairs/messages', 'PUT blob' and the like."""
+def _label(method: str, url: str, prefix: str, table: str = "") -> str:
+    """'GET Tasks(entity)', 'POST $batch(TaskGroups)', 'POST queue:repairs/messages', 'PUT blob' and the like."""
     path, _, query = url.partition("?")
     path = path.split("/", 4)[-1]  # after http://host:port/<account>/
+    if path == "$batch" and table:
+        path = f"{table}$batch"
     if path.startswith(prefix):
         path = path[len(prefix):].lstrip("-")
     if path.split("/", 1)[0] == BLOB_CONTAINER:
@@ -125,7 +127,9 @@ def _label(method: str, url: str, prefix: str) -> str:
         queue, rest = path.split("/", 1)
         return f"{method} queue:{queue}/{'messages' if rest == 'messages' else 'message'}"
     name = re.sub(r"\(.+\)$", "(entity)", path)
-    name = re.sub(r"^([A-Za-z]+?)\d{2}(?=\(|$)", r"\1", name)   # a shard of a table counts as the table
+    name = re.sub(r"^([A-Za-z]+?)W?\d{2}(?=\(|\$|$)", r"\1", name)   # a shard of a table counts as the table
+    if name.endswith("$batch"):
+        return f"{method} $batch({name[:-len('$batch')]})"
     return f"{method} {name.replace('()', '(query)')}"
 
 

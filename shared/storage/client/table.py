@@ -53,6 +53,7 @@ class Sent(NamedTuple):
     """A request as the operation counter sees it (benchmarks label each by its URL)."""
     method: str
     url: str
+    table: str = ""   # a transaction's table (its URL names none)
 
 
 class Table:
@@ -128,11 +129,12 @@ class Table:
     def _transaction(self, operations: list[tuple], repeatable: bool) -> list[dict]:
         content_type, body = transactions.body(self._endpoint.origin + self._path, API_VERSION, operations)
         answer = self._send("POST", f"{self._endpoint.base_path}/$batch", body=body, content_type=content_type,
-                            repeatable=repeatable)
+                            repeatable=repeatable, table=self.table_name)
         return transactions.outcome(answer.status, answer.reason, answer.data)
 
     def _send(self, method: str, path: str, query: dict | None = None, body: bytes | None = None,
-              headers: dict | None = None, content_type: str = _JSON, repeatable: bool | None = None) -> Answer:
+              headers: dict | None = None, content_type: str = _JSON, repeatable: bool | None = None,
+              table: str = "") -> Answer:
         """One call: its request, sent again while storage is busy or the answer is lost,
         if that is safe to repeat (`repeatable`; by default, as `lost_responses.unrepeatable` says)."""
         headers = {**_HEADERS, **(headers or {})}
@@ -140,7 +142,7 @@ class Table:
         if content_type:
             headers["Content-Type"] = content_type
         target = path + _query(query, self._endpoint.sas)
-        self._counter.on_request(Sent(method, self._endpoint.origin + target))
+        self._counter.on_request(Sent(method, self._endpoint.origin + target, table))
         if body is None and method != "GET":
             body = b""   # a DELETE says Content-Length: 0, as the SDK's did
         return send_repeating(self._connections, method, target, body,
