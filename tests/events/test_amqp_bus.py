@@ -1,11 +1,14 @@
 """The AMQP publisher on a real RabbitMQ: threads publishing at once share its connections
-and every event arrives."""
+and every event arrives; a connection that died idle is replaced by the next publish."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from devhost.rabbitmq import RabbitMQ
 from shared.domain.ids import new_slugid
 from shared.domain.task_events import EXCHANGE_PREFIX, group_sealed
 from shared.events import amqp
@@ -61,3 +64,27 @@ def test_several_events_of_one_publish_arrive_all_and_in_their_order(broker):
         bus.close()
         consumer.close()
     assert [message.body["schedulerId"] for message in received] == [event.body["schedulerId"] for event in events]
+
+
+@pytest.mark.slow
+def test_a_publish_after_the_broker_restarted_reconnects_at_once(tmp_path):
+    # The lane's connection died while idle (the broker went away and came back between two
+    # publishes): the publish finds it dead, connects again and publishes, no error to the caller.
+    broker = RabbitMQ(tmp_path / "broker").start()
+    bus = AmqpBus(broker.url)
+    group_id = new_slugid()
+    event = group_sealed(group_id, "scheduler", "2100-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z",
+                         "2026-01-01T00:00:00.000Z")
+    try:
+        bus.publish([event])
+        broker.stop()
+        broker.start()
+        consumer = Consumer(broker.url, [{"exchange": EXCHANGE_PREFIX + "task-group-sealed",
+                                          "routingKeyPattern": f"primary.{group_id}.#"}])
+        bus.publish([event])
+        bus.publish([event, event])   # the transacted channel of the new connection too
+        assert len(consumer.wait_for(3)) == 3
+        consumer.close()
+    finally:
+        bus.close()
+        broker.stop()
