@@ -134,9 +134,7 @@ class _Lane:
     def _drop(self, error: Exception) -> None:
         log.warning("event broker connection lost: %s", error)
         self._next_attempt = time.monotonic() + RECONNECT_AFTER
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
+        self.close()
 
     def close(self) -> None:
         if self._connection is not None:

@@ -66,7 +66,6 @@ class AmqpConnection:
                  reply_timeout: float) -> None:
         """Connect, open the two channels and declare `exchanges` (durable topic exchanges)."""
         self.address = address
-        self._reply_timeout = reply_timeout
         self._buffer = bytearray()
         self._delivery_tag = 0
         self._socket: socket.socket | None = None
@@ -194,7 +193,7 @@ class AmqpConnection:
             if self._buffer[:4] == b"AMQP":   # a protocol header back: the broker wants another version
                 self._fail(f"the broker does not speak AMQP 0-9-1: {bytes(self._buffer[:8])!r}")
             if len(self._buffer) >= 7:
-                kind, channel, size = _FRAME_HEADER.unpack_from(self._buffer)
+                size = _FRAME_HEADER.unpack_from(self._buffer)[2]   # type, channel, size
                 end = 7 + size + 1
                 if len(self._buffer) >= end:
                     try:

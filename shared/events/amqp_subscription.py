@@ -22,7 +22,8 @@ from typing import Iterable, Iterator
 import pika
 from pika.exceptions import ChannelClosedByBroker
 
-CONNECT_TIMEOUT = 3.0
+from shared.events.amqp import CONNECT_TIMEOUT, REPLY_TIMEOUT
+
 LINGER = 0.05   # seconds a read waits for more once the first event came (a burst is answered together)
 NOT_FOUND = 404  # AMQP's reply code for a queue that does not exist
 
@@ -31,7 +32,7 @@ def connection_parameters(url: str) -> pika.URLParameters:
     parameters = pika.URLParameters(url)
     parameters.connection_attempts = 1
     parameters.socket_timeout = CONNECT_TIMEOUT
-    parameters.blocked_connection_timeout = 30
+    parameters.blocked_connection_timeout = REPLY_TIMEOUT
     parameters.heartbeat = 0   # a reader that waits between reads could not answer them
     return parameters
 
