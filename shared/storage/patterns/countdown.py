@@ -22,9 +22,11 @@ to the resolution: a group that a client fills one task after another is empty f
 millisecond between a completion and the next creation, and a question asked then found
 it resolved, wrote and announced that, and read every bucket to know it (three storage
 requests and an event per task where, a moment later, one read finds the new member's
-count). The question is asked first by reading the count of a bucket or
-two where this process last saw rows counted (a count read above zero answers at once),
-else by one query over every bucket. The query is what costs: Azurite scans the whole table
+count). A count above zero that this process wrote after the bucket went to zero answers it
+with no request (the new member's, written during the pause: one read less per task of a
+group filled one task after another); else the count of a bucket or two where this process
+last saw rows counted is read (a count read above zero answers at once), else one query over
+every bucket asks. The query is what costs: Azurite scans the whole table
 for it, and a large owner in buckets of two characters (see `buckets`) empties a thousand
 buckets, one every ten completions of a 10,000-task graph, which made its completions 40%
 slower before the counts were read first. Two last removals in two buckets at once: each
@@ -85,7 +87,7 @@ class _Remembered:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: OrderedDict[tuple, tuple[_Count, int]] = OrderedDict()   # the count, and when
+        self._counts: OrderedDict[tuple, tuple[_Count, int, int]] = OrderedDict()   # the count, when learnt, its request begun
         self._counting: dict[tuple, dict[str, None]] = {}   # (table, owner, row) -> partitions
         self._ticks = 0   # a clock: when each count was learnt (a write's, or a read's start)
 
@@ -99,21 +101,32 @@ class _Remembered:
             self._ticks += 1
             return self._ticks
 
-    def put(self, key: tuple, count: _Count, read_at: int | None = None) -> None:
-        """Remember `count`, written now or read from `read_at` (a `now`); not a read's if the
-        bucket's count was learnt after the read began (a write of this process, a later
-        read), which the read's answer may predate: a stale ETag has the next write refused."""
+    def put(self, key: tuple, count: _Count, began: int, read: bool = False) -> None:
+        """Remember `count`, written or (`read`) read by a request begun at `began` (a `now`);
+        not a read's if the bucket's count was learnt after the read began (a write of this
+        process, a later read), which the read's answer may predate: a stale ETag has the next
+        write refused."""
         with self._lock:
             found = self._counts.get(key)
-            if read_at is not None and found is not None and found[1] > read_at:
+            if read and found is not None and found[1] > began:
                 return
-            if read_at is None:
+            if not read:
                 self._ticks += 1
-            self._counts[key] = (count, self._ticks if read_at is None else read_at)
+            self._counts[key] = (count, began if read else self._ticks, began)
             self._counts.move_to_end(key)
             self._note(key, count.value > 0)
             while len(self._counts) > REMEMBERED:
                 self._note(self._counts.popitem(last=False)[0], False)
+
+    def counting_since(self, table: str, owner: str, row: str, but: str, since: int) -> bool:
+        """Whether a request begun after `since` (a `now`) read or left a count above zero in
+        one of `owner`'s buckets but `but`, as far as this process knows."""
+        with self._lock:
+            for partition in self._counting.get((table, owner, row), ()):
+                found = self._counts.get((table, partition, row))
+                if partition != but and found is not None and found[2] > since and found[0].value > 0:
+                    return True
+            return False
 
     def counting(self, table: str, owner: str, row: str, but: str, limit: int) -> list[str]:
         """Up to `limit` of `owner`'s buckets, but `but`, last seen counting a row."""
@@ -178,11 +191,12 @@ class Countdown:
         rows = [*operations, *self._counted_rows(partition, [task_id]), *_merged(partition, beside),
                 self._counting(partition, _Count(0, None), 1)]
         with self._serial(partition):
+            began = _REMEMBERED.now()
             try:
                 results = self._in(partition).submit_transaction(rows)
             except TableTransactionError:
                 return None
-            self._remember(partition, _Count(1, results[-1].get("etag")))
+            self._remember(partition, _Count(1, results[-1].get("etag")), began)
         return results
 
     def _add_chunk(self, partition: str, task_ids: list[str], refuse_closed: bool,
@@ -198,6 +212,7 @@ class Countdown:
                 return set(task_ids)
             rows = self._counted_rows(partition, missing)
             rows += [("upsert", {**beside[task_id], "PartitionKey": partition}) for task_id in missing if task_id in beside]
+            began = _REMEMBERED.now()
             try:
                 etag = self._submit(partition, rows, count, len(missing))
             except TableTransactionError:
@@ -207,7 +222,7 @@ class Countdown:
                         lambda t: self._exists(partition, self._marker + t), missing)) if not found]
                 refusals += 1
                 raise ChangedSinceRead(partition, fresh=fresh)
-            self._remember(partition, count.counted(len(missing), etag))
+            self._remember(partition, count.counted(len(missing), etag), began)
             return set(task_ids) - set(missing)
         return until_written(lambda: self._read(partition), write,
                              self._remembered(partition) or _Count(0, None), _kept_changing(partition))
@@ -224,8 +239,9 @@ class Countdown:
             left = self._remove(partition, task_id, beside)
         if left or bucket_only:
             return left
+        emptied_at = _REMEMBERED.now()
         time.sleep(EMPTIED_PAUSE)
-        return self.left(owner, width, emptied=partition)
+        return self.left(owner, width, emptied=partition, since=emptied_at)
 
     def _remove(self, partition: str, task_id: str, beside: dict | None = None) -> bool:
         """Whether the bucket counts a row after the task's is removed."""
@@ -235,6 +251,7 @@ class Countdown:
             if count.etag is None:      # no count: no counted row in the bucket
                 delete_row(self._in(partition), partition, self._prefix + task_id)
                 return False
+            began = _REMEMBERED.now()
             try:
                 etag = self._in(partition).submit_transaction([*_merged(partition, beside),
                                                                 *self._removal(partition, task_id, count)])[-1].get("etag")
@@ -244,7 +261,7 @@ class Countdown:
                     return count.value > 0
                 raise ChangedSinceRead(partition, fresh=fresh)
             count = count.counted(-1, etag)
-            self._remember(partition, count)
+            self._remember(partition, count, began)
             return count.value > 0
         # "no count row" is believed only as read now
         return until_written(lambda: self._read(partition), write,
@@ -261,13 +278,13 @@ class Countdown:
             count = self._remembered(partition)
             if count is None or count.etag is None or count.value != 1:
                 return None
-            merged = _merged(partition, beside)
+            merged, began = _merged(partition, beside), _REMEMBERED.now()
             try:
                 results = self._in(partition).submit_transaction(
                     [*merged, *self._removal(partition, task_id, count), *operations])
             except TableTransactionError:
                 return None
-            self._remember(partition, count.counted(-1, results[len(merged) + 1].get("etag")))
+            self._remember(partition, count.counted(-1, results[len(merged) + 1].get("etag")), began)
         return results
 
     def remove_with(self, other: Countdown, owner: str, task_id: str, width: int = 1,
@@ -281,22 +298,23 @@ class Countdown:
         with self._serial(partition):   # the table's and bucket's lock: `other`'s too
             mine, theirs = self._remembered(partition), other._remembered(partition)
             if mine and mine.etag and theirs and theirs.etag:
-                merged = _merged(partition, beside)
+                merged, began = _merged(partition, beside), _REMEMBERED.now()
                 try:
                     results = self._in(partition).submit_transaction([*merged, *self._removal(partition, task_id, mine),
                                                    *other._removal(partition, task_id, theirs)])
                 except TableTransactionError:   # a count changed, or a row went before: one at a time
                     left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
                 else:
-                    self._remember(partition, mine.counted(-1, results[len(merged) + 1].get("etag")))
-                    other._remember(partition, theirs.counted(-1, results[-1].get("etag")))
+                    self._remember(partition, mine.counted(-1, results[len(merged) + 1].get("etag")), began)
+                    other._remember(partition, theirs.counted(-1, results[-1].get("etag")), began)
                     left = mine.value > 1, theirs.value > 1
             else:
                 left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
+        emptied_at = _REMEMBERED.now()
         if not all(left):
             time.sleep(EMPTIED_PAUSE)
-        return (left[0] or self.left(owner, width, emptied=partition),
-                left[1] or other.left(owner, width, emptied=partition))
+        return (left[0] or self.left(owner, width, emptied=partition, since=emptied_at),
+                left[1] or other.left(owner, width, emptied=partition, since=emptied_at))
 
     def close(self, owner: str, when: str, width: int = 1) -> None:
         """Mark every bucket of `width` the owner's rows may ever use as closed at `when` (an upsert of
@@ -308,11 +326,19 @@ class Countdown:
             {"PartitionKey": partition, "RowKey": self._row, CLOSED: when, WRITE_ID: unique_id()},
             mode=UpdateMode.MERGE), all_buckets(owner, width)))
 
-    def left(self, owner: str, width: int = 1, emptied: str = "") -> bool:
-        """Whether any bucket of `owner` (of `width`) counts a row: a bucket this process last saw counting
-        one (but `emptied`, just taken to zero) read first, PROBES of them at most, then one
-        query. A count read above zero is a row there now, whoever removes it next (and that
-        remover will read this count too); only the query can say there is none."""
+    def left(self, owner: str, width: int = 1, emptied: str = "", since: int | None = None) -> bool:
+        """Whether any bucket of `owner` (of `width`) counts a row after `since` (a `now` taken
+        once `emptied` was taken to zero; by default, now). A count read above zero is a row
+        there now, whoever removes it next (and that remover, taking it to zero, will find this
+        bucket's count at zero or later: so a group is never left unresolved by two removers
+        each seeing the other's row); only the query can say there is none. So this process's
+        own request begun after `since` that left or read a count above zero answers with no
+        request (a client filling a group one task after another: the next member's membership
+        written while this completion paused); else a bucket this process last saw counting
+        one is read, PROBES of them at most, then the query."""
+        since = _REMEMBERED.now() if since is None else since
+        if _REMEMBERED.counting_since(self._table.table_name, owner, self._row, emptied, since):
+            return True
         for partition in _REMEMBERED.counting(self._table.table_name, owner, self._row, emptied, PROBES):
             if self._read(partition).value > 0:
                 return True
@@ -371,7 +397,7 @@ class Countdown:
             count = _Count(0, None)
         else:
             count = _Count(row.get(COUNT) or 0, row.metadata.get("etag"), row.get(CLOSED) or "")
-        self._remember(partition, count, read_at=began)
+        self._remember(partition, count, began, read=True)
         return count
 
     def _exists(self, partition: str, row_key: str) -> bool:
@@ -394,8 +420,8 @@ class Countdown:
     def _remembered(self, partition: str) -> _Count | None:
         return _REMEMBERED.get((self._table.table_name, partition, self._row))
 
-    def _remember(self, partition: str, count: _Count, read_at: int | None = None) -> None:
-        _REMEMBERED.put((self._table.table_name, partition, self._row), count, read_at)
+    def _remember(self, partition: str, count: _Count, began: int, read: bool = False) -> None:
+        _REMEMBERED.put((self._table.table_name, partition, self._row), count, began, read)
 
 
 def _merged(partition: str, beside: dict | None) -> list[tuple]:

@@ -67,9 +67,9 @@ def test_counts_stay_exact_when_what_this_process_remembers_is_stale(table):
     key = (table.table_name, bucket(owner, first), "~left")
     remembered = countdown._REMEMBERED.get(key)
     left.add(owner, one_bucket[2:])                      # "another process"
-    countdown._REMEMBERED.put(key, remembered)
+    countdown._REMEMBERED.put(key, remembered, countdown._REMEMBERED.now())
     assert left.remove(owner, one_bucket[0])             # refused, read, done again: 2 left
-    countdown._REMEMBERED.put(key, remembered)
+    countdown._REMEMBERED.put(key, remembered, countdown._REMEMBERED.now())
     left.add(owner, [*one_bucket, fourth := first[0] + new_slugid()[1:]])   # counts the new one only
     assert counts(table, owner) == {bucket(owner, first): 3} == counted_rows(table, owner)
     assert fourth in {row["RowKey"][2:] for row in table.query_entities("PartitionKey eq @pk and RowKey gt 'x.'",
@@ -86,9 +86,9 @@ def test_a_read_answered_after_a_write_of_this_process_does_not_replace_what_the
     began, before = countdown._REMEMBERED.now(), countdown._REMEMBERED.get(key)   # a read begins...
     left.add(owner, [task[0] + new_slugid()[1:]])                                  # a write meanwhile...
     written = countdown._REMEMBERED.get(key)
-    countdown._REMEMBERED.put(key, before, read_at=began)                          # ...the read answers
+    countdown._REMEMBERED.put(key, before, began, read=True)                       # ...the read answers
     assert countdown._REMEMBERED.get(key) == written and written.value == 2
-    countdown._REMEMBERED.put(key, before, read_at=countdown._REMEMBERED.now())    # one begun after: kept
+    countdown._REMEMBERED.put(key, before, countdown._REMEMBERED.now(), read=True)   # one begun after: kept
     assert countdown._REMEMBERED.get(key) == before
 
 
@@ -101,6 +101,39 @@ def test_a_removal_reads_no_count_it_wrote_itself_and_asks_every_bucket_only_whe
     assert left.remove(owner, task_ids[0]) and counted.queries == 0    # its bucket empty: another's count read
     assert all(left.remove(owner, task_id) for task_id in task_ids[1:4]) and counted.queries == 0
     assert not left.remove(owner, task_ids[4]) and counted.queries == 1   # no count known above zero: asked
+
+
+class CountedReads(CountedQueries):
+    def __init__(self, table) -> None:
+        super().__init__(table)
+        self.reads = 0
+
+    def get_entity(self, *args, **kwargs):
+        self.reads += 1
+        return self.table.get_entity(*args, **kwargs)
+
+
+def test_a_count_this_process_left_above_zero_after_a_bucket_emptied_answers_with_no_request(table):
+    """A client filling a group one task after another: the next member's count is written while
+    the completion before it pauses. Its remover will find the emptied bucket at zero, so this
+    process's own write, begun after the emptying, says a row is left as a read would have;
+    a count it learnt before the emptying is read again."""
+    counted = CountedReads(table)
+    left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
+    done, before, after = "A" + new_slugid()[1:], "B" + new_slugid()[1:], "C" + new_slugid()[1:]
+    left.add(owner, [done, before])
+    assert left.remove(owner, done)                      # B's count read: above zero
+    reads = counted.reads
+    left.add(owner, [done[0] + new_slugid()[1:]])
+    emptied = bucket(owner, done)
+    left.remove(owner, before, bucket_only=True)         # B empty; A counts one, written before
+    since = countdown._REMEMBERED.now()                  # "C" is emptied now, say
+    assert left.left(owner, emptied=bucket(owner, after), since=since)
+    assert counted.reads == reads + 1 and counted.queries == 0     # A's count, learnt before: read
+    since = countdown._REMEMBERED.now()
+    left.add(owner, [after])                             # begun after `since`: no request
+    assert left.left(owner, emptied=emptied, since=since) and counted.reads == reads + 1
+    assert counted.queries == 0
 
 
 def test_a_count_another_process_took_to_zero_is_read_again_and_the_query_decides(table):
@@ -154,7 +187,7 @@ def test_two_countdowns_of_one_bucket_remove_a_task_in_one_transaction_and_stay_
     key = (table.table_name, bucket(owner, first), "~open")
     remembered = countdown._REMEMBERED.get(key)
     labels.remove(owner, task_ids[1])                    # "another process" closed the label
-    countdown._REMEMBERED.put(key, remembered)
+    countdown._REMEMBERED.put(key, remembered, countdown._REMEMBERED.now())
     assert members.remove_with(labels, owner, task_ids[1]) == (True, True)
     assert members.remove_with(labels, owner, task_ids[2]) == (False, False)
     assert members.remove_with(labels, owner, task_ids[2]) == (False, False)   # again: nothing counted twice
