@@ -23,6 +23,13 @@ class HostConfig:
     visibility_timeout: float = 0.0
     max_polling_interval: float = 60.0
     base64_messages: bool = True
+    new_batch_threshold: int | None = None   # None: Azure's default, half of batchSize
+
+    @property
+    def fetch_below(self) -> int:
+        """How few messages may be in flight before the next batch is fetched
+        (`newBatchThreshold`): at most batchSize + this many run at once."""
+        return self.batch_size // 2 if self.new_batch_threshold is None else self.new_batch_threshold
 
     @classmethod
     def read(cls, app_dir: Path) -> HostConfig:
@@ -36,4 +43,5 @@ class HostConfig:
             visibility_timeout=_seconds(queues.get("visibilityTimeout"), 0.0),
             max_polling_interval=_seconds(queues.get("maxPollingInterval"), 60.0),
             base64_messages=queues.get("messageEncoding", "base64").lower() != "none",
+            new_batch_threshold=int(queues["newBatchThreshold"]) if "newBatchThreshold" in queues else None,
         )

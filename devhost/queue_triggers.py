@@ -51,8 +51,11 @@ class QueuePoller:
         transport = shared_transport()
         self.queue = queue_client(settings, connection, queue_name, transport)
         self.poison = queue_client(settings, connection, f"{queue_name}-poison", transport)
-        self.pool = ThreadPoolExecutor(max_workers=config.batch_size, thread_name_prefix=f"queue-{name}")
+        self.pool = ThreadPoolExecutor(max_workers=config.batch_size + config.fetch_below,
+                                       thread_name_prefix=f"queue-{name}")
         self.thread = threading.Thread(target=self._loop, name=f"poll-{name}", daemon=True)
+        self._room = threading.Condition()
+        self._in_flight = 0
 
     def start(self) -> None:
         for client in (self.queue, self.poison):
@@ -63,8 +66,13 @@ class QueuePoller:
         self.thread.start()
 
     def _loop(self) -> None:
+        """As the Functions host polls: a batch at a time, the next fetched as soon as no
+        more than `newBatchThreshold` of the last are still running (not once all are done:
+        a batch's slowest message held back every message behind it), polling less often
+        while the queue stays empty."""
         delay = 0.1
         while not self.stop.is_set():
+            self._wait_for_room()
             try:
                 messages = list(self.queue.receive_messages(
                     messages_per_page=self.config.batch_size, max_messages=self.config.batch_size,
@@ -74,11 +82,27 @@ class QueuePoller:
                 messages = []
             if messages:
                 delay = 0.1
-                list(self.pool.map(self._run, messages))
+                with self._room:
+                    self._in_flight += len(messages)
+                for message in messages:
+                    self.pool.submit(self._settle, message)
             else:
                 delay = min(delay * 2, self.config.max_polling_interval)
                 self.stop.wait(delay)
         self.pool.shutdown(wait=True)
+
+    def _wait_for_room(self) -> None:
+        with self._room:
+            while self._in_flight > self.config.fetch_below and not self.stop.is_set():
+                self._room.wait(0.5)
+
+    def _settle(self, message) -> None:
+        try:
+            self._run(message)
+        finally:
+            with self._room:
+                self._in_flight -= 1
+                self._room.notify()
 
     def _run(self, message) -> None:
         try:

@@ -19,10 +19,12 @@ def test_values_from_host_json(tmp_path):
     write_host_json(tmp_path, {
         "http": {"routePrefix": "/custom/"},
         "queues": {"batchSize": 4, "maxDequeueCount": 2, "visibilityTimeout": "00:00:03",
-                   "maxPollingInterval": "00:01:30", "messageEncoding": "none"}})
+                   "maxPollingInterval": "00:01:30", "messageEncoding": "none", "newBatchThreshold": 1}})
     config = HostConfig.read(tmp_path)
     assert config == HostConfig(route_prefix="custom", batch_size=4, max_dequeue_count=2,
-                                visibility_timeout=3.0, max_polling_interval=90.0, base64_messages=False)
+                                visibility_timeout=3.0, max_polling_interval=90.0, base64_messages=False,
+                                new_batch_threshold=1)
+    assert config.fetch_below == 1
 
 
 def test_empty_route_prefix_is_kept_empty(tmp_path):
@@ -38,6 +40,7 @@ def test_defaults_without_extensions_or_without_host_json(tmp_path):
     assert HostConfig.read(tmp_path) == expected
     write_host_json(tmp_path, {"queues": {"batchSize": 8}})  # one value set, the others default
     assert HostConfig.read(tmp_path) == HostConfig(batch_size=8)
+    assert HostConfig.read(tmp_path).fetch_below == 4        # newBatchThreshold: half of batchSize
 
 
 def test_the_projects_own_host_json():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 
 import azure.functions as func
 import pytest
@@ -73,6 +74,41 @@ def test_a_message_reaches_the_function_as_a_queue_message_and_is_deleted(start_
     assert message.pop_receipt and message.insertion_time and message.expiration_time
     eventually(lambda: remaining(queue) == 0, message="the message deleted after success")
     assert len(received) == 1 and remaining(poison) == 0
+
+
+def test_the_next_batch_is_fetched_once_no_more_than_new_batch_threshold_messages_are_running(start_poller):
+    """As the Functions host does: slow messages of a batch do not hold back the messages
+    behind them once few enough are left running; at most batchSize + newBatchThreshold run."""
+    gates = {number: threading.Event() for number in range(3)}   # three slow messages
+    lock, running, done, most = threading.Lock(), set(), [], [0]
+
+    def handle(message: func.QueueMessage) -> None:
+        number = message.get_json()["number"]
+        with lock:
+            running.add(number)
+            most[0] = max(most[0], len(running))
+        if number in gates:
+            gates[number].wait(10)
+        with lock:
+            running.discard(number)
+            done.append(number)
+
+    config = HostConfig(batch_size=4, new_batch_threshold=2, max_polling_interval=0.2)
+    _, queue, _ = start_poller(handle, config)
+    for number in range(3):
+        send_json(queue, {"number": number})
+    eventually(lambda: running == {0, 1, 2}, message="the slow messages running")
+    for number in range(3, 9):
+        send_json(queue, {"number": number})
+    time.sleep(1)   # several polls' time
+    assert not done and running == {0, 1, 2}   # three running, more than 2: nothing fetched
+    gates[0].set()                             # two left running: the next batches come
+    eventually(lambda: set(range(3, 9)) <= set(done), message="the messages behind the slow ones handled")
+    assert running == {1, 2}
+    gates[1].set()
+    gates[2].set()
+    eventually(lambda: len(done) == 9 and remaining(queue) == 0, message="every message settled")
+    assert most[0] <= config.batch_size + config.fetch_below
 
 
 def test_text_that_is_not_base64_is_passed_through(start_poller):
