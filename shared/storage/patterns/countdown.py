@@ -45,7 +45,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import groupby, islice
+from itertools import groupby
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
@@ -118,21 +118,12 @@ class _Remembered:
             while len(self._counts) > REMEMBERED:
                 self._note(self._counts.popitem(last=False)[0], False)
 
-    def counting_since(self, table: str, owner: str, row: str, but: str, since: int) -> bool:
-        """Whether a request begun after `since` (a `now`) read or left a count above zero in
-        one of `owner`'s buckets but `but`, as far as this process knows."""
+    def counting(self, table: str, owner: str, row: str, but: str) -> list[tuple[str, int]]:
+        """`owner`'s buckets, but `but`, last seen counting a row, each with when the request
+        that read or left that count began (a `now`)."""
         with self._lock:
-            for partition in self._counting.get((table, owner, row), ()):
-                found = self._counts.get((table, partition, row))
-                if partition != but and found is not None and found[2] > since and found[0].value > 0:
-                    return True
-            return False
-
-    def counting(self, table: str, owner: str, row: str, but: str, limit: int) -> list[str]:
-        """Up to `limit` of `owner`'s buckets, but `but`, last seen counting a row."""
-        with self._lock:
-            return list(islice((partition for partition in self._counting.get((table, owner, row), ())
-                                if partition != but), limit))
+            return [(partition, self._counts[table, partition, row][2])
+                    for partition in self._counting.get((table, owner, row), ()) if partition != but]
 
     def _note(self, key: tuple, counting: bool) -> None:
         table, partition, row = key
@@ -310,9 +301,10 @@ class Countdown:
                     left = mine.value > 1, theirs.value > 1
             else:
                 left = self._remove(partition, task_id, beside), other._remove(partition, task_id)
+        if all(left):
+            return left
         emptied_at = _REMEMBERED.now()
-        if not all(left):
-            time.sleep(EMPTIED_PAUSE)
+        time.sleep(EMPTIED_PAUSE)
         return (left[0] or self.left(owner, width, emptied=partition, since=emptied_at),
                 left[1] or other.left(owner, width, emptied=partition, since=emptied_at))
 
@@ -337,9 +329,10 @@ class Countdown:
         written while this completion paused); else a bucket this process last saw counting
         one is read, PROBES of them at most, then the query."""
         since = _REMEMBERED.now() if since is None else since
-        if _REMEMBERED.counting_since(self._table.table_name, owner, self._row, emptied, since):
+        known = _REMEMBERED.counting(self._table.table_name, owner, self._row, emptied)
+        if any(began > since for _, began in known):
             return True
-        for partition in _REMEMBERED.counting(self._table.table_name, owner, self._row, emptied, PROBES):
+        for partition, _ in known[:PROBES]:
             if self._read(partition).value > 0:
                 return True
         query, parameters = IN_BUCKETS + " and RowKey eq @row and count gt 0", {**bucket_range(owner), "row": self._row}
