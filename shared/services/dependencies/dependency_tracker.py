@@ -114,12 +114,13 @@ class DependencyTracker:
         for its root at once, twice each (the check, the re-check), and share the reads."""
         return self._reads.read(task_id, lambda: self.task_table.load(task_id))
 
-    def check(self, definitions: dict[str, dict]) -> dict[str, TaskRecord]:
+    def check(self, definitions: dict[str, dict], unborn: frozenset[str] = frozenset()) -> dict[str, TaskRecord]:
         """The dependencies of new tasks (taskId -> definition) that lie outside the batch,
         read (or known: see `_known`) and checked: each must exist and must not expire before
-        its dependent's deadline. Writes nothing, so a refusal leaves no trace."""
-        outside = sorted({required for definition in definitions.values()
-                          for required in definition["dependencies"] if required not in definitions})
+        its dependent's deadline. Writes nothing, so a refusal leaves no trace. Those
+        `unborn` (not created yet, checked with their extension) are not read."""
+        outside = sorted({required for definition in definitions.values() for required in definition["dependencies"]
+                          if required not in definitions and required not in unborn})
         records: dict[str, TaskRecord | None] = {}
         chunk = FIRST_CHECK
         while len(records) < len(outside):
@@ -129,12 +130,13 @@ class DependencyTracker:
             records.update(zip(ids, DEPENDENTS.map(self._known, ids)))
             _refuse_missing(records, len(outside))
             chunk *= 2
-        _check_dependencies(definitions, records)
+        _check_dependencies(definitions, records, unborn)
         return records
 
     def register_many(self, definitions: dict[str, dict], records: dict[str, TaskRecord],
                       unresolved: bool = False, listed_by: dict[str, frozenset[str]] | None = None,
-                      satisfied: frozenset[str] = frozenset(), unchecked: bool = False) -> Registration:
+                      satisfied: frozenset[str] = frozenset(), unchecked: bool = False,
+                      unborn: frozenset[str] = frozenset()) -> Registration:
         """Record the dependencies of new tasks created together; `records` are their
         dependencies outside the batch, as `check` read them (those inside cannot have
         resolved yet). `listed_by`: for each new task, the tasks whose rows list it (created
@@ -146,20 +148,25 @@ class DependencyTracker:
         `unchecked`: whether the tasks exist was not read (each waits on one task at most, see
         `TaskCreation.prepare`): one may, with another definition, so the TaskDependencies
         rows of its own are kept, and those this call wrote are noted for `withdraw`; an
-        entry it adds to a row is harmless (see `dependencies.terms_met`)."""
+        entry it adds to a row is harmless (see `dependencies.terms_met`). `unborn`:
+        dependencies outside the batch not created yet, which will be created listing their
+        dependents (as those inside are): waited for, and not read again."""
         edges, outside, requirement_rows, alone, registration = [], [], [], [], Registration({}, {})
         listed_by = listed_by or {}
         for task_id, definition in definitions.items():
             dependent = Dependent.of(task_id, definition)
             waiting = []
             for required in dependencies_of(definition):
-                waits = required not in satisfied and (unresolved or required in definitions
+                born = required not in definitions and required not in unborn   # exists, may have resolved
+                waits = required not in satisfied and (unresolved or not born
                                                         or not _satisfied_now(definition["requires"], records[required]))
                 if waits:
                     waiting.append(required)
+                if required in unborn:   # its resolution is sure to find this task's requirement
+                    registration.listening.setdefault(task_id, set()).add(required)
                 if required in listed_by.get(task_id, ()):
                     continue
-                if waits and not unresolved and required not in definitions:
+                if waits and not unresolved and born:
                     outside.append((records[required], dependent))   # listed if its row has room
                 else:
                     edges.append((required, dependent, definition["expires"]))
@@ -168,7 +175,7 @@ class DependencyTracker:
                 # resolution schedules it (see `_satisfy`), its re-check reads that task.
                 requirement_rows += [(task_id, required) for required in waiting]
             registration.ready[task_id] = not waiting
-            if not unresolved and any(required not in definitions for required in waiting):
+            if not unresolved and any(required not in definitions and required not in unborn for required in waiting):
                 if dependent.waits_on == 1:
                     alone.append(task_id)   # read again below, once listed
                 else:   # the intent stands for the re-check if this process dies before it
@@ -374,11 +381,11 @@ def _refuse_missing(records: dict, total: int) -> None:
         raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}{unread}")
 
 
-def _check_dependencies(definitions: dict[str, dict], records: dict) -> None:
+def _check_dependencies(definitions: dict[str, dict], records: dict, unborn: frozenset[str]) -> None:
     expiring = set()
     for definition in definitions.values():
         deadline = parse_iso(definition["deadline"])
-        for required in definition["dependencies"]:
+        for required in (r for r in definition["dependencies"] if r not in unborn):
             expires = (definitions[required]["expires"] if required in definitions
                        else records[required].summary["expires"])
             if parse_iso(expires) < deadline:

@@ -13,10 +13,15 @@ then never miss a dependent not written yet); the creation's end schedules its r
 
 An extension's tasks may require tasks that ran long ago, and usually most of them can run
 at once, so they are created as createTask creates tasks: ready ones scheduled, the others
-waiting on what they require, found as it is now. So that every task's requirements exist
-before it does, the parts come in *stages*: a part's tasks require only tasks of the graph
-before the extension, of their own part, or of parts of earlier stages, and a stage's parts
-are sent once every earlier stage's are created (a chain of 500 is five stages, not 500).
+waiting on what they require, found as it is now. Within the extension, dependents come
+first, as in one createTaskGraph's batch (see `insertion_waves`): the parts come in
+*stages*, a part's tasks required only by tasks of its own part or of parts of earlier
+stages, and a stage's parts are sent once every earlier stage's are created (a chain of 500
+is five stages, not 500). So a task's requirements of its own extension do not exist yet when
+it is created: they cannot have resolved, and will be created listing it (the part knows
+which they are, `unborn`). Nothing of them is read; a fan-in of the extension's 10,000
+children read each child first when they came before it (a storage request each, most of
+what its creation cost).
 
 One handler at a time creates a part: it marks the part begun (a conditional write), and a
 handler that finds it begun less than a lease ago leaves it alone, so a duplicate message
@@ -73,18 +78,20 @@ class GraphParts:
         anything makes it exist. A new graph's part is a run of its tasks in taskId order, so
         that its rows of the graph, the group and the dependencies fall in few buckets (see
         `buckets`): a transaction each. An extension's tasks are in that order within each
-        of its waves (each task after what it requires), and its parts are staged. A node
-        keeps which of its dependencies are `reused` completed tasks (nothing waits on them)."""
+        of its waves, the last wave first (each task before what it requires), and its parts
+        are staged. A node keeps which of its dependencies are `reused` completed tasks
+        (nothing waits on them), and an extension's which are tasks of the extension."""
         listing = Listing.of({node.task_id: definitions[node.task_id] for node in nodes})
         entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
                                   "reruns": node.reruns, **_listing_entry(listing, node.task_id, definitions),
                                   **_reused_entry(reused, definitions[node.task_id]),
+                                  **(_extension_entry(definitions, node.task_id) if extension else {}),
                                   "definition": definitions[node.task_id]} for node in nodes}
         if not extension:
             parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
         else:
             wave = _waves(nodes)
-            parts = _staged(_split([entries[task_id] for task_id in sorted(entries, key=lambda t: (wave[t], t))]))
+            parts = _staged(_split([entries[task_id] for task_id in sorted(entries, key=lambda t: (-wave[t], t))]))
         self.graph_table.add_parts(graph_id, parts, extension)
 
     def dispatch(self, graph_id: str, inline: bool) -> None:
@@ -190,13 +197,16 @@ class GraphParts:
     def _plan(self, part: Part, taken_over: bool):
         """A new graph's tasks are created held (nothing runs before the graph starts, so a
         part taken over writes them all again). An extension's run as they are created: one
-        taken over reads which of its tasks exist (they may be running), else none exists."""
+        taken over reads which of its tasks exist (they may be running), else none exists;
+        what they require of later stages does not exist yet (the next stage is sent once
+        this part is created, and a part is taken over only in its own stage)."""
         definitions = {node["taskId"]: node["definition"] for node in part.nodes}
         listing = _listing_of(part.nodes)
         if not part.extension:
             satisfied = frozenset(task_id for node in part.nodes for task_id in node.get("reused", ()))
             return self.creation.prepare(definitions, unused_ids=True, held=True, listing=listing, satisfied=satisfied)
-        return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True, listing=listing)
+        return self.creation.prepare(definitions, unused_ids=not taken_over, accepted=True, listing=listing,
+                                     unborn=_unborn(part.nodes))
 
     def _end_creation(self, graph_id: str) -> None:
         """No part is left (every caller has just found so): a new graph starts (its roots
@@ -236,6 +246,26 @@ def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict])
                                 for required in dependencies_of(definitions[task_id]))}
 
 
+def _extension_entry(definitions: dict[str, dict], task_id: str) -> dict:
+    """For an extension's task, which of its dependencies are tasks of the same extension: for
+    each, in the order of its definition's, "1" if so, else "0"; "*" if all are (a fan-in's
+    10,000 characters would take a part's row near storage's 1 MiB), omitted if none is."""
+    bits = "".join("1" if required in definitions else "0" for required in dependencies_of(definitions[task_id]))
+    return {} if "1" not in bits else {"ofExtension": "*" if "0" not in bits else bits}
+
+
+def _unborn(nodes: list[dict]) -> frozenset[str]:
+    """The extension's tasks that the tasks of a part require and that are not in the part:
+    in parts of later stages, not created yet."""
+    own = {node["taskId"] for node in nodes}
+    unborn = set()
+    for node in nodes:
+        dependencies, bits = dependencies_of(node["definition"]), node.get("ofExtension", "")
+        bits = "1" * len(dependencies) if bits == "*" else bits
+        unborn.update(required for required, bit in zip(dependencies, bits) if bit == "1" and required not in own)
+    return frozenset(unborn)
+
+
 def _reused_entry(reused: frozenset[str], definition: dict) -> dict:
     """The task's dependencies that are reused completed tasks, if it has any."""
     found = sorted(reused.intersection(definition["dependencies"]))
@@ -265,13 +295,16 @@ def _waves(nodes: list[Node]) -> dict[str, int]:
 
 
 def _staged(parts: list[list[dict]]) -> list[tuple[int, list[dict]]]:
-    """Each part with its stage: one after the latest stage of the other parts holding tasks it
-    requires (parts come in wave order, so those are earlier ones)."""
+    """Each part with its stage: one after the latest stage of the other parts holding tasks
+    that require its tasks (parts come in reverse wave order, so those are earlier ones)."""
     part_of = {node["taskId"]: number for number, part in enumerate(parts) for node in part}
-    stages: list[int] = []
+    required_by: dict[int, set[int]] = {}
     for number, part in enumerate(parts):
-        earlier = {part_of[r] for node in part for r in node["requires"] if part_of.get(r, number) != number}
-        stages.append(1 + max((stages[other] for other in earlier), default=-1))
+        for required in (r for node in part for r in node["requires"] if part_of.get(r, number) != number):
+            required_by.setdefault(part_of[required], set()).add(number)
+    stages: list[int] = []
+    for number in range(len(parts)):
+        stages.append(1 + max((stages[other] for other in required_by.get(number, ())), default=-1))
     return list(zip(stages, parts))
 
 

@@ -148,13 +148,14 @@ class TaskGraphs:
         records = dict(zip((label.label for label in labels),
                            TASK_READS.map(lambda label: self.task_table.load(label.task_id), labels)))
         graph = _as_now(graph, records)
-        label_of = {label.task_id: label.label for label in labels}
-        requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids) for label in labels}
+        label_of = self._labels_of(graph_id, labels)
+        requires = {label.label: tuple(label_of[task_id] for task_id in label.required_ids if task_id in label_of)
+                    for label in labels}
         reused = self.reuse.before(graph)
         dependents: dict[str, list[str]] = {label.label: [] for label in labels}
         for label in labels:
             for required in requires[label.label]:
-                dependents[required].append(label.label)
+                dependents.setdefault(required, []).append(label.label)
         return {
             "taskGraphId": graph_id,
             "state": graph.state,
@@ -174,6 +175,17 @@ class TaskGraphs:
             "reused": [{"label": label, "taskId": task_id, "namespace": namespace}
                        for label, (task_id, namespace) in sorted(reused.items())],
         }
+
+    def _labels_of(self, graph_id: str, labels: list[LabelRecord]) -> dict[str, str]:
+        """taskId -> label, for the labels written and the tasks they require. While an
+        extension is created, its dependents' labels come before those of the tasks they
+        require (see `graph_parts`): those are found among the graph's label names."""
+        label_of = {label.task_id: label.label for label in labels}
+        unknown = {task_id for label in labels for task_id in label.required_ids if task_id not in label_of}
+        if unknown:
+            label_of.update((task_id, name) for name in self.graph_table.label_names(graph_id)
+                            if (task_id := task_graph.task_id_for(graph_id, name)) in unknown)
+        return label_of
 
     def task_failed(self, resolution: Resolution) -> None:
         """A task resolved without completing: a graph's is rerun, or blocks its graph (one

@@ -65,6 +65,7 @@ class Plan:
     unread: bool = False                 # whether `new` tasks exist is found by their membership (or row), not read
     satisfied: frozenset[str] = frozenset()   # dependencies known completed (with `held`: see `prepare`)
     making: bool = False                 # one task whose group is made with its membership (`TaskGroups.makes`)
+    unborn: frozenset[str] = frozenset()  # dependencies not created yet, to be created listing their dependents
 
 
 class TaskCreation:
@@ -88,7 +89,7 @@ class TaskCreation:
 
     def prepare(self, definitions: dict[str, dict], unused_ids: bool = False, held: bool = False,
                 accepted: bool = False, listing: Listing | None = None,
-                satisfied: frozenset[str] = frozenset()) -> Plan:
+                satisfied: frozenset[str] = frozenset(), unborn: frozenset[str] = frozenset()) -> Plan:
         """Read and check everything; raise InvalidInput or Conflict, writing nothing.
 
         Tasks that exist with the same definition are answered as they are; a different
@@ -102,7 +103,10 @@ class TaskCreation:
         since then does not refuse them. `listing`: who waits on each task of a graph (or an
         extension) created part by part, these tasks and all the others; by default, who
         waits on whom in the batch. `satisfied`: with `held`, the dependencies outside the
-        graph, which completed before it was accepted (the tasks it reuses).
+        graph, which completed before it was accepted (the tasks it reuses). `unborn`:
+        dependencies outside the batch that do not exist yet, checked with the tasks when
+        their extension was accepted, and to be created listing them (see `graph_parts`):
+        not read, and waited for.
         """
         accepted = accepted or held
         for task_id, definition in definitions.items():
@@ -117,16 +121,16 @@ class TaskCreation:
                                         for definition in definitions.values())
         listing = Listing.of(definitions) if listing is None else listing
         if unread and self.task_groups.makes(definitions):   # no group to read: see `_make_and_join`
-            outside = self.dependency_tracker.check(definitions) if not held else {}
+            outside = self.dependency_tracker.check(definitions, unborn) if not held else {}
             return Plan(list(definitions), {}, definitions, outside, {}, held, accepted, listing, unread, satisfied,
-                        making=True)
+                        making=True, unborn=unborn)
         # The three reads are independent: made at once, they cost one round trip of waiting.
         # Those with nothing to read are not made (each step handed to a thread costs time).
         reads = {"groups": lambda: self.task_groups.check(definitions, accepted=accepted)}
         if not (unused_ids or unread):
             reads["existing"] = lambda: self._existing(definitions)
         if not held and any(definition["dependencies"] for definition in definitions.values()):
-            reads["outside"] = lambda: self.dependency_tracker.check(definitions)
+            reads["outside"] = lambda: self.dependency_tracker.check(definitions, unborn)
         # The time index items that must precede the members' rows (their groups' seconds of
         # deadlines, and the groups for the watchdog), when this process has not written them
         # lately, go beside the reads: hints, which a refused creation leaves to come due on
@@ -143,12 +147,13 @@ class TaskCreation:
             existing, unread = self._existing(definitions), False
         new = {task_id: definition for task_id, definition in definitions.items() if task_id not in existing}
         if existing:  # tasks that exist are answered as they are: check only the others
-            outside = {} if held else self.dependency_tracker.check(new)
+            outside = {} if held else self.dependency_tracker.check(new, unborn)
             groups = self.task_groups.check(new, accepted=accepted)
         for checked in (outside, groups):
             if isinstance(checked, Exception):
                 raise checked
-        return Plan(list(definitions), existing, new, outside, groups, held, accepted, listing, unread, satisfied)
+        return Plan(list(definitions), existing, new, outside, groups, held, accepted, listing, unread, satisfied,
+                    unborn=unborn)
 
     def carry_out(self, plan: Plan, now: datetime) -> dict[str, dict]:
         """Write a prepared creation; statuses by taskId."""
@@ -188,7 +193,8 @@ class TaskCreation:
 
         def register_and_hint() -> Registration:   # the hints depend on what the registration finds
             registration = self.dependency_tracker.register_many(new, plan.outside, plan.held,
-                                                           plan.listing.listed_by, plan.satisfied, plan.unread)
+                                                           plan.listing.listed_by, plan.satisfied, plan.unread,
+                                                           plan.unborn)
             for task_id, definition in new.items():
                 status = TaskStatus.new(task_id, definition)
                 ready = registration.ready[task_id] and not plan.held

@@ -235,10 +235,12 @@ def test_a_graphs_rows_list_their_dependents_across_parts_and_a_fan_outs_root_us
     assert state(services, graph_id) == "finished"
 
 
-def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_stage(services, task_queue_id):
+def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_stage(services, task_queue_id,
+                                                                                      monkeypatch):
     """An extension beyond one part is stored and answered at once; its parts are created by
     the queue trigger, each stage once the earlier ones exist, while its first tasks already
-    run (the join requires children of both parts: its part comes after them)."""
+    run. Dependents come first: the join, which requires children of both parts, is created
+    with the first, waiting on children that do not exist yet, and reads none of them."""
     graph_id = new_slugid()
     services.task_graphs.create(graph_id, graph(task_queue_id, root={}))
     assert run_labels(services, graph_id, task_queue_id) == ["root"]
@@ -250,20 +252,47 @@ def test_a_large_extension_answers_creating_and_its_parts_are_created_stage_by_s
     assert [key.split(".")[0] for key in graphs.parts(graph_id)] == ["00000", "00001"]
     with pytest.raises(Conflict, match="creating"):   # one extension at a time
         services.task_graphs.extend(graph_id, graph(task_queue_id, other={}))
+    tracker, read = services.task_graphs.parts.dependency_tracker, []
+    real_load = tracker._load
+    monkeypatch.setattr(tracker, "_load", lambda task_id: read.append(task_id) or real_load(task_id))
 
     parts, messages = services.task_graphs.parts, services.task_graphs.parts.part_queue
     sent = messages.receive(32, timedelta(seconds=30))
     assert [message.body["part"] for message in sent] == graphs.parts(graph_id)[:1]   # the first stage only
     parts.create_part(graph_id, sent[0].body["part"])
     messages.delete(sent[0])
+    inspected = {task["label"]: task for task in services.task_graphs.inspect(graph_id)["tasks"]}
+    assert inspected["join"]["state"] == "unscheduled" and inspected["join"]["requires"] == sorted(children)
     ran = run_all_labels(services, graph_id, task_queue_id)   # the first part's children run at once
-    assert len(ran) == 100 and state(services, graph_id) == "creating"
-    deliver_parts(services)                                # then the join's stage
+    assert len(ran) == 99 and "join" not in ran and state(services, graph_id) == "creating"
+    deliver_parts(services)                                # then the stage of the other children
     assert graphs.parts(graph_id) == [] and state(services, graph_id) == "running"
     assert services.task_graphs.extend(graph_id, extension)["status"]["state"] == "running"   # done: a no-op
     assert graphs.parts(graph_id) == []
     rest = run_all_labels(services, graph_id, task_queue_id)   # the join once the last child completed
     assert rest[-1] == "join" and sorted(ran + rest) == sorted([*children, "join"])
+    assert state(services, graph_id) == "finished"
+    ids = labels_by_task(services, graph_id)
+    assert {ids.get(task_id, task_id) for task_id in read} == {"root"}   # no child read to create the join
+
+
+def test_an_extensions_chain_is_created_last_link_first_and_runs_in_order(services, task_queue_id):
+    """A chain within an extension, hanging from a task of the graph still pending: the
+    parts come last link first (each stage's links are required only by links of earlier
+    stages), and a task requiring both a link and the pending task (read, as tasks outside
+    the extension are) runs once both completed."""
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, graph(task_queue_id, root={}))
+    links = [f"chain-{number:03d}" for number in range(120)]
+    extension = graph(task_queue_id, **{link: {"requires": [links[number - 1] if number else "root"]}
+                                        for number, link in enumerate(links)},
+                      mixed={"requires": ["root", links[-1]]})
+    services.task_graphs.extend(graph_id, extension)
+    graphs = services.task_graphs.graph_table
+    assert [key.split(".")[0] for key in graphs.parts(graph_id)] == ["00000", "00001"]
+    assert deliver_parts(services) == 2 and state(services, graph_id) == "running"
+    ran = run_all_labels(services, graph_id, task_queue_id)
+    assert ran == ["root", *links, "mixed"]
     assert state(services, graph_id) == "finished"
 
 
