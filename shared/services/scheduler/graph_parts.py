@@ -82,7 +82,8 @@ class GraphParts:
         are staged. A node keeps which of its dependencies are `reused` completed tasks
         (nothing waits on them), and an extension's which are tasks of the extension."""
         listing = Listing.of({node.task_id: definitions[node.task_id] for node in nodes})
-        entries = {node.task_id: {"label": node.label, "taskId": node.task_id, "requires": list(node.required_ids),
+        entries = {node.task_id: {"label": node.label, "taskId": node.task_id,
+                                  "requiresAt": _positions(node.required_ids, definitions[node.task_id]),
                                   "reruns": node.reruns, **_listing_entry(listing, node.task_id, definitions),
                                   **_reused_entry(reused, definitions[node.task_id]),
                                   **(_extension_entry(definitions, node.task_id) if extension else {}),
@@ -153,7 +154,7 @@ class GraphParts:
         plan = self._plan(part, taken_over)
         # Labels before tasks: a task's resolution looks up its label. A task that exists
         # has its label already; writing it again would reopen a completed one.
-        self.graph_table.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(node["requires"]),
+        self.graph_table.add_labels([LabelRecord(graph_id, node["label"], node["taskId"], tuple(_required_ids(node)),
                                             node["reruns"], node["reruns"])
                                 for node in part.nodes if node["taskId"] not in plan.existing])
         self.creation.carry_out(plan, utcnow())
@@ -246,6 +247,23 @@ def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict])
                                 for required in dependencies_of(definitions[task_id]))}
 
 
+def _positions(required_ids: tuple[str, ...], definition: dict) -> list[int]:
+    """The taskIds a label requires, in its order, as positions among its definition's
+    dependencies (which hold them all): a fan-in's 10,000 taskIds kept twice would take a
+    part's row past storage's 1 MiB beside a large definition."""
+    position = {task_id: number for number, task_id in enumerate(dependencies_of(definition))}
+    return [position[task_id] for task_id in required_ids]
+
+
+def _required_ids(node: dict) -> list[str]:
+    """The taskIds a part's node requires, in its label's order (a part stored before
+    positions were kept has them as they are)."""
+    if "requires" in node:
+        return node["requires"]
+    dependencies = dependencies_of(node["definition"])
+    return [dependencies[number] for number in node["requiresAt"]]
+
+
 def _extension_entry(definitions: dict[str, dict], task_id: str) -> dict:
     """For an extension's task, which of its dependencies are tasks of the same extension: for
     each, in the order of its definition's, "1" if so, else "0"; "*" if all are (a fan-in's
@@ -300,7 +318,7 @@ def _staged(parts: list[list[dict]]) -> list[tuple[int, list[dict]]]:
     part_of = {node["taskId"]: number for number, part in enumerate(parts) for node in part}
     required_by: dict[int, set[int]] = {}
     for number, part in enumerate(parts):
-        for required in (r for node in part for r in node["requires"] if part_of.get(r, number) != number):
+        for required in (r for node in part for r in _required_ids(node) if part_of.get(r, number) != number):
             required_by.setdefault(part_of[required], set()).add(number)
     stages: list[int] = []
     for number in range(len(parts)):

@@ -1,14 +1,17 @@
 """The task-graph scheduler through its service, with the real event queue."""
 
+import json
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
+from shared.domain import task_graph
 from shared.domain.errors import Conflict, InvalidInput
 from shared.domain.ids import new_slugid
 from shared.services.scheduler import task_graphs
 from shared.storage.patterns.buckets import WIDE
+from shared.storage.tables.task_table import MAX_DEFINITION_CHARS, encode_definition
 from tests.conftest import make_task, meanwhile
 from tests.services.dependencies.test_dependency_tracker import run
 
@@ -194,6 +197,25 @@ def test_a_fan_in_of_long_labels_is_stored_and_inspected(services, task_queue_id
     assert entries["join"]["requires"] == children
     assert {tuple(entries[child]["dependents"]) for child in children} == {("join",)}
     assert len(services.task_calls.definition(entries["join"]["taskId"])["dependencies"]) == 300
+
+
+def test_a_fan_in_of_10000_with_a_large_definition_fits_its_parts_row(services, task_queue_id):
+    """The largest node a graph may hold (10,000 requirements, a definition near its limit)
+    is kept in one part's row within storage's 1 MiB (UTF-16: two bytes a character; Azurite
+    does not enforce it, Azure does): its required taskIds are not kept twice."""
+    children = [f"c{i:04d}" for i in range(9_999)]
+    payload = {"blob": "x" * (MAX_DEFINITION_CHARS - 10_000 * 25 - 5_000)}
+    request = graph(task_queue_id, **{child: {} for child in children},
+                    join={"requires": children, "task": {"payload": payload}})
+    graph_id = new_slugid()
+    services.task_graphs.create(graph_id, request)
+    graphs = services.task_graphs.graph_table
+    join = task_graph.task_id_for(graph_id, "join")
+    part = next(part for part in map(lambda key: graphs.load_part(graph_id, key), graphs.parts(graph_id))
+                if any(node["taskId"] == join for node in part.nodes))
+    node = next(node for node in part.nodes if node["taskId"] == join)
+    assert len(encode_definition(node["definition"])) > MAX_DEFINITION_CHARS - 10_000
+    assert 2 * len(json.dumps(part.nodes, separators=(",", ":"))) < 1_000_000
 
 
 def test_a_graph_is_stored_as_parts_of_tasks_in_task_id_order(services, task_queue_id):
