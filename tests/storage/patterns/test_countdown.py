@@ -136,6 +136,27 @@ def test_a_count_this_process_left_above_zero_after_a_bucket_emptied_answers_wit
     assert counted.queries == 0
 
 
+def test_after_a_bucket_emptied_only_the_buckets_latest_seen_counting_are_looked_at(table):
+    """A large owner has a thousand buckets counting: an emptied bucket's question looks at
+    the few this process learnt of last (a count written after the emptying is among them),
+    not at every one it remembers."""
+    counted = CountedReads(table)
+    left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
+    task_ids = [first + second + new_slugid()[2:] for first in "ABCDEFGH" for second in "abcd"]
+    left.add(owner, task_ids, width=2)                 # 32 buckets counting one row each (at once)
+    known = countdown._REMEMBERED.counting(table.table_name, owner, "~left", "", countdown.KNOWN)
+    assert len(known) == countdown.KNOWN
+    assert {partition for partition, _ in known} < {bucket(owner, task_id, 2) for task_id in task_ids}
+    since = countdown._REMEMBERED.now()
+    later = "Aa" + new_slugid()[2:]
+    left.add(owner, [later], width=2)                  # the first bucket, learnt again: latest
+    known = countdown._REMEMBERED.counting(table.table_name, owner, "~left", "", countdown.KNOWN)
+    assert known[0][0] == bucket(owner, later, 2) and known[0][1] > since
+    reads = counted.reads
+    assert left.left(owner, 2, emptied=bucket(owner, task_ids[-1], 2), since=since)
+    assert counted.reads == reads and counted.queries == 0
+
+
 def test_a_count_another_process_took_to_zero_is_read_again_and_the_query_decides(table):
     counted = CountedQueries(table)
     left, owner = Countdown(counted, "x.", "left", marker="m."), new_slugid()
