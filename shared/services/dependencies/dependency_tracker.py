@@ -153,12 +153,14 @@ class DependencyTracker:
         dependents (as those inside are): waited for, and not read again."""
         edges, outside, requirement_rows, alone, registration = [], [], [], [], Registration({}, {})
         listed_by = listed_by or {}
+
+        def born(required: str) -> bool:   # exists outside the batch, so may have resolved
+            return required not in definitions and required not in unborn
         for task_id, definition in definitions.items():
             dependent = Dependent.of(task_id, definition)
             waiting = []
             for required in dependencies_of(definition):
-                born = required not in definitions and required not in unborn   # exists, may have resolved
-                waits = required not in satisfied and (unresolved or not born
+                waits = required not in satisfied and (unresolved or not born(required)
                                                         or not _satisfied_now(definition["requires"], records[required]))
                 if waits:
                     waiting.append(required)
@@ -166,7 +168,7 @@ class DependencyTracker:
                     registration.listening.setdefault(task_id, set()).add(required)
                 if required in listed_by.get(task_id, ()):
                     continue
-                if waits and not unresolved and born:
+                if waits and not unresolved and born(required):
                     outside.append((records[required], dependent))   # listed if its row has room
                 else:
                     edges.append((required, dependent, definition["expires"]))
@@ -175,7 +177,7 @@ class DependencyTracker:
                 # resolution schedules it (see `_satisfy`), its re-check reads that task.
                 requirement_rows += [(task_id, required) for required in waiting]
             registration.ready[task_id] = not waiting
-            if not unresolved and any(required not in definitions and required not in unborn for required in waiting):
+            if not unresolved and any(born(required) for required in waiting):
                 if dependent.waits_on == 1:
                     alone.append(task_id)   # read again below, once listed
                 else:   # the intent stands for the re-check if this process dies before it

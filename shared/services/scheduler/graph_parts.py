@@ -82,12 +82,7 @@ class GraphParts:
         are staged. A node keeps which of its dependencies are `reused` completed tasks
         (nothing waits on them), and an extension's which are tasks of the extension."""
         listing = Listing.of({node.task_id: definitions[node.task_id] for node in nodes})
-        entries = {node.task_id: {"label": node.label, "taskId": node.task_id,
-                                  "requiresAt": _positions(node.required_ids, definitions[node.task_id]),
-                                  "reruns": node.reruns, **_listing_entry(listing, node.task_id, definitions),
-                                  **_reused_entry(reused, definitions[node.task_id]),
-                                  **(_extension_entry(definitions, node.task_id) if extension else {}),
-                                  "definition": definitions[node.task_id]} for node in nodes}
+        entries = {node.task_id: _entry(node, definitions, listing, reused, bool(extension)) for node in nodes}
         if not extension:
             parts = [(0, part) for part in _split([entries[task_id] for task_id in sorted(entries)])]
         else:
@@ -235,23 +230,44 @@ class GraphParts:
                  extra={"taskGraphId": graph_id})
 
 
-def _listing_entry(listing: Listing, task_id: str, definitions: dict[str, dict]) -> dict:
-    """What a part keeps of who waits on whom in the whole graph (or extension): the task's
-    listed dependents (null: the table holds them), and for each of its dependencies, in the
-    order of its definition's, "1" if that task's row lists it, else "0" (a character each: a
+def _entry(node: Node, definitions: dict[str, dict], listing: Listing, reused: frozenset[str],
+           extension: bool) -> dict:
+    """What a part keeps of a node: its label and task, the taskIds its label requires (as
+    positions, see `_positions`), who waits on whom in the whole graph or extension (the
+    task's listed dependents, null when the table holds them, and which of its dependencies'
+    rows list it), which of its dependencies are `reused` tasks and, in an extension, which
+    are tasks of the extension."""
+    definition = definitions[node.task_id]
+    dependencies = dependencies_of(definition)
+    dependents = listing.dependents.get(node.task_id, ())
+    of_extension = _bits(dependencies, definitions) if extension else ""
+    return {"label": node.label, "taskId": node.task_id, "requiresAt": _positions(node.required_ids, dependencies),
+            "reruns": node.reruns,
+            "dependents": None if dependents is None else [dependent.to_json() for dependent in dependents],
+            "listedBy": _bits(dependencies, listing.listed_by.get(node.task_id, frozenset())),
+            **_reused_entry(reused, definition),
+            # "*" if all are: a fan-in's 10,000 characters would take its part's row near 1 MiB
+            **({"ofExtension": "*" if "0" not in of_extension else of_extension} if "1" in of_extension else {}),
+            "definition": definition}
+
+
+def _bits(dependencies: list[str], chosen) -> str:
+    """For each dependency, in order, "1" if it is `chosen`, else "0" (a character each: a
     fan-in may wait on 10,000 tasks)."""
-    dependents = listing.dependents.get(task_id, ())
-    listed_by = listing.listed_by.get(task_id, frozenset())
-    return {"dependents": None if dependents is None else [dependent.to_json() for dependent in dependents],
-            "listedBy": "".join("1" if required in listed_by else "0"
-                                for required in dependencies_of(definitions[task_id]))}
+    return "".join("1" if required in chosen else "0" for required in dependencies)
 
 
-def _positions(required_ids: tuple[str, ...], definition: dict) -> list[int]:
+def _chosen(dependencies: list[str], bits: str) -> frozenset[str]:
+    """The dependencies whose character in `bits` is "1" ("*": all of them)."""
+    return frozenset(dependencies if bits == "*" else
+                     (required for required, bit in zip(dependencies, bits) if bit == "1"))
+
+
+def _positions(required_ids: tuple[str, ...], dependencies: list[str]) -> list[int]:
     """The taskIds a label requires, in its order, as positions among its definition's
     dependencies (which hold them all): a fan-in's 10,000 taskIds kept twice would take a
     part's row past storage's 1 MiB beside a large definition."""
-    position = {task_id: number for number, task_id in enumerate(dependencies_of(definition))}
+    position = {task_id: number for number, task_id in enumerate(dependencies)}
     return [position[task_id] for task_id in required_ids]
 
 
@@ -264,24 +280,12 @@ def _required_ids(node: dict) -> list[str]:
     return [dependencies[number] for number in node["requiresAt"]]
 
 
-def _extension_entry(definitions: dict[str, dict], task_id: str) -> dict:
-    """For an extension's task, which of its dependencies are tasks of the same extension: for
-    each, in the order of its definition's, "1" if so, else "0"; "*" if all are (a fan-in's
-    10,000 characters would take a part's row near storage's 1 MiB), omitted if none is."""
-    bits = "".join("1" if required in definitions else "0" for required in dependencies_of(definitions[task_id]))
-    return {} if "1" not in bits else {"ofExtension": "*" if "0" not in bits else bits}
-
-
 def _unborn(nodes: list[dict]) -> frozenset[str]:
     """The extension's tasks that the tasks of a part require and that are not in the part:
     in parts of later stages, not created yet."""
     own = {node["taskId"] for node in nodes}
-    unborn = set()
-    for node in nodes:
-        dependencies, bits = dependencies_of(node["definition"]), node.get("ofExtension", "")
-        bits = "1" * len(dependencies) if bits == "*" else bits
-        unborn.update(required for required, bit in zip(dependencies, bits) if bit == "1" and required not in own)
-    return frozenset(unborn)
+    return frozenset().union(*(_chosen(dependencies_of(node["definition"]), node.get("ofExtension", ""))
+                               for node in nodes)) - own
 
 
 def _reused_entry(reused: frozenset[str], definition: dict) -> dict:
@@ -291,11 +295,11 @@ def _reused_entry(reused: frozenset[str], definition: dict) -> dict:
 
 
 def _listing_of(nodes: list[dict]) -> Listing:
-    """A part's share of its graph's listing, as `_listing_entry` kept it."""
+    """A part's share of its graph's listing, as `_entry` kept it."""
     dependents = {node["taskId"]: None if node.get("dependents") is None
                   else tuple(Dependent.from_json(value) for value in node["dependents"]) for node in nodes}
-    listed_by = {node["taskId"]: frozenset(required for required, bit in zip(
-        dependencies_of(node["definition"]), node.get("listedBy", "")) if bit == "1") for node in nodes}
+    listed_by = {node["taskId"]: _chosen(dependencies_of(node["definition"]), node.get("listedBy", ""))
+                 for node in nodes}
     return Listing(dependents, listed_by)
 
 
