@@ -3,6 +3,7 @@ partitions: no partition grows with the group, and the rows still read back in t
 order, across buckets and pages."""
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -115,8 +116,10 @@ def test_a_wide_graph_finds_its_labels_and_closes_them_in_its_groups_buckets(acc
     graphs = TaskGraphTable(account, groups)
     records = [LabelRecord(graph_id, f"label-{i:03d}", new_slugid(), (), 1, 1) for i in range(60)]
     graphs.add_labels(records)
-    assert {row["PartitionKey"] for row in account.table("TaskGraphs").query_entities("PartitionKey ne ''")} \
+    assert {row["PartitionKey"] for shard in range(SHARDS)
+            for row in account.table(f"TaskGraphLabelsW{shard:02d}").query_entities("PartitionKey ne ''")} \
         == {bucket(graph_id, record.task_id, WIDE) for record in records}
+    assert not rows_by_partition(account.table("TaskGraphs"))
     assert graphs.labels(graph_id) == records
     some = records[7]
     assert graphs.label_of(graph_id, some.task_id) == some.label
@@ -126,6 +129,27 @@ def test_a_wide_graph_finds_its_labels_and_closes_them_in_its_groups_buckets(acc
     assert graphs.any_open(graph_id)
     groups.open_labels.remove(graph_id, records[-1].task_id, WIDE)
     assert not graphs.any_open(graph_id)
+
+
+def test_labels_written_in_task_graphs_before_they_moved_are_read_and_saved_there(account):
+    groups, graph_id = TaskGroupTable(account), new_slugid()
+    graphs = TaskGraphTable(account, groups)
+    records = [LabelRecord(graph_id, f"label-{i}", new_slugid(), (), 2, 2) for i in range(3)]
+    graphs.add_labels(records)
+    old, new = account.table("TaskGraphs"), account.table("TaskGraphLabels")
+    for row in new.query_entities("PartitionKey ne ''"):   # as a graph of an earlier version left them
+        old.upsert_entity(dict(row))
+        new.delete_entity(row["PartitionKey"], row["RowKey"])
+    some = records[1]
+    assert graphs.labels(graph_id) == records
+    assert graphs.label_of(graph_id, some.task_id) == some.label
+    for found in (graphs.load_label(graph_id, some.label, some.task_id), graphs.load_label(graph_id, some.label)):
+        assert found == some and found.legacy
+    graphs.save_label(replace(graphs.load_label(graph_id, some.label), reruns_left=1))
+    assert graphs.load_label(graph_id, some.label, some.task_id).reruns_left == 1
+    assert not rows_by_partition(new)
+    graphs.forget(graph_id)
+    assert not rows_by_partition(old)
 
 
 def test_a_group_is_resolved_once_its_last_bucket_is_empty(account):
@@ -149,6 +173,7 @@ def test_forgetting_a_group_or_a_graph_leaves_no_row_of_theirs(account):
     graphs.forget(owner)
     only_other = {bucket(other, groups.members(other, "", 1)[0])}
     assert set(rows_by_partition(account.table("TaskGroups"))) == only_other
+    assert not rows_by_partition(account.table("TaskGraphLabels"))
     assert not rows_by_partition(account.table("TaskGraphs"))   # the open labels were in the group's buckets
 
 
