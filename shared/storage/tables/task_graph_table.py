@@ -16,18 +16,18 @@ In the graph's partition, RowKeys:
 - "reuse.<fingerprint>": which labels of the creation or extension with that fingerprint
   reuse an indexed task (label -> [taskId, namespace]), kept once decided (see `reuse`).
 
-The TaskGraphLabels table (its `W` tables for a wide graph's buckets, see `BucketTables`), in
-the bucket of each label's task:
-- "label.<label>": the label's taskId, the taskIds it requires (up to 10,000 of 22
-  characters: numbered columns, see long_text; labels, up to 128 characters, would not
-  fit), reruns and reruns left;
-- "task.<taskId>": the label of a task, to go from a resolution to its label.
+The TaskGraphLabels table (its `W` tables for a wide graph's buckets, see `BucketTables`): a
+row per label in the bucket of its task, RowKey = that taskId (a resolution goes from its
+task to its label with one read), with the label, the taskIds it requires (up to 10,000 of 22
+characters: numbered columns, see long_text; labels, up to 128 characters, would not fit),
+reruns and reruns left.
 
-Two rows a task in a table of their own: in TaskGraphs, every query of a graph's partition
-(its parts, its label names: a few per part created) walked them all in Azurite, which
-answers a query by evaluating it against every row of its table (3.3 ms a query beside the
-label rows of 30,000 tasks). A graph created before they moved has them in TaskGraphs, under
-the same keys: they are read there when not found here (`legacy`), and written back there.
+In a table of their own: in TaskGraphs, every query of a graph's partition (its parts, its
+label names: a few per part created) walked them all in Azurite, which answers a query by
+evaluating it against every row of its table (3.3 ms a query beside the label rows of 30,000
+tasks). A graph created before they moved has them in TaskGraphs, in the same buckets, two
+rows a label ("label.<label>" with its taskId, "task.<taskId>" with its label): they are read
+there when not found here (`legacy`), and written back there.
 
 Which labels are open (their task has not completed) is counted in the buckets of the
 graph's group, beside its members (see `task_group_table`): a graph task's completion
@@ -126,11 +126,9 @@ class TaskGraphTable:
         for graph_id, same in groupby(sorted(labels, key=lambda r: r.graph_id), key=lambda r: r.graph_id):
             same, width = list(same), self._width(graph_id)
             for record in same:
-                partition = bucket(graph_id, record.task_id, width)
-                table = self._labels.of(partition, width)
-                tables.setdefault(table.table_name, (table, []))[1].extend([
-                    _label_entity(record, width),
-                    {"PartitionKey": partition, "RowKey": f"task.{record.task_id}", "label": record.label}])
+                entity = _label_entity(record, width)
+                table = self._labels.of(entity["PartitionKey"], width)
+                tables.setdefault(table.table_name, (table, []))[1].append(entity)
             opened.append(GRAPH_PART_WRITES.submit(self._open_labels.add, graph_id, [record.task_id for record in same], width))
         upsert_in_tables(list(tables.values()))
         for future in opened:
@@ -141,29 +139,35 @@ class TaskGraphTable:
         graph when its taskId is not known (one query; a blocked graph's status)."""
         width = self._width(graph_id)
         if task_id is not None:
-            row, legacy = self._label_row(bucket(graph_id, task_id, width), f"label.{label}", width)
+            partition = bucket(graph_id, task_id, width)
+            row = _get(self._labels.of(partition, width), partition, task_id)
+            if row is not None:
+                return _label(graph_id, row)
+            row = _get(self._table, partition, f"label.{label}")
         else:
-            query, parameters = IN_BUCKETS + " and RowKey eq @row", {**bucket_range(graph_id), "row": f"label.{label}"}
-            found, legacy = self._labels.query(width, query, parameters, 1), False
-            if not found:
-                found, legacy = first_rows(self._table, query, parameters, 1), True
+            found = self._labels.query(width, IN_BUCKETS + " and label eq @label",
+                                       {**bucket_range(graph_id), "label": label}, 1)
+            if found:
+                return _label(graph_id, found[0])
+            found = first_rows(self._table, IN_BUCKETS + " and RowKey eq @row",
+                               {**bucket_range(graph_id), "row": f"label.{label}"}, 1)
             row = found[0] if found else None
-        return _label(graph_id, row, legacy) if row is not None else None
+        return _label(graph_id, row, legacy=True) if row is not None else None
 
     def save_label(self, record: LabelRecord) -> LabelRecord:
         width = self._width(record.graph_id)
-        entity = _label_entity(record, width)
+        entity = _label_entity(record, width, record.legacy)
         table = self._table if record.legacy else self._labels.of(entity["PartitionKey"], width)
         return replace(record, etag=self._save(entity, record.etag, record.label, table))
 
     def labels(self, graph_id: str) -> list[LabelRecord]:
-        query = IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'"
         rows = [row for rows in BUCKET_READS.map(lambda table: list(table.query_entities(
-            query, parameters=bucket_range(graph_id))), self._labels.all(self._width(graph_id))) for row in rows]
-        legacy = False
-        if not rows:
-            rows, legacy = list(self._table.query_entities(query, parameters=bucket_range(graph_id))), True
-        return sorted((_label(graph_id, row, legacy) for row in rows), key=lambda record: record.label)
+            IN_BUCKETS, parameters=bucket_range(graph_id))), self._labels.all(self._width(graph_id))) for row in rows]
+        found = [_label(graph_id, row) for row in rows]
+        if not found:
+            found = [_label(graph_id, row, legacy=True) for row in self._table.query_entities(
+                IN_BUCKETS + " and RowKey gt 'label.' and RowKey lt 'label/'", parameters=bucket_range(graph_id))]
+        return sorted(found, key=lambda record: record.label)
 
     def add_label_names(self, graph_id: str, source: str, labels: list[str]) -> None:
         """The labels the graph's creation (`source` "graph") or an extension (`source` its
@@ -187,15 +191,10 @@ class TaskGraphTable:
 
     def label_of(self, graph_id: str, task_id: str) -> str | None:
         width = self._width(graph_id)
-        row, _ = self._label_row(bucket(graph_id, task_id, width), f"task.{task_id}", width)
+        partition = bucket(graph_id, task_id, width)
+        row = _get(self._labels.of(partition, width), partition, task_id) or \
+            _get(self._table, partition, f"task.{task_id}")
         return row["label"] if row is not None else None
-
-    def _label_row(self, partition: str, row_key: str, width: int):
-        """A row of the label rows' buckets, and whether it was found in TaskGraphs (`legacy`)."""
-        row = _get(self._labels.of(partition, width), partition, row_key)
-        if row is not None:
-            return row, False
-        return _get(self._table, partition, row_key), True
 
     def any_open(self, graph_id: str) -> bool:
         return self._open_labels.left(graph_id, self._width(graph_id))
@@ -300,17 +299,18 @@ def _graph_entity(graph: GraphRecord) -> dict:
             "extension": graph.extension}
 
 
-def _label_entity(record: LabelRecord, width: int) -> dict:
-    return {"PartitionKey": bucket(record.graph_id, record.task_id, width), "RowKey": f"label.{record.label}",
-            "taskId": record.task_id,
-            **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
+def _label_entity(record: LabelRecord, width: int, legacy: bool = False) -> dict:
+    partition = bucket(record.graph_id, record.task_id, width)
+    keys = ({"PartitionKey": partition, "RowKey": f"label.{record.label}", "taskId": record.task_id} if legacy
+            else {"PartitionKey": partition, "RowKey": record.task_id, "label": record.label})
+    return {**keys, **long_text.to_columns("requires", json.dumps(list(record.required_ids), separators=(",", ":"))),
             "reruns": record.reruns, "rerunsLeft": record.reruns_left, "rerunOfRun": record.rerun_of_run}
 
 
 def _label(graph_id: str, row, legacy: bool = False) -> LabelRecord:
-    return LabelRecord(graph_id, row["RowKey"][len("label."):], row["taskId"],
-                       tuple(json.loads(long_text.from_columns("requires", row))), row["reruns"], row["rerunsLeft"],
-                       row["rerunOfRun"], row.metadata.get("etag"), legacy)
+    label, task_id = (row["RowKey"][len("label."):], row["taskId"]) if legacy else (row["label"], row["RowKey"])
+    return LabelRecord(graph_id, label, task_id, tuple(json.loads(long_text.from_columns("requires", row))),
+                       row["reruns"], row["rerunsLeft"], row["rerunOfRun"], row.metadata.get("etag"), legacy)
 
 
 def _get(table: Table, partition: str, row_key: str):

@@ -9,6 +9,7 @@ import pytest
 
 from shared.domain.ids import new_slugid
 from shared.storage.client.account import StorageAccount
+from shared.storage.patterns import long_text
 from shared.storage.patterns.buckets import SEPARATOR, WIDE, bucket, first_keys, first_rows_by_key, forget_buckets
 from shared.storage.tables.dependency_table import Dependent, DependencyTable
 from shared.storage.errors import Closed
@@ -135,11 +136,12 @@ def test_labels_written_in_task_graphs_before_they_moved_are_read_and_saved_ther
     groups, graph_id = TaskGroupTable(account), new_slugid()
     graphs = TaskGraphTable(account, groups)
     records = [LabelRecord(graph_id, f"label-{i}", new_slugid(), (), 2, 2) for i in range(3)]
-    graphs.add_labels(records)
     old, new = account.table("TaskGraphs"), account.table("TaskGraphLabels")
-    for row in new.query_entities("PartitionKey ne ''"):   # as a graph of an earlier version left them
-        old.upsert_entity(dict(row))
-        new.delete_entity(row["PartitionKey"], row["RowKey"])
+    for record in records:   # as a graph of an earlier version left them
+        partition = bucket(graph_id, record.task_id)
+        old.upsert_entity({"PartitionKey": partition, "RowKey": f"label.{record.label}", "taskId": record.task_id,
+                           **long_text.to_columns("requires", "[]"), "reruns": 2, "rerunsLeft": 2, "rerunOfRun": -1})
+        old.upsert_entity({"PartitionKey": partition, "RowKey": f"task.{record.task_id}", "label": record.label})
     some = records[1]
     assert graphs.labels(graph_id) == records
     assert graphs.label_of(graph_id, some.task_id) == some.label
