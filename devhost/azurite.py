@@ -23,6 +23,8 @@ KEEP_ALIVE_SECONDS = 300   # how long Azurite keeps an idle connection open (its
 # writing those lines took a sixth of Azurite's time, in the path of every storage request.
 # AZURITE_ACCESS_LOG=1 keeps them (to see the requests the Queue makes).
 ACCESS_LOG_SETTING = "AZURITE_ACCESS_LOG"
+SAVES = Path(__file__).with_name("azurite_saves.js")   # a kept Azurite saves its data every minute, not 5 s
+SAVE_GRACE_SECONDS = 60   # a kept Azurite's last save, on stop, writes all it holds
 
 
 def find_azurite_bin() -> Path:
@@ -50,7 +52,8 @@ class Azurite:
         """`oauth`: Azurite checks bearer tokens too (`--oauth basic`), which it does over
         HTTPS only: it serves with a self-signed certificate made at start (`certificate`,
         what clients must trust); `azurite_tokens.AzuriteCredential` makes tokens it takes."""
-        self.location = Path(location) if location else None
+        self.location = Path(location).resolve() if location else None
+        self._nested = self.location / location if location and not Path(location).is_absolute() else None
         self._given = {"blob": blob_port, "queue": queue_port, "table": table_port}
         self.ports = self._choose_ports()
         self.oauth = oauth
@@ -103,16 +106,20 @@ class Azurite:
             self._scratch = tempfile.TemporaryDirectory(prefix="azurite-tls-")
             self.certificate, key = self_signed_certificate(Path(self._scratch.name))
             command += ["--oauth", "basic", "--cert", str(self.certificate), "--key", str(key)]
+        environment = None
         if self.location:
             self.location.mkdir(parents=True, exist_ok=True)
+            if self._nested:
+                _move_nested_data(self._nested, self.location)
             command += ["--location", str(self.location)]
             self.log_path = self.location / "azurite.log"
+            environment = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} --require {SAVES}"}
         else:
             command += ["--inMemoryPersistence"]
             self.log_path = Path(tempfile.mkstemp(prefix="azurite-", suffix=".log")[1])
         self.process = subprocess.Popen(command, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.location or None,
-                                        preexec_fn=die_with_parent)
+                                        env=environment, preexec_fn=die_with_parent)
         self._wait_until_listening(timeout)
         return self
 
@@ -127,7 +134,7 @@ class Azurite:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
 
     def stop(self) -> None:
-        stop_group(self.process, grace=5)
+        stop_group(self.process, grace=SAVE_GRACE_SECONDS if self.location else 5)
         self.process = None
         if not self.location and self.log_path:   # an in-memory Azurite's log is a temporary file
             self.log_path.unlink(missing_ok=True)
@@ -141,3 +148,12 @@ class Azurite:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _move_nested_data(nested: Path, location: Path) -> None:
+    """Earlier versions gave Azurite a relative location and started it inside that folder,
+    so its data went to `.azurite/.azurite`: moved to where Azurite is now told to keep it."""
+    if nested.is_dir() and not any(location.glob("__azurite_db_*")):
+        for item in nested.iterdir():
+            item.rename(location / item.name)
+        nested.rmdir()

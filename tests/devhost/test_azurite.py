@@ -53,3 +53,38 @@ def test_azurite_chooses_its_ports_again_when_one_is_taken_before_it_binds(monke
     with first_port_taken(monkeypatch, module) as taken, module.Azurite() as azurite:
         assert taken not in azurite.ports.values()
         assert all(port_open(port) for port in azurite.ports.values())
+
+
+def _entity(azurite, table: str):
+    from azure.data.tables import TableServiceClient
+    return TableServiceClient.from_connection_string(azurite.connection_string).get_table_client(table)
+
+
+def test_a_kept_azurite_saves_on_stop_what_it_held_and_serves_it_when_started_again(tmp_path):
+    """Its saves are a minute apart (a save writes everything it holds); what changed since
+    the last one is saved when it stops, so the next start has it."""
+    from devhost.azurite import Azurite
+
+    with Azurite(tmp_path / "kept") as azurite:
+        _entity(azurite, "kept").create_table()
+        _entity(azurite, "kept").create_entity({"PartitionKey": "p", "RowKey": "r", "note": "before the stop"})
+    assert "saved every 60 s and when Azurite stops" in azurite.log_path.read_text()
+    with Azurite(tmp_path / "kept") as again:
+        assert _entity(again, "kept").get_entity("p", "r")["note"] == "before the stop"
+
+
+def test_data_an_earlier_version_kept_one_folder_too_deep_is_moved_up_and_served(tmp_path, monkeypatch):
+    """Earlier versions started Azurite inside its folder with the folder's relative path, so
+    `make run` kept its data in `.azurite/.azurite`."""
+    from devhost.azurite import Azurite
+
+    with Azurite(tmp_path / "earlier") as azurite:
+        _entity(azurite, "kept").create_table()
+        _entity(azurite, "kept").create_entity({"PartitionKey": "p", "RowKey": "r", "note": "kept earlier"})
+    nested = tmp_path / ".azurite" / ".azurite"
+    nested.parent.mkdir()
+    (tmp_path / "earlier").rename(nested)
+    monkeypatch.chdir(tmp_path)
+    with Azurite(Path(".azurite")) as now:
+        assert _entity(now, "kept").get_entity("p", "r")["note"] == "kept earlier"
+    assert not nested.exists() and any((tmp_path / ".azurite").glob("__azurite_db_table__*"))
