@@ -25,6 +25,7 @@ from shared.storage.patterns import long_text
 from shared.storage.client import lost_responses
 from shared.storage.errors import ChangedSinceRead
 from shared.storage.patterns.conditional_writes import until_written
+from shared.storage.patterns.queries import row_or_none
 
 log = logging.getLogger("queue.events")
 NAME = "outbox"
@@ -50,11 +51,8 @@ def from_entity(entity) -> tuple[Event, ...]:
 
 def load(table, partition_key: str, row_key: str) -> tuple[tuple[Event, ...], str] | None:
     """The row's unpublished events and its ETag; None if the row is gone."""
-    try:
-        entity = table.get_entity(partition_key, row_key, select=COLUMNS)
-    except ResourceNotFoundError:
-        return None
-    return from_entity(entity), entity.metadata.get("etag")
+    entity = row_or_none(table, partition_key, row_key, select=COLUMNS)
+    return (from_entity(entity), entity.metadata.get("etag")) if entity is not None else None
 
 
 def clear(table, partition_key: str, row_key: str, published: Iterable[str], etag: str,

@@ -30,13 +30,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Protocol
 
-from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
 from shared.domain.task_events import Event
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
+from shared.storage.patterns.queries import row_or_none
 
 GRACE = timedelta(seconds=10)   # how long a writer has to publish its events before others take over
 FLUSH_EVERY = 0.5       # seconds between two writes of this process's mark
@@ -137,10 +137,8 @@ class PublicationMarks:
         for writer in writers - {self.writer, ""}:
             if now - self._others.get(writer, (0, -REFRESH_EVERY))[1] < REFRESH_EVERY:
                 continue
-            try:
-                mark = int(self._table().get_entity(PARTITION, writer, select=["mark"])["mark"])
-            except ResourceNotFoundError:
-                mark = 0
+            row = row_or_none(self._table(), PARTITION, writer, select=["mark"])
+            mark = int(row["mark"]) if row is not None else 0
             self._others[writer] = (mark, now)
 
     def _overdue(self, events: tuple[Event, ...]) -> set[str]:

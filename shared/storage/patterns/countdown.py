@@ -48,7 +48,6 @@ from datetime import datetime
 from itertools import groupby
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.runtime.thread_pools import COUNTDOWN_READS, COUNTDOWN_WRITES
@@ -60,7 +59,7 @@ from shared.storage.patterns.buckets import (IN_BUCKETS, WIDE, BucketTables, all
                                            bucket_range, bucket_width)
 from shared.storage.errors import ChangedSinceRead, Closed
 from shared.storage.patterns.conditional_writes import until_written
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 from shared.storage.client.table import Table
 
 COUNT = "count"
@@ -365,10 +364,8 @@ class Countdown:
         (a group made for one task): one point read of that bucket's count, which Azurite
         answers without the scan of its table that any query costs."""
         partition = bucket(owner, task_id)
-        try:
-            return _totals([self._in(partition).get_entity(partition, self._row)])
-        except ResourceNotFoundError:
-            return _totals([])
+        row = row_or_none(self._in(partition), partition, self._row)
+        return _totals([row] if row is not None else [])
 
     def _submit(self, partition: str, operations: list[tuple], count: _Count, change: int) -> str | None:
         """Send `operations` with the count's change, conditional on it being `count`; the new ETag."""
@@ -394,21 +391,14 @@ class Countdown:
 
     def _read(self, partition: str) -> _Count:
         began = _REMEMBERED.now()
-        try:
-            row = self._in(partition).get_entity(partition, self._row)
-        except ResourceNotFoundError:
-            count = _Count(0, None)
-        else:
-            count = _Count(row.get(COUNT) or 0, row.metadata.get("etag"), row.get(CLOSED) or "")
+        row = row_or_none(self._in(partition), partition, self._row)
+        count = _Count(0, None) if row is None else _Count(row.get(COUNT) or 0, row.metadata.get("etag"),
+                                                           row.get(CLOSED) or "")
         self._remember(partition, count, began, read=True)
         return count
 
     def _exists(self, partition: str, row_key: str) -> bool:
-        try:
-            self._in(partition).get_entity(partition, row_key, select=["RowKey"])
-        except ResourceNotFoundError:
-            return False
-        return True
+        return row_or_none(self._in(partition), partition, row_key, select=["RowKey"]) is not None
 
     def _in(self, partition: str) -> Table:
         """The table of a bucket."""

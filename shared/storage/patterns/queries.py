@@ -1,4 +1,5 @@
-"""Reading the first rows of a query, whatever the pages.
+"""Reading rows: one that may not exist (`row_or_none`), and the first rows of a query,
+whatever the pages.
 
 Storage answers a query a page at a time: at most 1,000 rows, and possibly fewer, even none,
 with a continuation (a query that ran out of time, or crossed a partition). Taking only the
@@ -12,12 +13,21 @@ from __future__ import annotations
 
 from itertools import islice
 
+from azure.core.exceptions import ResourceNotFoundError
 
 from shared.storage.patterns.shared_reads import SharedReads
 from shared.storage.client.table import Table
 
 MAX_PAGE = 1000
 _SHARED = SharedReads()
+
+
+def row_or_none(table: Table, partition_key: str, row_key: str, select: list[str] | None = None):
+    """The row (with its ETag in `metadata`), or None if there is none."""
+    try:
+        return table.get_entity(partition_key, row_key, select=select)
+    except ResourceNotFoundError:
+        return None
 
 
 def first_rows(table: Table, query: str, parameters: dict, limit: int, select: list[str] | None = None) -> list:

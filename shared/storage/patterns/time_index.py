@@ -34,12 +34,11 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from shared.domain.timestamps import parse_iso, to_iso
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_in_batches, upsert_in_batches
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 CURSOR_PARTITION = "cursors"
 SPREAD = 32     # partitions a time bucket's rows written together are spread over
@@ -100,13 +99,9 @@ class TimeIndex:
 
     def get(self, due: str, key: str) -> str | None:
         """The value `put` for an item, or None."""
-        try:
-            entity = self._table.get_entity(self._partition(self._bucket_of(parse_iso(due)), ""),
-                                            f"{due}.{key}",
-                                            select=["value"])
-        except ResourceNotFoundError:
-            return None
-        return entity.get("value")
+        entity = row_or_none(self._table, self._partition(self._bucket_of(parse_iso(due)), ""), f"{due}.{key}",
+                             select=["value"])
+        return entity.get("value") if entity is not None else None
 
     def due(self, now: datetime, limit: int) -> list[DueItem]:
         """Up to `limit` items due at `now`, oldest buckets first; advances the cursor past
@@ -139,10 +134,10 @@ class TimeIndex:
         return [row for row in rows if parse_iso(row.due) <= now][:limit]
 
     def _cursor(self, now: datetime) -> datetime:
-        try:
-            return parse_iso(self._table.get_entity(CURSOR_PARTITION, self.name)["bucket"])
-        except ResourceNotFoundError:
+        cursor = row_or_none(self._table, CURSOR_PARTITION, self.name)
+        if cursor is None:
             return self._earliest() or self._bucket_of(now - CURSOR_LAG)
+        return parse_iso(cursor["bucket"])
 
     def _earliest(self) -> datetime | None:
         """The first bucket holding rows: where a sweeper with no cursor yet must begin."""

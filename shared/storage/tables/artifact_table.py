@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from shared.domain.artifacts import Artifact, StorageType
 from shared.domain.task_events import Event
@@ -23,7 +22,7 @@ from shared.storage.patterns.batches import delete_row
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.keys import bounded_key
 from shared.storage.outbox.publication_marks import PublicationMarks
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 _COLUMNS = ["name", "storageType", "contentType", "expires", "present", "details", "contentLength", "hashes", "size"]
 
@@ -50,11 +49,8 @@ class ArtifactTable:
         self.marks = marks or PublicationMarks(account)
 
     def load(self, task_id: str, run_id: int, name: str) -> ArtifactRecord | None:
-        try:
-            entity = self._table.get_entity(task_id, row_key(run_id, name), select=_COLUMNS + outbox.COLUMNS)
-        except ResourceNotFoundError:
-            return None
-        return _record(task_id, run_id, entity)
+        entity = row_or_none(self._table, task_id, row_key(run_id, name), select=_COLUMNS + outbox.COLUMNS)
+        return _record(task_id, run_id, entity) if entity is not None else None
 
     def save(self, artifact: Artifact, etag: str | None = None, events: tuple[Event, ...] = ()) -> ArtifactRecord:
         """Write `artifact`, with `events` in its outbox: a new row when `etag` is None

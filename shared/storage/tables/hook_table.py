@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core.exceptions import ResourceNotFoundError
+
 from azure.data.tables import UpdateMode
 
 from shared.domain.task_events import Event
@@ -34,7 +34,7 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns import long_text
 from shared.storage.patterns.batches import delete_if_unchanged
 from shared.storage.patterns.keys import bounded_key
-from shared.storage.patterns.queries import any_row, first_rows
+from shared.storage.patterns.queries import any_row, first_rows, row_or_none
 
 TABLE = "Hooks"
 GROUPS = "groups"
@@ -65,10 +65,8 @@ class HookTable:
         self.marks = marks or PublicationMarks(account)
 
     def get(self, hook_group_id: str, hook_id: str) -> HookRecord | None:
-        try:
-            return _record(self._table.get_entity(*_keys(hook_group_id, hook_id)))
-        except ResourceNotFoundError:
-            return None
+        row = row_or_none(self._table, *_keys(hook_group_id, hook_id))
+        return _record(row) if row is not None else None
 
     def hooks(self, hook_group_id: str) -> list[HookRecord]:
         """The group's hooks and tombstones, by hookId."""
@@ -122,10 +120,10 @@ class HookTable:
 
     def drop_group_if_empty(self, hook_group_id: str) -> None:
         """Remove the group's row if the group has no hook row left (read after its version)."""
-        try:
-            etag = self._table.get_entity(GROUPS, _name(hook_group_id), select=["RowKey"]).metadata["etag"]
-        except ResourceNotFoundError:
+        row = row_or_none(self._table, GROUPS, _name(hook_group_id), select=["RowKey"])
+        if row is None:
             return
+        etag = row.metadata["etag"]
         if any_row(self._table, "PartitionKey eq @pk", {"pk": _partition(hook_group_id)}):
             return
         try:

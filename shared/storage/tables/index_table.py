@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
@@ -26,7 +25,7 @@ from shared.storage.patterns.batches import delete_if_unchanged, delete_row
 from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.keys import bounded_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 from shared.domain.index import IndexEntry, Namespace, ancestors, namespace_expiry, replaces, split_namespace
 
 TABLE = "Index"
@@ -116,10 +115,7 @@ class IndexTable:
 
     def _row(self, kind: str, namespace: str):
         parent, name = split_namespace(namespace)
-        try:
-            return self._table.get_entity(_partition(parent), kind + _name_key(name))
-        except ResourceNotFoundError:
-            return None
+        return row_or_none(self._table, _partition(parent), kind + _name_key(name))
 
     def _page(self, namespace: str, kind: str, after: str, limit: int) -> tuple[list, bool]:
         rows = first_rows(self._table, "PartitionKey eq @pk and RowKey gt @after and RowKey lt @end",

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from azure.core.exceptions import ResourceNotFoundError
-
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_row
 from shared.storage.patterns.keys import bounded_key
+from shared.storage.patterns.queries import row_or_none
 
 ROW = "object"
 
@@ -37,9 +36,8 @@ class ObjectTable:
         self._table = account.table("Objects")
 
     def load(self, name: str) -> ObjectRecord | None:
-        try:
-            entity = self._table.get_entity(bounded_key(name), ROW)
-        except ResourceNotFoundError:
+        entity = row_or_none(self._table, bounded_key(name), ROW)
+        if entity is None:
             return None
         length = entity.get("contentLength") or ""
         return ObjectRecord(entity["name"], entity["projectId"], entity["uploadId"], entity["expires"],

@@ -26,7 +26,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from shared.storage.client.account import StorageAccount
 from shared.storage.errors import ChangedSinceRead
@@ -34,7 +33,7 @@ from shared.storage.patterns.batches import MAX_BATCH, delete_if_unchanged, dele
 from shared.storage.patterns.buckets import IN_BUCKETS, SEPARATOR, bucket_range
 from shared.storage.patterns.deferred_deletes import DeferredDeletes
 from shared.storage.patterns.keys import escape_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 
 @dataclass(frozen=True)
@@ -99,10 +98,8 @@ class PendingTable:
         """The ETag of a run's hint in its second's bucket (None: not there), so that it is
         removed later only if nobody wrote it again meanwhile (`remove_version`)."""
         row_key = _row_key(priority_rank, scheduled, task_id, run_id)
-        try:
-            return self._table.get_entity(_bucket(task_queue_id, row_key), row_key, select=["RowKey"]).metadata["etag"]
-        except ResourceNotFoundError:
-            return None
+        row = row_or_none(self._table, _bucket(task_queue_id, row_key), row_key, select=["RowKey"])
+        return row.metadata["etag"] if row is not None else None
 
     def remove_version(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int,
                        etag: str) -> None:

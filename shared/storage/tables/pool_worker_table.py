@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceNotFoundError
+
 from azure.data.tables import TableTransactionError, UpdateMode
 
 from shared.domain.task_events import Event
@@ -30,7 +30,7 @@ from shared.storage.outbox.outbox_rows import OutboxRows, row_name
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.batches import delete_if_unchanged, delete_row
 from shared.storage.patterns.keys import escape_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 TABLE = "PoolWorkers"
 PROVISIONING = "~provisioning"   # sorts after every worker's key
@@ -87,11 +87,8 @@ class PoolWorkerTable(OutboxRows):
         super().__init__(account.table(TABLE), marks)
 
     def load(self, worker_pool_id: str, worker_group: str, worker_id: str) -> PoolWorkerRecord | None:
-        try:
-            entity = self._table.get_entity(escape_key(worker_pool_id), row_key(worker_group, worker_id))
-        except ResourceNotFoundError:
-            return None
-        return _record(worker_pool_id, entity)
+        entity = row_or_none(self._table, escape_key(worker_pool_id), row_key(worker_group, worker_id))
+        return _record(worker_pool_id, entity) if entity is not None else None
 
     def insert(self, worker: PoolWorkerRecord) -> PoolWorkerRecord:
         """AlreadyExists if the worker has a row."""
@@ -134,9 +131,8 @@ class PoolWorkerTable(OutboxRows):
 
     def provisioning(self, worker_pool_id: str) -> ProvisioningRecord:
         """The pool's provisioning row as it is (an empty one, never written, if none)."""
-        try:
-            entity = self._table.get_entity(escape_key(worker_pool_id), PROVISIONING)
-        except ResourceNotFoundError:
+        entity = row_or_none(self._table, escape_key(worker_pool_id), PROVISIONING)
+        if entity is None:
             return ProvisioningRecord(worker_pool_id)
         return ProvisioningRecord(worker_pool_id, entity.get("passBegan", ""), entity.get("backoffUntil", ""),
                                   int(entity.get("failures", 0)), entity.get("passId", ""), entity.metadata.get("etag"))

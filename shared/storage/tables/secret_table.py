@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from azure.core.exceptions import ResourceNotFoundError
+
 from azure.data.tables import UpdateMode
 
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns import long_text
 from shared.storage.patterns.batches import delete_if_unchanged, delete_row
 from shared.storage.patterns.keys import bounded_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 TABLE = "Secrets"
 ROW = "secret"
@@ -43,9 +43,8 @@ class SecretTable:
         self._table = account.table(TABLE)
 
     def load(self, name: str) -> StoredSecret | None:
-        try:
-            row = self._table.get_entity(_partition(name), ROW)
-        except ResourceNotFoundError:
+        row = row_or_none(self._table, _partition(name), ROW)
+        if row is None:
             return None
         return StoredSecret(row["name"], row["keyId"], long_text.from_columns("sealed", row), row["expires"],
                             row.metadata.get("etag"))

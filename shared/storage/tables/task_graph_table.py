@@ -50,7 +50,7 @@ from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.patterns.batches import delete_if_unchanged, delete_partition, upsert_in_tables
 from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bucket_range, forget_buckets
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
-from shared.storage.patterns.queries import any_row, first_rows
+from shared.storage.patterns.queries import any_row, first_rows, row_or_none
 from shared.storage.client.table import Table
 
 EXTENDING, EXTENDED = "extending", "extended"
@@ -140,10 +140,10 @@ class TaskGraphTable:
         width = self._width(graph_id)
         if task_id is not None:
             partition = bucket(graph_id, task_id, width)
-            row = _get(self._labels.of(partition, width), partition, task_id)
+            row = row_or_none(self._labels.of(partition, width), partition, task_id)
             if row is not None:
                 return _label(graph_id, row)
-            row = _get(self._table, partition, f"label.{label}")
+            row = row_or_none(self._table, partition, f"label.{label}")
         else:
             found = self._labels.query(width, IN_BUCKETS + " and label eq @label",
                                        {**bucket_range(graph_id), "label": label}, 1)
@@ -192,8 +192,8 @@ class TaskGraphTable:
     def label_of(self, graph_id: str, task_id: str) -> str | None:
         width = self._width(graph_id)
         partition = bucket(graph_id, task_id, width)
-        row = _get(self._labels.of(partition, width), partition, task_id) or \
-            _get(self._table, partition, f"task.{task_id}")
+        row = row_or_none(self._labels.of(partition, width), partition, task_id) or \
+            row_or_none(self._table, partition, f"task.{task_id}")
         return row["label"] if row is not None else None
 
     def any_open(self, graph_id: str) -> bool:
@@ -283,7 +283,7 @@ class TaskGraphTable:
         return row["progress"] if row is not None else None
 
     def _get(self, graph_id: str, row_key: str):
-        return _get(self._table, graph_id, row_key)
+        return row_or_none(self._table, graph_id, row_key)
 
     def _save(self, entity: dict, etag: str | None, name: str, table: Table | None = None) -> str | None:
         try:
@@ -311,13 +311,6 @@ def _label(graph_id: str, row, legacy: bool = False) -> LabelRecord:
     label, task_id = (row["RowKey"][len("label."):], row["taskId"]) if legacy else (row["label"], row["RowKey"])
     return LabelRecord(graph_id, label, task_id, tuple(json.loads(long_text.from_columns("requires", row))),
                        row["reruns"], row["rerunsLeft"], row["rerunOfRun"], row.metadata.get("etag"), legacy)
-
-
-def _get(table: Table, partition: str, row_key: str):
-    try:
-        return table.get_entity(partition, row_key)
-    except ResourceNotFoundError:
-        return None
 
 
 def _reused(row) -> dict[str, tuple[str, str]]:

@@ -51,7 +51,7 @@ from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bu
 from shared.storage.patterns.countdown import Countdown
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.outbox.publication_marks import PublicationMarks
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 from shared.storage.patterns.recent_writes import RecentWrites
 
 GROUP_ROW = "group"
@@ -135,9 +135,8 @@ class TaskGroupTable:
         return self._remember(replace(group, etag=written[0].get("etag")))
 
     def load(self, task_group_id: str) -> TaskGroupRecord | None:
-        try:
-            entity = self._table.get_entity(group_partition(task_group_id), GROUP_ROW)
-        except ResourceNotFoundError:
+        entity = row_or_none(self._table, group_partition(task_group_id), GROUP_ROW)
+        if entity is None:
             self._recent.forget(task_group_id)
             return None
         return self._remember(TaskGroupRecord(

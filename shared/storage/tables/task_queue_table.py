@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from azure.core.exceptions import ResourceNotFoundError
+
 from azure.data.tables import UpdateMode
 
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_if_unchanged
 from shared.storage.patterns.keys import escape_key, unescape_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 PARTITION = "queues"
 
@@ -38,11 +38,8 @@ class TaskQueueTable:
         }, mode=UpdateMode.REPLACE)
 
     def get(self, task_queue_id: str) -> TaskQueueRecord | None:
-        try:
-            entity = self._table.get_entity(PARTITION, escape_key(task_queue_id))
-        except ResourceNotFoundError:
-            return None
-        return self._record(entity)
+        entity = row_or_none(self._table, PARTITION, escape_key(task_queue_id))
+        return self._record(entity) if entity is not None else None
 
     def delete(self, record: TaskQueueRecord) -> None:
         """Delete the row if it is still as read; else ChangedSinceRead (gone already is fine)."""

@@ -50,6 +50,7 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.recent_writes import RecentWrites
 from shared.storage.patterns.table_shards import TableShards
 from shared.storage.client.table import Table
+from shared.storage.patterns.queries import row_or_none
 from shared.domain.ids import SLUGID_CHARACTERS
 
 PARTITION_CHARS = 1
@@ -216,11 +217,8 @@ class TaskTable:
     def load(self, task_id: str, with_definition: bool = False) -> TaskRecord | None:
         select = None if with_definition else [*SUMMARY_FIELDS, *_STATUS_COLUMNS, *_NOTICE_COLUMNS, *outbox.COLUMNS,
                                                DEPENDENTS, MORE_DEPENDENTS, SOLE_DEPENDENCY]
-        try:
-            entity = self.table_of(task_id).get_entity(*_key(task_id), select=select)
-        except ResourceNotFoundError:
-            return None
-        return _record(task_id, entity, with_definition)
+        entity = row_or_none(self.table_of(task_id), *_key(task_id), select=select)
+        return _record(task_id, entity, with_definition) if entity is not None else None
 
     def load_many(self, task_ids: list[str], with_definition: bool = False) -> list[TaskRecord | None]:
         """`load` of each task, the reads at once; in the order given."""

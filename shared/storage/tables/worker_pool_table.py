@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from azure.core.exceptions import ResourceNotFoundError
 
 from shared.domain.task_events import Event
 from shared.domain.worker_pools import WorkerPool
@@ -25,7 +24,7 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns import long_text
 from shared.storage.patterns.batches import delete_if_unchanged
 from shared.storage.patterns.keys import escape_key, unescape_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 
 TABLE = "WorkerPools"
 PARTITION = "pools"
@@ -47,10 +46,8 @@ class WorkerPoolTable(OutboxRows):
         super().__init__(account.table(TABLE), marks)
 
     def load(self, worker_pool_id: str) -> WorkerPoolRecord | None:
-        try:
-            return _record(self._table.get_entity(PARTITION, escape_key(worker_pool_id)))
-        except ResourceNotFoundError:
-            return None
+        row = row_or_none(self._table, PARTITION, escape_key(worker_pool_id))
+        return _record(row) if row is not None else None
 
     def insert(self, record: WorkerPoolRecord) -> WorkerPoolRecord:
         """AlreadyExists if the pool has a row."""

@@ -29,7 +29,7 @@ from shared.storage.patterns.batches import delete_if_unchanged
 from shared.storage.tables.claim_table import TABLE, WORKERS, in_queue, worker_partition, worker_partitions
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
 from shared.storage.patterns.buckets import first_rows_by_key
-from shared.storage.patterns.queries import first_rows
+from shared.storage.patterns.queries import first_rows, row_or_none
 from shared.storage.patterns.recent_writes import RecentWrites
 
 
@@ -53,12 +53,9 @@ class WorkerTable:
         self._recent: RecentWrites[WorkerRecord] = RecentWrites()
 
     def load(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
-        try:
-            entity = self._table.get_entity(worker_partition(task_queue_id, worker_group, worker_id),
-                                            WORKERS + f"{worker_group}.{worker_id}")
-        except ResourceNotFoundError:
-            return None
-        return self._remember(_record(task_queue_id, entity))
+        entity = row_or_none(self._table, worker_partition(task_queue_id, worker_group, worker_id),
+                             WORKERS + f"{worker_group}.{worker_id}")
+        return self._remember(_record(task_queue_id, entity)) if entity is not None else None
 
     def last_known(self, task_queue_id: str, worker_group: str, worker_id: str) -> WorkerRecord | None:
         """The row as this process last wrote or read it, if it remembers it: possibly not

@@ -1,8 +1,9 @@
-"""Reading the first rows of a query across storage's pages (at most 1,000 rows each)."""
+"""Reading a row that may not exist, and the first rows of a query across storage's pages (at
+most 1,000 rows each)."""
 
 from shared.domain.ids import new_slugid
 from shared.storage.client.account import StorageAccount
-from shared.storage.patterns.queries import any_row, first_rows
+from shared.storage.patterns.queries import any_row, first_rows, row_or_none
 from shared.storage.tables.task_group_table import TaskGroupTable
 from tests.conftest import as_members, unique_prefix
 
@@ -25,3 +26,13 @@ def test_first_rows_and_any_row_follow_the_query(azurite):
     assert [row["RowKey"] for row in first_rows(table, query, {"pk": "p", "after": "a"}, 5)] == ["b", "c"]
     assert any_row(table, query, {"pk": "p", "after": "b"})
     assert not any_row(table, query, {"pk": "p", "after": "c"})
+
+
+def test_a_row_read_by_its_keys_is_none_when_missing_and_carries_its_etag_when_found(azurite):
+    table = StorageAccount(azurite.connection_string, unique_prefix()).table("Rows")
+    written = table.upsert_entity({"PartitionKey": "p", "RowKey": "a", "note": "here", "other": 1})
+    found = row_or_none(table, "p", "a", select=["note"])
+    assert found["note"] == "here" and "other" not in found
+    assert found.metadata["etag"] == written["etag"]
+    assert row_or_none(table, "p", "b") is None
+    assert row_or_none(table, "q", "a") is None
