@@ -11,6 +11,7 @@ Threads asking the same query at the same time share one read of it (`shared_rea
 
 from __future__ import annotations
 
+import sys
 from itertools import islice
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -19,6 +20,7 @@ from shared.storage.patterns.shared_reads import SharedReads
 from shared.storage.client.table import Table
 
 MAX_PAGE = 1000
+EVERY_ROW = sys.maxsize   # a limit that takes every row matching
 _SHARED = SharedReads()
 
 

@@ -42,7 +42,7 @@ from itertools import groupby
 
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
-from shared.runtime.thread_pools import BUCKET_READS, GRAPH_PART_WRITES
+from shared.runtime.thread_pools import GRAPH_PART_WRITES
 from shared.storage.patterns import long_text
 from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
@@ -50,7 +50,7 @@ from shared.storage.tables.task_group_table import TaskGroupTable
 from shared.storage.patterns.batches import delete_if_unchanged, delete_partition, upsert_in_tables
 from shared.storage.patterns.buckets import IN_BUCKETS, BucketTables, bucket, bucket_range, forget_buckets
 from shared.storage.errors import AlreadyExists, ChangedSinceRead
-from shared.storage.patterns.queries import any_row, first_rows, row_or_none
+from shared.storage.patterns.queries import EVERY_ROW, any_row, first_rows, row_or_none
 from shared.storage.client.table import Table
 
 EXTENDING, EXTENDED = "extending", "extended"
@@ -161,8 +161,7 @@ class TaskGraphTable:
         return replace(record, etag=self._save(entity, record.etag, record.label, table))
 
     def labels(self, graph_id: str) -> list[LabelRecord]:
-        rows = [row for rows in BUCKET_READS.map(lambda table: list(table.query_entities(
-            IN_BUCKETS, parameters=bucket_range(graph_id))), self._labels.all(self._width(graph_id))) for row in rows]
+        rows = self._labels.query(self._width(graph_id), IN_BUCKETS, bucket_range(graph_id), EVERY_ROW)
         found = [_label(graph_id, row) for row in rows]
         if not found:
             found = [_label(graph_id, row, legacy=True) for row in self._table.query_entities(
