@@ -49,8 +49,9 @@ from bench import storage_baseline
 from bench import throttled
 from bench.graphs import (CLIENT_RETRIES, SETTINGS, batching, batching_text, edges, failed, graph_request,
                      host, host_rows, inspected_labels, part_figures, parts, put_graph, requests_of, shape,
-                     signed_session)
+                     signed_session, watched)
 from bench.lifecycle import latency_text, run
+from bench.memory import CpuClock, per_task_ms, per_task_text
 from bench.operation_counts import RESOLVED, InProcess, Step, expect, in_process
 from bench.report import percentiles, progress
 
@@ -68,13 +69,13 @@ def measure_http(azurite: Azurite, n: int, workers: int, bound: float, log_dir: 
     with throttled.storage(azurite, throttle, heat) as (_, proxy), host(azurite, log_dir, "graph", out, proxy) as server:
         if proxy:
             proxy.reset()   # the run's figures, not the host's start and warm-up
-        out.update(_measure_http(server, n, workers, bound))
+        out.update(_measure_http(server, n, workers, bound, CpuClock(watched(server, azurite, proxy))))
         if proxy:
             out["throttling"] = throttled.figures(proxy, tasks=n)
     return out
 
 
-def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
+def _measure_http(server: Server, n: int, workers: int, bound: float, clock: CpuClock) -> dict:
     graph_id = taskcluster.slugId()
     requires = shape(n)
     task_queue_id = f"bench-{uuid.uuid4().hex[:8]}/graph"
@@ -91,6 +92,7 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
 
     progress(f"PUT task-graph {graph_id}: {n} tasks, {out['edges']} edges, {out['request_bytes'] / 1e6:.1f} MB "
              f"of JSON" + (f" in a PUT and {len(bodies) - 1} extensions" if len(bodies) > 1 else ""))
+    clock.lap()
     put_started = time.perf_counter()
     answer, attempts = put_graph(session, base, bodies[0], bound)
     put_answered = time.perf_counter()
@@ -107,8 +109,12 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
         out["extensions"], failure = _extend(session, base, [lambda part=part: body(part) for part in requests_made[1:]],
                                              log, put_started, bound)
         if failure is None:
+            _, _, failure = _until_finished(session, base, log, put_answered, bound, until=("running", "finished"))
+        if failure is None:
+            created = _lap(clock, log, put_started)
             finished_seen, polls, failure = _until_finished(session, base, log, put_answered, bound)
             out["status_polls"] = polls
+            out["cpu"] = _cpu_figures(created, _lap(clock, log, put_started), n)
     finally:
         http_lifecycles.stop_workers(threads, log)
     if failure is None and log.errors:
@@ -140,6 +146,23 @@ def _measure_http(server: Server, n: int, workers: int, bound: float) -> dict:
     out["tasks_per_claimWork"] = dict(sorted(log.claimed_per_call.items()))
     out["claim_batching_in_fan_out"] = batching(log, {t for t, label in labels.items() if label.startswith("child-")})
     return out
+
+
+def _lap(clock: CpuClock, log, started: float) -> dict:
+    """The CPU seconds of every process since the last lap, and the completions so far."""
+    spent = clock.lap()
+    with log.lock:
+        completed = sum(log.completed.values())
+    return {"ended_after_put_s": round(time.perf_counter() - started, 1), "completed_so_far": completed, "cpu_s": spent}
+
+
+def _cpu_figures(created: dict, after: dict, n: int) -> dict:
+    """CPU per task while the graph's tasks were being created (per task created: tasks also
+    ran meanwhile), and after every task existed (per task completed then)."""
+    completed_after = after["completed_so_far"] - created["completed_so_far"]
+    return {"while_created": {**created, "ms_per_task_created": per_task_ms(created["cpu_s"], n)},
+            "after": {**after, "completed": completed_after,
+                      "ms_per_task_completed": per_task_ms(after["cpu_s"], completed_after)}}
 
 
 def _extend(session: requests.Session, base: str, bodies: list[Callable[[], bytes]], log, started: float,
@@ -420,12 +443,24 @@ def _http_rows(results: dict) -> list[tuple[str, str]]:
         *[(f"{call} latency", latency_text(http["latency"][call])) for call in ("claimWork", "reportCompleted")],
         ("tasks per claimWork answer", ", ".join(f"{k}: {v}x" for k, v in http["tasks_per_claimWork"].items())),
         ("  ... mean while children pending", batching_text(http.get("claim_batching_in_fan_out", {}))),
+        *_cpu_rows(http.get("cpu")),
         ("inspect after finished", f"{seconds['inspect']:8.2f} s   (every task 'completed', each exactly once)"),
         ("host's events drained", f"{drained} s after the last completion" if drained is not None
          else f"NOT drained; left: {http['events_left_undrained']}"),
         *host_rows(http),
         *throttled.rows(http.get("throttling")),
     ]
+
+
+def _cpu_rows(cpu: dict | None) -> list[tuple[str, str]]:
+    if not cpu:
+        return []
+    created, after = cpu["while_created"], cpu["after"]
+    return [("CPU ms a task, while created", f"{per_task_text(created['ms_per_task_created'])}   (to "
+                                             f"{created['ended_after_put_s']} s; {created['completed_so_far']} "
+                                             f"completed meanwhile)"),
+            ("CPU ms a task completed after", f"{per_task_text(after['ms_per_task_completed'])}   "
+                                              f"({after['completed']} completed)")]
 
 
 def _extension_rows(http: dict) -> list[tuple[str, str]]:

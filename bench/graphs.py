@@ -132,11 +132,7 @@ def host(azurite: Azurite, log_dir: Path, name: str, out: dict, throttled=None):
     went wrong (a 5xx, a warning or an error logged, a failed run)."""
     with local_host.running(throttled or azurite, log_dir, progress, SETTINGS) as server:
         yield server
-        processes = {"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
-                     "RabbitMQ": group_pids(shared_broker().process.pid), "benchmark (clients)": [os.getpid()]}
-        if throttled:
-            processes["throttling proxy"] = [throttled.process.pid]
-        out["peak_memory_mib"] = peaks(processes)
+        out["peak_memory_mib"] = peaks(watched(server, azurite, throttled))
         progress(f"peak resident memory: {peaks_text(out['peak_memory_mib'])}")
     out["host_errors"] = host_errors(server.log_path)
     if out["host_errors"]["http_5xx"] or out["host_errors"]["logged"] or "failed" in out:
@@ -146,6 +142,15 @@ def host(azurite: Azurite, log_dir: Path, name: str, out: dict, throttled=None):
     if out["host_errors"]["http_5xx"]:
         progress(f"the host answered {sum(out['host_errors']['http_5xx'].values())} requests with 5xx "
                  f"(retried by the clients): {out['host_errors']['http_5xx']}")
+
+
+def watched(server: Server, azurite: Azurite, throttled=None) -> dict[str, list[int]]:
+    """The processes of a run by name, whose memory and CPU time it reports."""
+    processes = {"host": [server.process.pid], "Azurite": group_pids(azurite.process.pid),
+                 "RabbitMQ": group_pids(shared_broker().process.pid), "benchmark (clients)": [os.getpid()]}
+    if throttled:
+        processes["throttling proxy"] = [throttled.process.pid]
+    return processes
 
 
 def signed_session(server) -> requests.Session:

@@ -49,6 +49,32 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+class CpuClock:
+    """The CPU time each watched process spends between one `lap` and the next."""
+
+    def __init__(self, watched: dict[str, list[int]]) -> None:
+        self.watched = watched
+        self._last = self._now()
+
+    def lap(self) -> dict[str, float]:
+        """CPU seconds of each process since the last lap (or since the clock was made)."""
+        now = self._now()
+        spent = {name: round(now[name] - self._last[name], 2) for name in now}
+        self._last = now
+        return spent
+
+    def _now(self) -> dict[str, float]:
+        return {name: cpu_seconds(pids) for name, pids in self.watched.items()}
+
+
+def per_task_ms(spent: dict[str, float], tasks: int) -> dict[str, float]:
+    return {name: round(1000 * seconds / tasks, 2) for name, seconds in spent.items()} if tasks else {}
+
+
+def per_task_text(figures: dict[str, float]) -> str:
+    return ", ".join(f"{name} {ms:.2f}" for name, ms in figures.items())
+
+
 def peaks(watched: dict[str, list[int]]) -> dict[str, float]:
     """The peak resident memory of each watched process (its largest, if several)."""
     return {name: max((status_mib(pid, "VmHWM") for pid in pids), default=0.0) for name, pids in watched.items()}
