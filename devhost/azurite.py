@@ -113,7 +113,7 @@ class Azurite:
                 _move_nested_data(self._nested, self.location)
             command += ["--location", str(self.location)]
             self.log_path = self.location / "azurite.log"
-            environment = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} --require {SAVES}"}
+            environment = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} --require \"{SAVES}\""}
         else:
             command += ["--inMemoryPersistence"]
             self.log_path = Path(tempfile.mkstemp(prefix="azurite-", suffix=".log")[1])

@@ -4,7 +4,7 @@
 // Azurite keeps each service's data in one LokiJS database and, while it changes, writes the
 // whole of it to a JSON file every 5 seconds. That costs in proportion to everything stored
 // so far: measured here with 22,000 finished tasks kept (138 MB), each save took about 0.9 s
-// of Azurite's time, and a 2,002-task graph cost Azurite 11.9 ms of CPU a task against 8.4
+// of Azurite's time, and a 2,002-task graph cost Azurite 11.9 ms of CPU a task against 7.4
 // with saves a minute apart, so a long-lived `make run` grew slower with every task it had
 // ever run. Saves are spaced to AZURITE_SAVE_SECONDS (60 by default); Azurite still saves on
 // a graceful stop (SIGTERM or SIGINT, as devhost stops it, even when devhost is killed), so
