@@ -36,7 +36,7 @@ from shared.storage.tables.task_table import row_keys, task_tables
 from shared.storage.patterns.time_index import TimeIndex
 
 from bench import local_host
-from bench.memory import cpu_seconds, group_pids
+from bench.memory import CpuClock, group_pids, per_task_ms
 from bench.report import progress
 from bench.sequential import _lifecycles, add_block_options
 
@@ -75,11 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 _fill(account, tables, filled, size)
                 filled = size
-                before = {name: cpu_seconds(pids) for name, pids in processes.items()}
+                clock = CpuClock(processes)
                 done = _lifecycles(client, args.lifecycles, f"{size:,} rows of other work in each table",
                                    group_per_task=args.group_per_task)
-                spent = {name: (cpu_seconds(pids) - before[name]) / done["lifecycles"] * 1000
-                         for name, pids in processes.items()}
+                spent = per_task_ms(clock.lap(), done["lifecycles"])
                 results.append((size, done["lifecycles"] / done["seconds"], spent))
     print(f"\nrows of other work in each of {', '.join(tables)}; CPU ms per lifecycle"
           f" ({'a group per task' if args.group_per_task else 'one group'}, {args.lifecycles} lifecycles a block)")

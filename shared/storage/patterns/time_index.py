@@ -34,7 +34,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-
 from shared.domain.timestamps import parse_iso, to_iso
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns.batches import delete_in_batches, upsert_in_batches
