@@ -25,19 +25,17 @@ a run resolved `exception` takes artifacts for 25 minutes, so its worker's crede
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from urllib.parse import urlsplit
 
 from shared.auth import expressions
-from shared.auth.clients import Caller, Realm
+from shared.auth.clients import Caller, Directory, Realm, app_realm
 from shared.auth.errors import InsufficientScopes
 from shared.auth.hawk import SignedRequest, authenticate
 from shared.auth.refusals import held, insufficient, shown
 from shared.auth.scopes import all_of
-from shared.config import DEFAULT_CREDENTIALS_TOKEN, Settings
+from shared.config import Settings
 from shared.domain.artifacts import takes_artifacts
 from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
@@ -45,7 +43,6 @@ from shared.domain.timestamps import parse_iso, utcnow
 from shared.api.http import ApiRequest
 from shared.api.scopes import AFTER_EXCEPTION, Requirement, requirement
 
-log = logging.getLogger("queue.auth")
 _GRACE = " (or, for its artifacts, up to 25 minutes after it resolved exception)"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _RUN_CLIENT = re.compile(r"task-client/([^/]+)/([0-9]+)/on/([^/]+)/([^/]+)/until/[^/]+")
@@ -57,22 +54,17 @@ class Access:
     public_url: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Access:
-        issuer = None
-        if settings.credentials_access_token != DEFAULT_CREDENTIALS_TOKEN:
-            issuer = (settings.credentials_client_id, settings.credentials_access_token)
-        else:
-            log.warning("QUEUE_CREDENTIALS_ACCESS_TOKEN is the sample's and STATIC_CLIENTS is empty: the "
-                        "credentials claims hand out will not be accepted")
-        realm = Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes, issuer)
-        return cls(realm, settings.public_url)
+    def from_settings(cls, settings: Settings, directory: Directory | None = None) -> Access:
+        """`directory`: the clients and roles the auth service keeps (None: the configured ones only)."""
+        return cls(app_realm(settings, directory), settings.public_url)
 
-    def authenticate(self, request: ApiRequest) -> Caller:
+    def authenticate(self, request: ApiRequest, realm: Realm | None = None) -> Caller:
+        """The caller, its credentials checked against `realm` (default: the app's)."""
         raw = urlsplit(request.url)
         host, port = signed_origin(raw.scheme, raw.netloc, request.headers, self.public_url)
         resource = raw.path + (f"?{raw.query}" if raw.query else "")
         return authenticate(SignedRequest(request.method, resource, host, port, request.headers.get("authorization"),
-                                          request.body, request.headers.get("content-type", "")), self.realm)
+                                          request.body, request.headers.get("content-type", "")), realm or self.realm)
 
     def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
         return Guard(requirement(endpoint), caller, params, self.realm.anonymous)
@@ -199,11 +191,4 @@ class Guard:
     def _check(self, expression) -> None:
         if not self.caller.scopes.satisfies(expression):
             raise InsufficientScopes(insufficient(self.caller, expression))
-
-
-@lru_cache(maxsize=1)
-def get_access() -> Access:
-    """The process's Access, built from the environment on first use (building it twice in a
-    race would be harmless: it reads settings only)."""
-    return Access.from_settings(Settings.from_environ())
 

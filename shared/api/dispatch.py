@@ -43,6 +43,8 @@ class Call:
     body: object
     get_services: Callable[[], object]
     guard: Guard
+    access: Access | None = None        # who may call: the app's realm (the auth service's calls)
+    request: ApiRequest | None = None   # as received (testAuthenticate checks its signature itself)
 
     @property
     def services(self):
@@ -74,7 +76,9 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
     payload, guard = None, None
     try:
         checker = access()
-        guard = checker.guard(endpoint.name, checker.authenticate(request), params)
+        # testAuthenticate's requests are signed by its own test client: it checks them itself.
+        caller = checker.realm.anonymous if endpoint.own_credentials else checker.authenticate(request)
+        guard = checker.guard(endpoint.name, caller, params)
         guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)
@@ -82,7 +86,7 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
         if endpoint.input_schema:
             validate(endpoint.input_schema, payload, hidden=endpoint.hidden)
         guard.check_request(payload)
-        answer = endpoint.handler(Call(params, query, payload, services, guard))
+        answer = endpoint.handler(Call(params, query, payload, services, guard, checker, request))
         if guard.pending:  # a handler that forgot to hand `call.authorize` to its service
             log.error("%s answered without checking the scopes that need its stored data", endpoint.name)
             raise QueueError("Internal error: the request was not authorized")
@@ -122,6 +126,7 @@ def _refused(error, endpoint: str, params: dict, payload) -> ApiResponse:
 # The query options `_check_query` accepts, as JSON Schemas (for the OpenAPI document).
 QUERY_OPTIONS = {
     "continuationToken": {"type": "string"},
+    "prefix": {"type": "string"},
     "limit": {"type": "integer", "minimum": 1},
     "quarantined": {"enum": ["true", "false"]},
     "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT},

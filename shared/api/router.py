@@ -40,6 +40,9 @@ PARAM_PATTERNS = {
     # Taskcluster's hooks service's (a hookId may hold '/', sent as %2F).
     "hookGroupId": r"^[a-zA-Z0-9-_]{1,1000}$",
     "hookId": r"^[a-zA-Z0-9-_/]{1,1000}$",
+    # The auth service's: Taskcluster's clientId pattern, and any printable ASCII for a role.
+    "clientId": r"^[A-Za-z0-9!@/:.+|_-]+$",
+    "roleId": r"^[\x20-\x7e]+$",
     # A trigger token: one that is not the hook's is refused as such (401), whatever it holds.
     "token": r"^[\x20-\x7e]{1,1000}$",
 }
@@ -61,6 +64,9 @@ class Endpoint:
     # Body fields never shown: "(OMITTED)" in an error's requestInfo (Taskcluster's
     # cleanPayload), and a schema violation in them named without the value (a secret's).
     hidden: tuple[str, ...] = ()
+    # The handler checks the request's signature itself (`Call.request`), against credentials
+    # of its own: the caller is taken as anonymous until it does (testAuthenticate's).
+    own_credentials: bool = False
 
     @property
     def params(self) -> list[str]:

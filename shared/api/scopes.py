@@ -57,6 +57,11 @@ def _group_action(scope: str) -> Requirement:
     return Requirement(stored_scopes=scope, stored=lambda group, params: {"schedulerId": group.scheduler_id})
 
 
+# What the caller must hold of the scopes it gives a client or role (all of them, or those added).
+_EACH_SCOPE = {"for": "scope", "in": "scopes", "each": "<scope>"}
+_EACH_SCOPE_ADDED = {"AllOf": [{"for": "scope", "in": "scopesAdded", "each": "<scope>"}]}
+
+
 def _body(*names: str) -> Callable[[dict, object], dict]:
     return lambda params, body: {name: body[name] for name in names}
 
@@ -207,6 +212,29 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "insertTask": Requirement("index:insert-task:<namespace>"),
     "deleteTask": Requirement("index:delete-task:<namespace>"),
     "findArtifactFromTask": Requirement("queue:get-artifact:<name>"),
+    # the auth service (auth-api.json): a client or role is given only scopes its writer holds
+    "listClients": Requirement("auth:list-clients"),
+    "client": Requirement("auth:get-client:<clientId>"),
+    "createClient": Requirement({"AllOf": ["auth:create-client:<clientId>", _EACH_SCOPE]},
+                                request=lambda params, body: {"scopes": body.get("scopes", [])}),
+    "resetAccessToken": Requirement("auth:reset-access-token:<clientId>"),
+    "updateClient": Requirement("auth:update-client:<clientId>", stored_scopes=_EACH_SCOPE_ADDED,
+                                stored=lambda added, params: added),
+    "enableClient": Requirement("auth:enable-client:<clientId>"),
+    "disableClient": Requirement("auth:disable-client:<clientId>"),
+    "deleteClient": Requirement("auth:delete-client:<clientId>"),
+    "listRoles": Requirement("auth:list-roles"),
+    "listRoles2": Requirement("auth:list-roles"),
+    "listRoleIds": Requirement("auth:list-roles"),
+    "role": Requirement("auth:get-role:<roleId>"),
+    "createRole": Requirement({"AllOf": ["auth:create-role:<roleId>", _EACH_SCOPE]}, request=_body("scopes")),
+    "updateRole": Requirement("auth:update-role:<roleId>", stored_scopes=_EACH_SCOPE_ADDED,
+                              stored=lambda added, params: added),
+    "deleteRole": Requirement("auth:delete-role:<roleId>"),
+    "expandScopes": Requirement("auth:expand-scopes"),
+    "currentScopes": Requirement("auth:current-scopes"),
+    # Public: they authenticate what they are given (testAuthenticate: its own test client).
+    "authenticateHawk": None, "testAuthenticate": None, "testAuthenticateGet": None,
     # secrets (secrets-api.json)
     "set": Requirement("secrets:set:<name>"),
     "remove": Requirement("secrets:set:<name>"),
@@ -248,4 +276,11 @@ def expression(endpoint: str):
     if found is None:
         return None
     parts = [part for part in (found.scopes, found.stored_scopes) if part is not None]
-    return parts[0] if len(parts) == 1 else {"AllOf": parts}
+    if len(parts) == 1:
+        return parts[0]
+    # An AllOf inside the AllOf is its items (updateClient's scopes added, as Taskcluster writes it).
+    return {"AllOf": [item for part in parts for item in (part["AllOf"] if _all_of(part) else [part])]}
+
+
+def _all_of(part) -> bool:
+    return isinstance(part, dict) and list(part) == ["AllOf"]

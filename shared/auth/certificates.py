@@ -23,10 +23,12 @@ import hmac
 import json
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Callable
 
 from shared.auth.errors import AuthenticationFailed
 from shared.auth.scopes import ScopeSet, valid_scope
+from shared.domain.timestamps import to_iso
 
 SKEW_MS = 5 * 60 * 1000
 MAX_SPAN_MS = 31 * 24 * 60 * 60 * 1000
@@ -71,17 +73,18 @@ class Limited:
 
     key: str
     scopes: tuple[str, ...]
+    expires: str | None = None   # a certificate's expiry (ISO 8601), if there is one
 
 
 def apply_ext(credential_name: str, issuer: str, issuer_token: str, issuer_scopes: ScopeSet, ext: dict,
               expand: Callable[[list[str]], ScopeSet], now_ms: float | None = None) -> Limited:
     """`issuer_scopes` are expanded; `expand` expands a list of scopes (roles and the
     anonymous role included)."""
-    key, scopes = issuer_token, issuer_scopes
+    key, scopes, expires = issuer_token, issuer_scopes, None
     if _truthy(ext.get("certificate")):
         key, certified = _check_certificate(credential_name, issuer, issuer_token, issuer_scopes,
                                             ext["certificate"], time.time() * 1000 if now_ms is None else now_ms)
-        scopes = ScopeSet(certified)
+        scopes, expires = ScopeSet(certified), _iso_of_ms(ext["certificate"]["expiry"])
     authorized = ext.get("authorizedScopes")
     if _truthy(authorized):   # an empty list too: it narrows the request to the anonymous scopes
         if not isinstance(authorized, list):
@@ -94,8 +97,12 @@ def apply_ext(credential_name: str, issuer: str, issuer_token: str, issuer_scope
                 "Supplied credentials do not satisfy authorizedScopes; credentials have scopes:\n\n```\n"
                 + "\n".join(available.scopes) + "\n```\n\nauthorizedScopes are:\n\n```\n"
                 + "\n".join(authorized) + "\n```")
-        return Limited(key, tuple(authorized))
-    return Limited(key, scopes.scopes)
+        return Limited(key, tuple(authorized), expires)
+    return Limited(key, scopes.scopes, expires)
+
+
+def _iso_of_ms(milliseconds: float) -> str:
+    return to_iso(datetime.fromtimestamp(milliseconds / 1000, timezone.utc))
 
 
 def _check_certificate(credential_name: str, issuer: str, issuer_token: str, issuer_scopes: ScopeSet,

@@ -57,7 +57,7 @@ class SignedRequest:
     host: str
     port: int
     authorization: str | None
-    content: bytes = b""
+    content: bytes | None = b""   # None: not given, its hash not checked (see `authenticateHawk`)
     content_type: str = ""
 
     def url(self, resource: str | None = None) -> str:
@@ -87,26 +87,35 @@ def _hawk_header(request: SignedRequest, realm: Realm) -> Caller:
         client_id = attributes["id"]
     except (_Refused, KeyError):
         raise AuthenticationFailed("Invalid Authorization header: not a Hawk header with an id") from None
-    key, scopes = realm.credentials(client_id, attributes.get("ext"))
+    credentials = realm.credentials(client_id, attributes.get("ext"))
     try:
         timestamp, nonce = attributes["ts"], attributes["nonce"]
         seconds = int(timestamp)
     except (KeyError, ValueError) as error:
         raise AuthenticationFailed(f"Invalid Hawk authorization ({type(error).__name__})") from None
-    mac = _mac(key, "header", timestamp, nonce, request.method, _signed_resource(request.resource),
+    mac = _mac(credentials.key, "header", timestamp, nonce, request.method, _signed_resource(request.resource),
                request.host, request.port, attributes.get("hash", ""), attributes.get("ext", ""),
                attributes.get("app"), attributes.get("dlg"))
     if not hmac.compare_digest(mac, attributes.get("mac", "").encode()):
         raise AuthenticationFailed("Bad mac: the signature does not match this request (its method, path, "
                                    f"query, host {request.host}:{request.port}, timestamp or ext) "
                                    "signed with this client's access token")
-    if "hash" in attributes and not hmac.compare_digest(_payload_hash(request.content, request.content_type),
+    if "hash" in attributes and request.content is not None and not hmac.compare_digest(_payload_hash(request.content, request.content_type),
                                                         attributes["hash"].encode()):
         raise AuthenticationFailed("Invalid payload hash: the body is not the one the request was signed with")
     if abs(seconds - int(time.time())) > SKEW_SECONDS:
         raise AuthenticationFailed(f"Stale timestamp: ts {timestamp[:20]} is more than {SKEW_SECONDS} s "
                                    f"from the server's time {int(time.time())}")
-    return Caller(client_id, scopes, "hawk")
+    return Caller(client_id, credentials.scopes, "hawk", credentials.expires)
+
+
+def claimed_payload_hash(authorization: str | None) -> str | None:
+    """The payload hash a Hawk header says its body has (None: it says none, or it is not a
+    Hawk header): for a service that checks the body itself (`authenticateHawk`)."""
+    try:
+        return _attributes(authorization).get("hash") if authorization else None
+    except _Refused:
+        return None
 
 
 def _attributes(header: str) -> dict[str, str]:
@@ -175,12 +184,12 @@ def _bewit(request: SignedRequest, realm: Realm) -> Caller:
         raise AuthenticationFailed("Invalid bewit: it names no client")
     if expires_at <= time.time():
         raise AuthenticationFailed(f"Access expired: the bewit expired at {expires_at}")
-    key, scopes = realm.credentials(client_id, ext)
+    credentials = realm.credentials(client_id, ext)
     if not (_ATTRIBUTE_VALUE.fullmatch(client_id) and _ATTRIBUTE_VALUE.fullmatch(ext)):
         raise AuthenticationFailed("Invalid bewit: its client id or ext holds characters Hawk refuses")
-    mac = _mac(key, "bewit", expiry, "", "GET", _signed_resource(path + (separator + rest if rest else "")),
+    mac = _mac(credentials.key, "bewit", expiry, "", "GET", _signed_resource(path + (separator + rest if rest else "")),
                request.host, request.port, "", ext)
     if not hmac.compare_digest(mac, their_mac.encode()):
         raise AuthenticationFailed("Bad mac: the bewit does not sign this URL (its path, query, host "
                                    f"{request.host}:{request.port} or expiry) with this client's access token")
-    return Caller(client_id, scopes, "bewit")
+    return Caller(client_id, credentials.scopes, "bewit", credentials.expires)

@@ -1,16 +1,25 @@
 """Turning a Functions HTTP request into an API request and the answer back."""
 
+from functools import lru_cache
+
 import azure.functions as func
 
-from shared.api.access import get_access
+from shared.api.access import Access
 from shared.api.dispatch import dispatch
 from shared.api.http import ApiRequest
+from shared.config import Settings
 from shared.services.wiring import get_services
 
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 
 
-def serve(req: func.HttpRequest, endpoints: list, service_root: str, access=get_access) -> func.HttpResponse:
+@lru_cache(maxsize=1)
+def app_access() -> Access:
+    """Who may call: the clients and roles of the app settings and those the auth service keeps."""
+    return Access.from_settings(Settings.from_environ(), get_services().directory)
+
+
+def serve(req: func.HttpRequest, endpoints: list, service_root: str, access=app_access) -> func.HttpResponse:
     """`access`: who may call (the process's, from the app settings, unless a test says)."""
     request = ApiRequest.from_url(req.method, req.url, service_root, req.get_body(), dict(req.headers))
     response = dispatch(endpoints, request, get_services, access)

@@ -18,13 +18,17 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
+from typing import Callable
 
-from shared.auth.clients import Realm
+from shared.auth.clients import Realm, app_realm
 from shared.config import Settings
 from shared.events.bus import EventBus
 from shared.events.connect import event_bus, event_feeds
 from shared.events.feeds import EventFeeds
 from shared.services.artifacts.artifacts import Artifacts
+from shared.services.auth.client_calls import ClientCalls
+from shared.services.auth.directory import Directory
+from shared.services.auth.role_calls import RoleCalls
 from shared.services.artifacts.objects import Objects
 from shared.services.claims.credentials import CredentialIssuer
 from shared.services.claims.task_queues import TaskQueues
@@ -37,7 +41,7 @@ from shared.services.dependencies.repairs import Repairs
 from shared.services.dependencies.resolution_messages import ResolutionMessages
 from shared.services.event_publisher import EventPublisher
 from shared.services.hooks.firing import HookFiring
-from shared.services.hooks.hook_secrets import HookSecrets, sealing_box
+from shared.services.hooks.hook_secrets import HookSecrets
 from shared.services.hooks.hooks import Hooks
 from shared.services.hooks.scheduler import HookScheduler
 from shared.services.index.index import Index
@@ -46,7 +50,7 @@ from shared.services.index.indexer import Indexer
 from shared.services.scheduler.graph_parts import GraphParts
 from shared.services.scheduler.reuse import GraphReuse
 from shared.services.scheduler.task_graphs import TaskGraphs
-from shared.services.secrets.encryption import KeyConfigError, SecretBox
+from shared.services.secrets.encryption import KeyConfigError, SecretBox, sealing_box
 from shared.services.secrets.secrets import SecretExpiry, Secrets
 from shared.services.sweeps.activity_expiry import TaskQueueExpiry, WorkerExpiry
 from shared.services.artifacts.expiry_index import INDEX as ARTIFACT_EXPIRES
@@ -83,6 +87,7 @@ from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.artifact_table import ArtifactTable
 from shared.storage.tables.claim_table import ClaimTable
+from shared.storage.tables.client_table import ClientTable
 from shared.storage.tables.dependency_table import DependencyTable
 from shared.storage.tables.hook_fire_table import HookFireTable
 from shared.storage.tables.hook_table import HookTable
@@ -90,6 +95,7 @@ from shared.storage.tables.index_table import IndexTable
 from shared.storage.tables.object_table import ObjectTable
 from shared.storage.tables.pending_table import PendingTable
 from shared.storage.tables.pool_worker_table import PoolWorkerTable
+from shared.storage.tables.role_table import RoleTable
 from shared.storage.tables.requirement_table import RequirementTable
 from shared.storage.tables.secret_table import SecretTable
 from shared.storage.tables.task_graph_table import TaskGraphTable
@@ -137,6 +143,9 @@ class Services:
     secrets: Secrets
     secret_expiry: SecretExpiry
     worker_manager: WorkerManager
+    directory: Directory
+    clients: ClientCalls
+    roles: RoleCalls
 
     @property
     def bus(self) -> EventBus | None:
@@ -222,7 +231,11 @@ class Services:
         artifacts = Artifacts(ArtifactTable(account, marks), task_table, objects, blobs, artifact_expiries, issuer,
                               publisher, root_url)
 
-        hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table)
+        box = cache(lambda: sealing_box(settings.secrets_encryption_keys, settings.credentials_access_token))
+        client_table, role_table = ClientTable(account), RoleTable(account)
+        directory = Directory(client_table, role_table, box)
+        realm = cache(lambda: app_realm(settings, directory))
+        hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table, box, realm)
         secret_table = SecretTable(account)
         secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table)
         return cls(
@@ -260,17 +273,19 @@ class Services:
             secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
             secret_expiry=secret_expiry,
             worker_manager=worker_manager,
+            directory=directory,
+            clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes)),
+            roles=RoleCalls(role_table, directory, lambda scopes: realm().expand(scopes),
+                            lambda roles: realm().check_roles(roles)),
         )
 
 
 def _hooks(settings: Settings, account: StorageAccount, publisher: EventPublisher, task_calls: TaskCalls,
-           task_table: TaskTable) -> tuple[Hooks, HookScheduler]:
+           task_table: TaskTable, box: Callable[[], SecretBox], realm: Callable[[], Realm]) -> tuple[Hooks, HookScheduler]:
     """The hooks service and its timer's scheduler: tasks created through the Queue's calls in
-    a hook's role, checked against what the roles grant it."""
-    realm = cache(lambda: Realm.from_settings(settings.static_clients, settings.roles, settings.anonymous_scopes))
+    a hook's role, checked against what the roles grant it (configured or stored)."""
     clock, fire_index = clock_of(settings.hooks_clock_file), TimeIndex(account, "hook-fires", bucket=HOUR)
-    sealed = HookSecrets(cache(lambda: sealing_box(settings.secrets_encryption_keys,
-                                                   settings.credentials_access_token)))
+    sealed = HookSecrets(box)
     fires = HookFireTable(account)
     firing = HookFiring(task_calls, lambda role: realm().expand((role,)), fires, sealed, clock)
     hooks = Hooks(HookTable(account, publisher.marks), fires, fire_index, firing, sealed, task_table, publisher, clock)

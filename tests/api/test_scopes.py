@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.api import hooks_api, index_api, openapi, queue_api, scheduler_api, secrets_api, ui_api, worker_manager_api
+from shared.api import (auth_api, hooks_api, index_api, openapi, queue_api, scheduler_api, secrets_api, ui_api,
+                        worker_manager_api)
 from shared.api.scopes import REQUIREMENTS, UNLISTED, expression, requirement
 
 # The endpoint names of Taskcluster's references (queue-api.json, object-api.json).
@@ -29,7 +30,8 @@ REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 def test_every_endpoint_is_in_the_table():
     served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS
-              + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS + worker_manager_api.ENDPOINTS]
+              + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS + worker_manager_api.ENDPOINTS
+              + auth_api.ENDPOINTS]
     references = QUEUE_REFERENCE + OBJECT_REFERENCE + INDEX_REFERENCE + SECRETS_REFERENCE
     assert [name for name in served + references if name not in REQUIREMENTS] == []
     assert {endpoint.name for endpoint in index_api.ENDPOINTS} >= set(INDEX_REFERENCE)
@@ -46,19 +48,20 @@ def test_only_the_service_endpoints_are_public():
     public = {name for name, needed in REQUIREMENTS.items() if needed is None}
     # triggerHookWithToken: the token is its own authority. registerWorker as in Taskcluster:
     # a worker has no credentials before it registers; the proof of identity in its body is
-    # checked instead.
+    # checked instead. The auth service's authentication calls check what they are given.
     assert public == {"ping", "lbheartbeat", "version", "heartbeat", "openapi", "triggerHookWithToken",
-                      "registerWorker"}
+                      "registerWorker", "authenticateHawk", "testAuthenticate", "testAuthenticateGet"}
 
 
 @pytest.mark.skipif(not REFERENCE_DIR.exists(), reason="Taskcluster's reference is not on this machine")
 @pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json", "index-api.json",
-                                       "secrets-api.json", "worker-manager-api.json"])
+                                       "secrets-api.json", "worker-manager-api.json", "auth-api.json"])
 def test_the_expressions_are_taskclusters(reference):
-    worker_manager = {endpoint.name for endpoint in worker_manager_api.ENDPOINTS}
+    served = {"worker-manager-api.json": {endpoint.name for endpoint in worker_manager_api.ENDPOINTS},
+              "auth-api.json": {endpoint.name for endpoint in auth_api.ENDPOINTS}}
     for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
-        if reference == "worker-manager-api.json" and entry["name"] not in worker_manager:
-            continue   # not served (launch configs, its own listWorkers and getWorker)
+        if reference in served and entry["name"] not in served[reference]:
+            continue   # not served (worker-manager's launch configs; auth's cloud credentials, audit history)
         ours, theirs = expression(entry["name"]), entry.get("scopes")
         if entry["name"] == "createTask":   # plus seed 001's form of the priority scope
             assert ours["AllOf"][:4] == theirs["AllOf"][:4]

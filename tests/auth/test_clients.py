@@ -17,8 +17,9 @@ def realm(clients: list, roles: list | None = None, anonymous: str = "", issuer=
 def test_a_static_client_has_its_scopes_expanded_and_the_anonymous_ones():
     trusted = realm([{"clientId": "static/dev", "accessToken": TOKEN, "scopes": ["assume:project:p"]}],
                     [{"roleId": "project:p", "scopes": ["queue:create-task:project:p"]}])
-    key, scopes = trusted.credentials("static/dev", None)
-    assert key == TOKEN
+    credentials = trusted.credentials("static/dev", None)
+    key, scopes = credentials.key, credentials.scopes
+    assert key == TOKEN and credentials.expires == "3000-01-01T00:00:00.000Z"
     assert scopes.has("queue:create-task:project:p") and scopes.has("queue:get-task:abc")
     with pytest.raises(AuthenticationFailed, match="Client with clientId 'static/nobody' not found"):
         trusted.credentials("static/nobody", None)
@@ -34,9 +35,9 @@ def test_anonymous_scopes_default_to_taskclusters_public_reading_and_can_be_set(
 
 
 def test_the_queues_credentials_issuer_is_trusted_with_star_unless_listed():
-    assert realm([], issuer=("queue", TOKEN)).credentials("queue", None)[1].has("anything")
+    assert realm([], issuer=("queue", TOKEN)).credentials("queue", None).scopes.has("anything")
     listed = realm([{"clientId": "queue", "accessToken": TOKEN, "scopes": ["queue:*"]}], issuer=("queue", TOKEN))
-    assert not listed.credentials("queue", None)[1].has("secrets:get:x")
+    assert not listed.credentials("queue", None).scopes.has("secrets:get:x")
 
 
 @pytest.mark.parametrize("clients, reason", [

@@ -8,15 +8,12 @@ and kind, so a sealed value copied onto another hook's row does not open there. 
 from __future__ import annotations
 
 import hmac
-import logging
 from dataclasses import replace
 from typing import Callable
 
 from shared.domain.ids import new_slugid
-from shared.services.secrets.encryption import Sealed, SecretBox
+from shared.services.secrets.encryption import SecretBox
 from shared.storage.tables.hook_table import HookRecord
-
-log = logging.getLogger("hooks")
 
 
 class HookSecrets:
@@ -55,24 +52,11 @@ class HookSecrets:
                        fire_key=self.seal_fire_key(group, hook_id, self.fire_key(hook)))
 
     def _seal(self, name: str, value: str) -> str:
-        sealed = self._box.seal(name, value)
-        return f"{sealed.key_id}:{sealed.ciphertext}"
+        return self._box.seal_text(name, value)
 
     def _open(self, name: str, stored: str) -> str:
-        key_id, _, ciphertext = stored.partition(":")
-        return self._box.open(name, Sealed(key_id, ciphertext))
+        return self._box.open_text(name, stored)
 
 
 def _name(kind: str, hook_group_id: str, hook_id: str) -> str:
     return f"hooks/{kind}/{hook_group_id}/{hook_id}"
-
-
-def sealing_box(keys: str, shared_secret: str) -> SecretBox:
-    """The keys of SECRETS_ENCRYPTION_KEYS (`keys`); without any, one derived from
-    `shared_secret` (the Queue's credentials token, which every instance of the deployment
-    shares), with a warning: a deployment sets the keys (in Azure, from Key Vault)."""
-    if keys.strip():
-        return SecretBox.from_setting(keys)
-    log.warning("SECRETS_ENCRYPTION_KEYS is not set: hooks' tokens are sealed under a key derived from the "
-                "Queue's credentials token")
-    return SecretBox([("derived", hmac.new(shared_secret.encode(), b"hooks-sealing-key", "sha256").digest())])

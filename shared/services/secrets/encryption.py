@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hmac
 import json
+import logging
 import os
 import re
 import sys
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+log = logging.getLogger("secrets")
 SETTING = "SECRETS_ENCRYPTION_KEYS"
 NONCE_BYTES = 12
 KEY_BYTES = 32
@@ -94,12 +97,35 @@ class SecretBox:
                 from None
         return json.loads(plain)
 
+    def seal_text(self, name: str, text: str) -> str:
+        """`text` sealed for `name`, as one string to store: `<keyId>:<ciphertext>`."""
+        sealed = self.seal(name, text)
+        return f"{sealed.key_id}:{sealed.ciphertext}"
+
+    def open_text(self, name: str, stored: str) -> str:
+        """What `seal_text` sealed for `name`."""
+        key_id, _, ciphertext = stored.partition(":")
+        return self.open(name, Sealed(key_id, ciphertext))
+
     def needs_resealing(self, sealed: Sealed) -> bool:
         """Sealed under an older key (rotation: write it again to move it to the newest)."""
         return sealed.key_id != self._sealing_id
 
     def __repr__(self) -> str:
         return f"SecretBox(keys={list(self._keys)}, sealing={self._sealing_id!r})"
+
+
+def sealing_box(keys: str, shared_secret: str) -> SecretBox:
+    """The keys of SECRETS_ENCRYPTION_KEYS (`keys`) for what the app itself keeps sealed (hooks'
+    tokens, clients' access tokens); without any, one derived from `shared_secret` (the
+    Queue's credentials token, which every instance of the deployment shares), with a warning:
+    a deployment sets the keys (in Azure, from Key Vault)."""
+    if keys.strip():
+        return SecretBox.from_setting(keys)
+    log.warning("SECRETS_ENCRYPTION_KEYS is not set: hooks' tokens and clients' access tokens are sealed under a "
+                "key derived from the Queue's credentials token")
+    # The derivation's label is the one hooks' tokens were first sealed under: it stays.
+    return SecretBox([("derived", hmac.new(shared_secret.encode(), b"hooks-sealing-key", "sha256").digest())])
 
 
 def _key_bytes(encoded: str, key_id: str) -> bytes:

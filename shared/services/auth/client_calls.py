@@ -1,0 +1,142 @@
+"""The auth service's clients: createClient, client, listClients, updateClient,
+resetAccessToken, enableClient, disableClient and deleteClient, with Taskcluster's semantics.
+
+A client's access token is made here (two slugids, as Taskcluster's), shown once by
+createClient and resetAccessToken, and kept sealed (`Directory`'s `access_token_name`).
+Clients whose id starts with `static/` are the configured ones (`STATIC_CLIENTS`): none can
+be made or changed through the API. The caller's scopes must satisfy the scopes a client is
+given (createClient) or gains (updateClient): the endpoint's requirement, checked by
+`call.authorize` on what is added (`api/scopes.py`). A changed client is seen at once by this
+process and within seconds by the others (`Directory`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Callable
+
+from shared.auth.scopes import ScopeSet
+from shared.domain.errors import Conflict, InputError, NotFound
+from shared.domain.ids import new_slugid
+from shared.domain.timestamps import normalize_iso, to_iso, utcnow
+from shared.services.auth.directory import Directory, access_token_name
+from shared.services.secrets.encryption import SecretBox
+from shared.storage.errors import AlreadyExists
+from shared.storage.patterns.conditional_writes import change_until_saved
+from shared.storage.tables.client_table import ClientRecord, ClientTable
+
+log = logging.getLogger("auth")
+STATIC_PREFIX = "static/"
+MAX_PAGE = 1000   # clients a listClients page holds at most, as Taskcluster's
+
+Authorize = Callable[[object], None]
+
+
+class ClientCalls:
+    def __init__(self, table: ClientTable, directory: Directory, box: Callable[[], SecretBox],
+                 expand: Callable[[tuple[str, ...]], ScopeSet]) -> None:
+        """`expand`: scopes with what the roles grant (a client's `expandedScopes`)."""
+        self.table = table
+        self.directory = directory
+        self._box = box
+        self._expand = expand
+
+    def create(self, client_id: str, body: dict) -> dict:
+        _refuse_static(client_id)
+        scopes = _scopes(body.get("scopes", []))
+        token, now = new_access_token(), to_iso(utcnow())
+        record = ClientRecord(client_id, body["description"], self._seal(client_id, token), normalize_iso(body["expires"]),
+                              scopes, False, bool(body.get("deleteOnExpiration", False)), now, now, now, now)
+        try:
+            record = self.table.insert(record)
+        except AlreadyExists:
+            raise Conflict("Client already exists") from None
+        self.directory.forget_client(client_id)
+        log.info("client %s created, expires %s", client_id, record.expires)
+        return {**self.render(record), "accessToken": token}
+
+    def get(self, client_id: str) -> dict:
+        return self.render(self._existing(client_id))
+
+    def list(self, prefix: str, after: str, limit: int) -> tuple[dict, str | None]:
+        records, last = self.table.page(prefix, after, min(limit, MAX_PAGE))
+        return {"clients": [self.render(record) for record in records]}, last
+
+    def update(self, client_id: str, body: dict, authorize: Authorize) -> dict:
+        _refuse_static(client_id)
+        scopes = _scopes(body["scopes"]) if "scopes" in body else None
+
+        def change(record: ClientRecord) -> ClientRecord:
+            new = record.scopes if scopes is None else scopes
+            authorize({"scopesAdded": [scope for scope in new if scope not in record.scopes]})
+            return replace(record, description=body["description"], expires=normalize_iso(body["expires"]),
+                           scopes=new, delete_on_expiration=bool(body.get("deleteOnExpiration", False)),
+                           last_modified=to_iso(utcnow()))
+        return self.render(self._changed(client_id, change, "updated"))
+
+    def reset_access_token(self, client_id: str) -> dict:
+        _refuse_static(client_id)
+        token, now = new_access_token(), to_iso(utcnow())
+        record = self._changed(client_id, lambda record: replace(
+            record, sealed_token=self._seal(client_id, token), last_rotated=now, last_modified=now), "given a new access token")
+        return {**self.render(record), "accessToken": token}
+
+    def enable(self, client_id: str) -> dict:
+        return self._set_disabled(client_id, False)
+
+    def disable(self, client_id: str) -> dict:
+        return self._set_disabled(client_id, True)
+
+    def delete(self, client_id: str) -> None:
+        _refuse_static(client_id)
+        self.table.delete(client_id)
+        self.directory.forget_client(client_id)
+        log.info("client %s deleted", client_id)
+
+    def render(self, record: ClientRecord) -> dict:
+        return {"clientId": record.client_id, "description": record.description, "expires": record.expires,
+                "created": record.created, "lastModified": record.last_modified,
+                "lastDateUsed": record.last_date_used, "lastRotated": record.last_rotated,
+                "deleteOnExpiration": record.delete_on_expiration, "scopes": list(record.scopes),
+                "expandedScopes": list(self._expand(record.scopes).scopes), "disabled": record.disabled}
+
+    def _set_disabled(self, client_id: str, disabled: bool) -> dict:
+        _refuse_static(client_id)
+        record = self._changed(client_id, lambda record: record if record.disabled == disabled else replace(
+            record, disabled=disabled, last_modified=to_iso(utcnow())), "disabled" if disabled else "enabled")
+        return self.render(record)
+
+    def _changed(self, client_id: str, change: Callable[[ClientRecord], ClientRecord], what: str) -> ClientRecord:
+        record = change_until_saved(lambda: self.table.load(client_id), change, self.table.save)
+        if record is None:
+            raise NotFound("Client not found")
+        self.directory.forget_client(client_id)
+        log.info("client %s %s", client_id, what)
+        return record
+
+    def _existing(self, client_id: str) -> ClientRecord:
+        record = self.table.load(client_id)
+        if record is None:
+            raise NotFound("Client not found")
+        return record
+
+    def _seal(self, client_id: str, token: str) -> str:
+        return self._box().seal_text(access_token_name(client_id), token)
+
+
+def new_access_token() -> str:
+    """44 characters of two slugids, as Taskcluster's access tokens."""
+    return new_slugid() + new_slugid()
+
+
+def _refuse_static(client_id: str) -> None:
+    if client_id.startswith(STATIC_PREFIX):
+        raise InputError(f'clientId "{client_id}" starts with "{STATIC_PREFIX}" which is reserved for statically '
+                         "configured clients. Contact your administrator to change static clients.")
+
+
+def _scopes(scopes: list[str]) -> tuple[str, ...]:
+    if any(scope.endswith("**") for scope in scopes):
+        raise InputError("scopes must not end with `**`")
+    return tuple(scopes)
