@@ -176,6 +176,10 @@ class Realm:
                     self._expansion = self._expanded(stored, version)
         return self._expansion
 
+    def configured_clients(self) -> dict[str, tuple[str, ...]]:
+        """The configured clients' scopes by clientId (never their tokens)."""
+        return {client_id: scopes for client_id, (_, scopes) in self._configured_clients.items()}
+
     @property
     def anonymous(self) -> Caller:
         return self._current().anonymous

@@ -274,7 +274,8 @@ class Services:
             secret_expiry=secret_expiry,
             worker_manager=worker_manager,
             directory=directory,
-            clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes)),
+            clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes),
+                                lambda: realm().configured_clients()),
             roles=RoleCalls(role_table, directory, lambda scopes: realm().expand(scopes),
                             lambda roles: realm().check_roles(roles)),
         )

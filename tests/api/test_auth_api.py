@@ -212,3 +212,16 @@ def test_the_auth_calls_need_taskclusters_scopes(auth_server, name):
                        (nobody.expandScopes, ({"scopes": []},)),
                        (nobody.deleteRole, (name,)), (nobody.deleteClient, (name,))):
         assert rest_error(call, *args).status_code == 403
+
+
+def test_configured_clients_are_shown_and_listed_but_not_changed(auth):
+    root = auth.client(ROOT_CREDENTIALS["clientId"])
+    assert check_response("auth/get-client-response", root) == []
+    assert root["scopes"] == ["*"] and root["expires"] == "3000-01-01T00:00:00.000Z" and "accessToken" not in root
+    listed = auth.listClients(query={"prefix": "static/"})["clients"]
+    assert {CREDENTIALS["limited"]["clientId"], ROOT_CREDENTIALS["clientId"]} <= {each["clientId"] for each in listed}
+    for call, args in ((auth.updateClient, (ROOT_CREDENTIALS["clientId"], {"description": "d", "expires": in_hours(1)})),
+                       (auth.resetAccessToken, (ROOT_CREDENTIALS["clientId"],)),
+                       (auth.deleteClient, (ROOT_CREDENTIALS["clientId"],))):
+        refused = rest_error(call, *args)
+        assert refused.status_code == 400 and refused.body["code"] == "InputError"

@@ -16,6 +16,7 @@ import logging
 from dataclasses import replace
 from typing import Callable
 
+from shared.auth.clients import NEVER
 from shared.auth.scopes import ScopeSet
 from shared.domain.errors import Conflict, InputError, NotFound
 from shared.domain.ids import new_slugid
@@ -29,21 +30,26 @@ from shared.storage.tables.client_table import ClientRecord, ClientTable
 log = logging.getLogger("auth")
 STATIC_PREFIX = "static/"
 MAX_PAGE = 1000   # clients a listClients page holds at most, as Taskcluster's
+STARTED = to_iso(utcnow())   # what a configured client shows as made, changed and used
 
 Authorize = Callable[[object], None]
 
 
 class ClientCalls:
     def __init__(self, table: ClientTable, directory: Directory, box: Callable[[], SecretBox],
-                 expand: Callable[[tuple[str, ...]], ScopeSet]) -> None:
-        """`expand`: scopes with what the roles grant (a client's `expandedScopes`)."""
+                 expand: Callable[[tuple[str, ...]], ScopeSet],
+                 configured: Callable[[], dict[str, tuple[str, ...]]] = dict) -> None:
+        """`expand`: scopes with what the roles grant (a client's `expandedScopes`).
+        `configured()`: the configured clients' scopes by id, shown and listed beside the
+        stored ones, as Taskcluster shows its static clients."""
         self.table = table
         self.directory = directory
         self._box = box
         self._expand = expand
+        self._configured = configured
 
     def create(self, client_id: str, body: dict) -> dict:
-        _refuse_static(client_id)
+        self._refuse_configured(client_id)
         scopes = _scopes(body.get("scopes", []))
         token, now = new_access_token(), to_iso(utcnow())
         record = ClientRecord(client_id, body["description"], self._seal(client_id, token), normalize_iso(body["expires"]),
@@ -57,14 +63,22 @@ class ClientCalls:
         return {**self.render(record), "accessToken": token}
 
     def get(self, client_id: str) -> dict:
-        return self.render(self._existing(client_id))
+        configured = self._configured().get(client_id)
+        return self.render(self._existing(client_id) if configured is None else self._as_record(client_id, configured))
 
     def list(self, prefix: str, after: str, limit: int) -> tuple[dict, str | None]:
-        records, last = self.table.page(prefix, after, min(limit, MAX_PAGE))
-        return {"clients": [self.render(record) for record in records]}, last
+        """A page of the stored clients and the configured ones, merged in clientId order."""
+        limit = min(limit, MAX_PAGE)
+        records, last = self.table.page(prefix, after, limit)
+        records += [self._as_record(client_id, scopes) for client_id, scopes in self._configured().items()
+                    if client_id.startswith(prefix) and client_id > after and (last is None or client_id <= last)]
+        records.sort(key=lambda record: record.client_id)
+        page = records[:limit]
+        more = last is not None or len(records) > limit
+        return {"clients": [self.render(record) for record in page]}, page[-1].client_id if more and page else None
 
     def update(self, client_id: str, body: dict, authorize: Authorize) -> dict:
-        _refuse_static(client_id)
+        self._refuse_configured(client_id)
         scopes = _scopes(body["scopes"]) if "scopes" in body else None
 
         def change(record: ClientRecord) -> ClientRecord:
@@ -76,7 +90,7 @@ class ClientCalls:
         return self.render(self._changed(client_id, change, "updated"))
 
     def reset_access_token(self, client_id: str) -> dict:
-        _refuse_static(client_id)
+        self._refuse_configured(client_id)
         token, now = new_access_token(), to_iso(utcnow())
         record = self._changed(client_id, lambda record: replace(
             record, sealed_token=self._seal(client_id, token), last_rotated=now, last_modified=now), "given a new access token")
@@ -89,7 +103,7 @@ class ClientCalls:
         return self._set_disabled(client_id, True)
 
     def delete(self, client_id: str) -> None:
-        _refuse_static(client_id)
+        self._refuse_configured(client_id)
         self.table.delete(client_id)
         self.directory.forget_client(client_id)
         log.info("client %s deleted", client_id)
@@ -102,7 +116,7 @@ class ClientCalls:
                 "expandedScopes": list(self._expand(record.scopes).scopes), "disabled": record.disabled}
 
     def _set_disabled(self, client_id: str, disabled: bool) -> dict:
-        _refuse_static(client_id)
+        self._refuse_configured(client_id)
         record = self._changed(client_id, lambda record: record if record.disabled == disabled else replace(
             record, disabled=disabled, last_modified=to_iso(utcnow())), "disabled" if disabled else "enabled")
         return self.render(record)
@@ -114,6 +128,17 @@ class ClientCalls:
         self.directory.forget_client(client_id)
         log.info("client %s %s", client_id, what)
         return record
+
+    def _refuse_configured(self, client_id: str) -> None:
+        if client_id.startswith(STATIC_PREFIX) or client_id in self._configured():
+            raise InputError(f'clientId "{client_id}" is a configured client (STATIC_CLIENTS; ids starting with '
+                             f'"{STATIC_PREFIX}" are reserved for them): contact your administrator to change it.')
+
+    @staticmethod
+    def _as_record(client_id: str, scopes: tuple[str, ...]) -> ClientRecord:
+        """A configured client as the API shows it: no token, never expiring, made at start."""
+        return ClientRecord(client_id, "a client configured in STATIC_CLIENTS", "", NEVER, scopes, False, False,
+                            STARTED, STARTED, STARTED, STARTED)
 
     def _existing(self, client_id: str) -> ClientRecord:
         record = self.table.load(client_id)
@@ -128,12 +153,6 @@ class ClientCalls:
 def new_access_token() -> str:
     """44 characters of two slugids, as Taskcluster's access tokens."""
     return new_slugid() + new_slugid()
-
-
-def _refuse_static(client_id: str) -> None:
-    if client_id.startswith(STATIC_PREFIX):
-        raise InputError(f'clientId "{client_id}" starts with "{STATIC_PREFIX}" which is reserved for statically '
-                         "configured clients. Contact your administrator to change static clients.")
 
 
 def _scopes(scopes: list[str]) -> tuple[str, ...]:
