@@ -11,13 +11,13 @@ with a prefix, a page at a time.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns import long_text
 from shared.storage.patterns.batches import delete_row
 from shared.storage.patterns.keys import escape_key, unescape_key
+from shared.storage.patterns.record_writes import RecordWrites
 from shared.storage.patterns.queries import first_rows, row_or_none
 
 TABLE = "Clients"
@@ -40,7 +40,7 @@ class ClientRecord:
     etag: str | None = field(default=None, compare=False)
 
 
-class ClientTable:
+class ClientTable(RecordWrites[ClientRecord]):
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table(TABLE)
 
@@ -48,17 +48,8 @@ class ClientTable:
         row = row_or_none(self._table, escape_key(client_id), ROW)
         return _record(row) if row is not None else None
 
-    def insert(self, record: ClientRecord) -> ClientRecord:
-        """AlreadyExists if the client has a row."""
-        return self._written(record, None)
-
-    def save(self, record: ClientRecord) -> ClientRecord:
-        """Write over the row as read; ChangedSinceRead if it changed (or went) since."""
-        return self._written(record, record.etag)
-
-    def _written(self, record: ClientRecord, etag: str | None) -> ClientRecord:
-        written = lost_responses.write(self._table, _entity(record), etag)
-        return replace(record, etag=written.get("etag"))
+    def _entity(self, record: ClientRecord) -> dict:
+        return _entity(record)
 
     def delete(self, client_id: str) -> None:
         """Delete the client's row (gone already is fine)."""

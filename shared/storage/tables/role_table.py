@@ -9,13 +9,13 @@ change is a merge conditional on the row's ETag (`save`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from shared.storage.client import lost_responses
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns import long_text
 from shared.storage.patterns.batches import delete_row
 from shared.storage.patterns.keys import bounded_key
+from shared.storage.patterns.record_writes import RecordWrites
 from shared.storage.patterns.queries import row_or_none
 
 TABLE = "Roles"
@@ -33,7 +33,7 @@ class RoleRecord:
     etag: str | None = field(default=None, compare=False)
 
 
-class RoleTable:
+class RoleTable(RecordWrites[RoleRecord]):
     def __init__(self, account: StorageAccount) -> None:
         self._table = account.table(TABLE)
 
@@ -46,17 +46,8 @@ class RoleTable:
         rows = self._table.query_entities("PartitionKey eq @pk", parameters={"pk": PARTITION})
         return sorted((_record(row) for row in rows), key=lambda role: role.role_id)
 
-    def insert(self, record: RoleRecord) -> RoleRecord:
-        """AlreadyExists if the role has a row."""
-        return self._written(record, None)
-
-    def save(self, record: RoleRecord) -> RoleRecord:
-        """Write over the row as read; ChangedSinceRead if it changed (or went) since."""
-        return self._written(record, record.etag)
-
-    def _written(self, record: RoleRecord, etag: str | None) -> RoleRecord:
-        written = lost_responses.write(self._table, _entity(record), etag)
-        return replace(record, etag=written.get("etag"))
+    def _entity(self, record: RoleRecord) -> dict:
+        return _entity(record)
 
     def delete(self, role_id: str) -> None:
         """Delete the role's row (gone already is fine)."""
