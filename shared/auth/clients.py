@@ -2,8 +2,10 @@
 
 Configured in Taskcluster's formats: `STATIC_CLIENTS` is a JSON list of
 `{clientId, accessToken, scopes, description?}`, the roles a JSON list of
-`{roleId, scopes, description?}`. Every caller, with credentials or without, also holds
-`assume:anonymous`: the role `anonymous` grants the anonymous scopes.
+`{roleId, scopes, description?}`; beside them, those the auth service keeps (a `Directory`:
+clients and roles made through its API), read again when they may have changed. Every caller,
+with credentials or without, also holds `assume:anonymous`: the role `anonymous` grants the
+anonymous scopes.
 """
 
 from __future__ import annotations
