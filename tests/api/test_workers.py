@@ -36,22 +36,24 @@ def test_a_worker_is_known_from_its_claims(queue, new_task, task_queue_id):
     assert [(entry["workerId"], entry["latestTask"]) for entry in listed] == [("w1", {"taskId": task_id, "runId": 0})]
 
 
-def test_quarantine_releases_the_workers_runs_and_gives_it_no_more_work(queue, new_task, task_queue_id):
+def test_quarantine_gives_the_worker_no_more_work_and_leaves_it_its_runs(server, queue, new_task, task_queue_id):
+    """As in Taskcluster: the run stays running, and the worker may still reclaim and resolve it."""
     held, other = new_slugid(), new_slugid()
     queue.createTask(held, new_task(priority="high"))
-    claim_one(queue, task_queue_id, workerId="broken")
+    claim = claim_one(queue, task_queue_id, workerId="broken")
     queue.createTask(other, new_task())
     worker = quarantine(queue, task_queue_id, "broken", utcnow() + timedelta(hours=1), "disk full")
     assert worker["quarantineDetails"][-1]["quarantineInfo"] == "disk full"
 
-    runs = queue.status(held)["status"]["runs"]        # released at once, not after the claim expires
-    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [("exception", "worker-shutdown"),
-                                                                           ("pending", None)]
-    assert runs[1]["reasonCreated"] == "retry"
+    status = queue.status(held)["status"]
+    assert [run["state"] for run in status["runs"]] == ["running"] and status["retriesLeft"] == 5
     started = time.monotonic()
     assert queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "broken", "tasks": 4}) == {"tasks": []}
     assert time.monotonic() - started < 1.5            # answered at once, without the long poll
-    assert claim_one(queue, task_queue_id, workerId="healthy")["status"]["taskId"] == held
+    own = taskcluster.Queue({"rootUrl": server.root_url, "maxRetries": 0, "credentials": claim["credentials"]})
+    own.reclaimTask(held, "0")
+    assert own.reportCompleted(held, "0")["status"]["state"] == "completed"
+    assert claim_one(queue, task_queue_id, workerId="healthy")["status"]["taskId"] == other
 
     quarantined = queue.listWorkers(*split(task_queue_id), query={"quarantined": "true"})["workers"]
     assert [entry["workerId"] for entry in quarantined] == ["broken"]
@@ -59,16 +61,9 @@ def test_quarantine_releases_the_workers_runs_and_gives_it_no_more_work(queue, n
     assert [entry["workerId"] for entry in free] == ["healthy"]
 
     quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))   # lifted
-    assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == other
-
-
-def test_quarantine_without_retries_left_resolves_the_task(queue, new_task, task_queue_id):
-    task_id = new_slugid()
-    queue.createTask(task_id, new_task(retries=0))
-    claim_one(queue, task_queue_id, workerId="gone")
-    quarantine(queue, task_queue_id, "gone", utcnow() + timedelta(minutes=5))
-    status = queue.status(task_id)["status"]
-    assert status["state"] == "exception" and len(status["runs"]) == 1
+    last = new_slugid()
+    queue.createTask(last, new_task())
+    assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == last
 
 
 def test_workers_are_listed_in_pages(queue, new_task, task_queue_id):

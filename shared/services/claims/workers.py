@@ -1,17 +1,19 @@
 """Workers: who claimed work from a task queue, when, and their quarantine.
 
-A worker is known from its first claimWork. A quarantined worker gets no work until its
-quarantine ends, and the runs it holds are resolved at once as exception/worker-shutdown
-(retried while retries are left, as when a worker reports its own shutdown), so a broken
-or vanished worker releases its tasks without waiting for their claims to expire.
+A worker is known from its first claimWork. A quarantined worker gets no new work until its
+quarantine ends; the runs it holds are left to it, as in Taskcluster: it may reclaim and
+resolve them (a worker quarantined to be drained or looked at loses no work in progress).
+A worker the worker manager removed or found gone is shut out instead (`shut_out`): the
+same quarantine, and its runs resolved at once as exception/worker-shutdown (retried while
+retries are left), so they need not wait for their claims to expire.
 
 A claimWork writes its worker's row (the runs it is about to claim, its last activity) in
 the transaction that writes those runs' claim rows, conditionally on the version of the row
 it started from (see `claiming`): a quarantine written since refuses the transaction, so the
 claimWork reads the row again, sees the quarantine and claims nothing. A quarantine that
 comes while the claims are being made is found if the runs it could not claim are written
-off the row afterwards; otherwise it releases the worker's runs itself, as for any runs the
-worker holds.
+off the row afterwards, and the claimWork then releases what it claimed without answering
+it; otherwise the runs are answered, the worker's like any it held when quarantined.
 """
 
 from __future__ import annotations
@@ -118,13 +120,18 @@ class Workers:
         """A worker that must get no more work (the worker manager removed it, or found it
         gone): quarantined until `until` (when its credentials expire), its row made if it
         never claimed so that a first claimWork still in flight is refused too, and the runs
-        it holds released."""
+        it holds released: nobody will resolve them."""
         self.arrive(task_queue_id, worker_group, worker_id, now, fresh=True)
-        return self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now,
-                               why=why)
+        worker = self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now)
+        if parse_iso(until) > now:
+            self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
+                task_queue_id, worker_group, worker_id), now, why)
+        return worker
 
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
-                   now: datetime, why: str = "quarantined") -> dict:
+                   now: datetime) -> dict:
+        """quarantineWorker: no new work until `until` (a time past lifts it); the runs the
+        worker holds stay its own."""
         detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
                   "quarantineInfo": info}
         record = change_until_saved(
@@ -134,9 +141,6 @@ class Workers:
             self.worker_table.save)
         log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
-        if self.quarantined(record, now):
-            self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
-                task_queue_id, worker_group, worker_id), now, why)
         return render(record)
 
     def declare(self, task_queue_id: str, worker_group: str, worker_id: str, expires: str, now: datetime) -> dict:
