@@ -14,7 +14,7 @@ MAX_DEADLINE = timedelta(days=5)
 CLOCK_SKEW = timedelta(minutes=15)
 DEFAULT_EXPIRES_AFTER_DEADLINE = timedelta(days=365)
 
-# Claim order, most urgent first; `normal` is an old name for `lowest`.
+# Claim order, most urgent first (Taskcluster's schema refuses its old name `normal`).
 PRIORITIES = ("highest", "very-high", "high", "medium", "low", "very-low", "lowest")
 
 _DEFAULTS = {
@@ -33,7 +33,7 @@ _DEFAULTS = {
 
 
 def priority_rank(priority: str) -> int:
-    return PRIORITIES.index("lowest" if priority == "normal" else priority)
+    return PRIORITIES.index(priority)
 
 
 def normalize(task_id: str, body: dict, now: datetime) -> dict:
@@ -42,8 +42,6 @@ def normalize(task_id: str, body: dict, now: datetime) -> dict:
         raise InvalidInput(f"taskId: {task_id!r} is not a slugid")
     definition = {**{key: _copy(value) for key, value in _DEFAULTS.items()}, **body}
     definition.setdefault("taskGroupId", task_id)
-    if definition["priority"] == "normal":  # stored under its current name, as Taskcluster does
-        definition["priority"] = "lowest"
     _fill_task_queue(definition)
     for field in ("created", "deadline"):
         definition[field] = normalize_iso(definition[field])
