@@ -162,8 +162,8 @@ def _parse_body(endpoint: Endpoint, body: bytes):
         raise TooLarge(f"The request body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
     if not endpoint.input_schema:
         return None
-    if not body.strip():
-        return {}
+    if not body.strip():   # Taskcluster's body parser: a call that takes JSON got none
+        raise MalformedPayload("The request body is empty; this call takes a JSON object")
     try:
         payload = json.loads(body, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -61,20 +61,21 @@ def test_missing_required_fields_are_named(queue, new_task, task_id):
     (lambda now: {"created": to_iso(now - timedelta(hours=1))}, "created"),
 ])
 def test_time_rules(queue, new_task, task_id, change, field):
+    """Rules between fields, which no schema says: Taskcluster's InputError."""
     error = rest_error(queue.createTask, task_id, {**new_task(), **change(utcnow())})
-    assert error.status_code == 400 and field in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and field in error.body["message"]
     assert_not_created(queue, task_id)
 
 
 def test_a_scope_ending_in_two_stars_is_refused(queue, new_task, task_id):
     error = rest_error(queue.createTask, task_id, new_task(scopes=["queue:get-artifact:*", "queue:**"]))
-    assert error.status_code == 400 and "scopes[1]" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and "scopes[1]" in error.body["message"]
     assert_not_created(queue, task_id)
 
 
 def test_inconsistent_queue_forms(queue, new_task, task_id):
     error = rest_error(queue.createTask, task_id, new_task(provisionerId="other", workerType="kind"))
-    assert error.status_code == 400 and "taskQueueId" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and "taskQueueId" in error.body["message"]
 
 
 def test_bad_task_id_in_the_url(queue, new_task):
@@ -100,7 +101,13 @@ def test_unknown_task_and_run(queue, new_task, task_id, task_queue_id):
 def test_bad_exception_reason(queue, new_task, task_id):
     queue.createTask(task_id, new_task())
     error = rest_error(queue.reportException, task_id, "0", {"reason": "claim-expired"})
-    assert error.status_code == 400 and "reason" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputValidationError") and "reason" in error.body["message"]
+
+
+def test_no_body_where_a_call_takes_one_is_a_malformed_payload(server, new_task, task_id):
+    """Taskcluster's body parser answers MalformedPayload to a call that takes JSON and got none."""
+    response = requests.post(server.url(f"/task/{task_id}/runs/0/exception"), auth=server.auth)
+    assert response.status_code == 400 and response.json()["code"] == "MalformedPayload"
 
 
 @pytest.mark.parametrize("body, field", [
@@ -239,17 +246,19 @@ def test_a_refused_graph_is_refused_before_anything_is_written(server, new_task,
     assert requests.get(scheduler_url(server, f"/task-graph/{graph_id}/status"), auth=server.auth).status_code == 404
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"created": "0001-01-01T00:00:00+01:00"}, "created"),        # year 0 in UTC
-    ({"deadline": "9999-12-31T23:59:59-01:00"}, "deadline"),      # year 10000 in UTC
-    ({"expires": "9999-12-31T23:59:59-01:00"}, "expires"),
-    ({"deadline": "9999-12-31T23:59:59Z"}, "deadline"),           # its default expires, a year on
-    ({"deadline": "0999-12-31T23:59:59Z"}, "deadline"),           # written back as year 999
-    ({"created": "2026-W48-1T00:00:00Z"}, "created"),             # ISO 8601, not RFC 3339
+@pytest.mark.parametrize("change, field, code", [
+    ({"created": "0001-01-01T00:00:00+01:00"}, "created", "InputValidationError"),     # year 0 in UTC
+    ({"deadline": "9999-12-31T23:59:59-01:00"}, "deadline", "InputValidationError"),   # year 10000 in UTC
+    ({"expires": "9999-12-31T23:59:59-01:00"}, "expires", "InputValidationError"),
+    ({"deadline": "9999-12-31T23:59:59Z"}, "deadline", "InputError"),   # its default expires, a year on
+    ({"deadline": "0999-12-31T23:59:59Z"}, "deadline", "InputError"),   # written back as year 999
+    ({"created": "2026-W48-1T00:00:00Z"}, "created", "InputValidationError"),   # ISO 8601, not RFC 3339
 ])
-def test_dates_at_the_edges(queue, new_task, task_id, change, field):
+def test_dates_at_the_edges(queue, new_task, task_id, change, field, code):
+    """A date no schema reads is InputValidationError; one that breaks a rule between the
+    dates (in the past, too far ahead) Taskcluster's InputError."""
     error = rest_error(queue.createTask, task_id, new_task(**change))
-    assert error.status_code == 400 and error.body["code"] == "InputValidationError"
+    assert error.status_code == 400 and error.body["code"] == code
     assert error.body["message"].startswith(field)
     assert_not_created(queue, task_id)
 
