@@ -132,8 +132,8 @@ QUERY_OPTIONS = {
 
 def _check_query(endpoint: Endpoint, query: dict) -> dict:
     checked = {name: value for name, value in query.items() if name in endpoint.query}
-    if "limit" in checked:
-        checked["limit"] = parse_limit(checked["limit"])
+    if "limit" in checked:   # a listing (it takes a token) answers an empty page to 0, as Taskcluster's
+        checked["limit"] = parse_limit(checked["limit"], zero="continuationToken" in endpoint.query)
     if "wait" in checked:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):

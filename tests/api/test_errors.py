@@ -276,10 +276,29 @@ def test_quarantine_at_the_edges(queue, new_task, task_queue_id):
     assert queue.getWorker(*worker)["quarantineUntil"] == "0001-01-01T00:00:00.000Z"
 
 
-@pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "0", "-1", "1.5", " 1"])
+@pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "-1", "1.5", " 1"])
 def test_limit_is_ascii_digits(server, limit):
     """'²' and '٣' pass str.isdigit(); int() refuses the first and reads the second as 3."""
     assert_refused(requests.get(server.url("/task-queues"), params={"limit": limit}, auth=server.auth), "limit")
+
+
+def test_paging_is_as_lenient_as_taskclusters(queue, new_task, task_id):
+    """Taskcluster's queue answers limit=0 with an empty page, and a token it cannot read
+    with the first page, unless the token holds characters no token has (400 InputError)."""
+    group_id = new_slugid()
+    members = sorted([task_id, new_slugid()])
+    for member in members:
+        queue.createTask(member, new_task(taskGroupId=group_id))
+    empty = queue.listTaskGroup(group_id, query={"limit": "0"})
+    assert empty["tasks"] == [] and empty["taskGroupId"] == group_id and "continuationToken" not in empty
+    assert queue.listTaskQueues(query={"limit": "0"}) == {"taskQueues": []}
+    for token in ("garbage", "_-_-"):
+        page = queue.listTaskGroup(group_id, query={"continuationToken": token})
+        assert sorted(entry["status"]["taskId"] for entry in page["tasks"]) == members
+    assert len(queue.statuses(payload={"taskIds": members}, query={"continuationToken": "garbage"})["statuses"]) == 2
+    error = rest_error(lambda: queue.listTaskGroup(group_id, query={"continuationToken": "not/a token!"}))
+    assert (error.status_code, error.body["code"]) == (400, "InputError")
+    assert "Invalid continuation token" in error.body["message"]
 
 
 def test_a_limit_beyond_any_page_is_clamped(server):

@@ -14,7 +14,7 @@ import threading
 import time
 from datetime import datetime, timedelta
 
-from shared.domain.errors import InvalidInput, NotFound
+from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
 from shared.domain.task_definition import priority_rank
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
@@ -186,13 +186,10 @@ class TaskQueues:
 
 
 def _position(after: str) -> tuple[str, str] | None:
-    """A pending listing's place: the (partition, row key) of the last hint it read."""
-    if not after:
-        return None
+    """A pending listing's place: the (partition, row key) of the last hint it read; the
+    first page for a token not of this listing (Taskcluster's starts over too)."""
     partition, newline, row_key = after.partition("\n")
-    if not newline:
-        raise InvalidInput("continuationToken: it was not issued by listPendingTasks")
-    return partition, row_key
+    return (partition, row_key) if newline else None
 
 
 def _render(record: TaskQueueRecord) -> dict:
