@@ -178,7 +178,8 @@ ENDPOINTS = [
     # quarantineUntil is kept in Taskcluster's form, as every stored time: UTC, `Z`, 4-digit year.
     Endpoint("quarantineWorker", "PUT", WORKERS + "/<workerGroup>/<workerId>",
              lambda call: call.services.workers.quarantine(*_worker(call), normalize_iso(call.body["quarantineUntil"]),
-                                                        call.body.get("quarantineInfo", ""), utcnow()),
+                                                           call.body.get("quarantineInfo", ""), utcnow(),
+                                                           client_id=call.client_id or "anonymous"),
              input_schema="quarantine-worker-request", output_schema="worker-response"),
     Endpoint("declareWorker", "PUT", WORKER_TYPE + "/<workerGroup>/<workerId>",
              _declare_worker, input_schema="update-worker-request", output_schema="worker-response"),

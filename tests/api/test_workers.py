@@ -30,7 +30,8 @@ def test_a_worker_is_known_from_its_claims(queue, new_task, task_queue_id):
     claim_one(queue, task_queue_id, workerId="w1")
     worker = conforms("worker-response", queue.getWorker(*split(task_queue_id), "wg", "w1"))
     assert worker["recentTasks"] == [{"taskId": task_id, "runId": 0}]
-    assert worker["taskQueueId"] == task_queue_id and "quarantineUntil" not in worker
+    assert worker["taskQueueId"] == task_queue_id and worker["actions"] == []
+    assert worker["quarantineUntil"] < worker["firstClaim"]   # never quarantined: a time past, as Taskcluster's
     assert worker["firstClaim"] <= worker["lastDateActive"] < worker["expires"]
     listed = conforms("list-workers-response", queue.listWorkers(*split(task_queue_id)))["workers"]
     assert [(entry["workerId"], entry["latestTask"]) for entry in listed] == [("w1", {"taskId": task_id, "runId": 0})]
@@ -43,7 +44,11 @@ def test_quarantine_gives_the_worker_no_more_work_and_leaves_it_its_runs(server,
     claim = claim_one(queue, task_queue_id, workerId="broken")
     queue.createTask(other, new_task())
     worker = quarantine(queue, task_queue_id, "broken", utcnow() + timedelta(hours=1), "disk full")
-    assert worker["quarantineDetails"][-1]["quarantineInfo"] == "disk full"
+    detail = worker["quarantineDetails"][-1]
+    signer = server.credentials["clientId"]   # the official client may have made it bytes
+    signer = signer.decode() if isinstance(signer, bytes) else signer
+    assert (detail["quarantineInfo"], detail["clientId"]) == ("disk full", signer)
+    assert worker["quarantineUntil"] == detail["quarantineUntil"] and worker["actions"] == []
 
     status = queue.status(held)["status"]
     assert [run["state"] for run in status["runs"]] == ["running"] and status["retriesLeft"] == 5
@@ -60,7 +65,9 @@ def test_quarantine_gives_the_worker_no_more_work_and_leaves_it_its_runs(server,
     free = queue.listWorkers(*split(task_queue_id), query={"quarantined": "false"})["workers"]
     assert [entry["workerId"] for entry in free] == ["healthy"]
 
-    quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))   # lifted
+    lifted = quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))
+    assert lifted["quarantineDetails"][-1]["quarantineInfo"] == "[unspecified]"   # Taskcluster's word for none
+    assert all("quarantineUntil" not in entry for entry in queue.listWorkers(*split(task_queue_id))["workers"])
     last = new_slugid()
     queue.createTask(last, new_task())
     assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == last
