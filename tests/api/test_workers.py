@@ -143,3 +143,18 @@ def test_declare_worker_makes_it_known_and_its_expiry_never_moves_back(server, q
     assert status == 403 and f"queue:declare-worker:{task_queue_id}/wg/declared#expires" in body["message"]
     status, body = refusal(queue.declareWorker, *split(task_queue_id), "wg", "x", {"expires": "soon"})
     assert status == 400 and "expires" in body["message"]
+
+
+def test_declare_worker_extends_its_task_queue(queue, task_queue_id):
+    """Taskcluster's declareWorker keeps the worker's queue at least as long as the worker. Ours
+    keeps a queue a day past its latest task or claim, so the queue of a task created just now
+    outlives any declaration; one known from a claim alone shows the extension."""
+    queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w1", "tasks": 1})
+    before = queue.getTaskQueue(task_queue_id)["expires"]
+    later = to_iso(utcnow() + timedelta(days=10))
+    assert before < later
+    queue.declareWorker(*split(task_queue_id), "wg", "w1", {"expires": later})
+    assert queue.getTaskQueue(task_queue_id)["expires"] >= later
+    assert queue.getWorkerType(*split(task_queue_id))["expires"] >= later
+    queue.declareWorker(*split(task_queue_id), "wg", "w1", {"expires": before})   # never moved back
+    assert queue.getTaskQueue(task_queue_id)["expires"] >= later
