@@ -137,8 +137,8 @@ QUERY_OPTIONS = {
 
 def _check_query(endpoint: Endpoint, query: dict) -> dict:
     checked = {name: value for name, value in query.items() if name in endpoint.query}
-    if "limit" in checked:
-        checked["limit"] = parse_limit(checked["limit"])
+    if "limit" in checked:   # a listing (it takes a token) answers an empty page to 0, as Taskcluster's
+        checked["limit"] = parse_limit(checked["limit"], zero="continuationToken" in endpoint.query)
     if "wait" in checked:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
@@ -167,8 +167,8 @@ def _parse_body(endpoint: Endpoint, body: bytes):
         raise TooLarge(f"The request body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
     if not endpoint.input_schema:
         return None
-    if not body.strip():
-        return {}
+    if not body.strip():   # Taskcluster's body parser: a call that takes JSON got none
+        raise MalformedPayload("The request body is empty; this call takes a JSON object")
     try:
         payload = json.loads(body, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, UnicodeDecodeError) as exc:

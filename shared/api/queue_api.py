@@ -37,6 +37,19 @@ def _worker(call: Call) -> tuple[str, str, str]:
     return _task_queue_id(call), call.params["workerGroup"], call.params["workerId"]
 
 
+def _claim_task(call: Call) -> dict:
+    return call.services.work_claimer.claim_task(call.params["taskId"], _run_id(call), call.body["workerGroup"],
+                                                 call.body["workerId"], call.authorize)
+
+
+def _declare_worker_type(call: Call) -> dict:
+    details = dict(call.body)
+    if "expires" in details:
+        details["expires"] = normalize_iso(details["expires"])
+    return call.services.task_queues.declare_worker_type(call.params["provisionerId"], call.params["workerType"],
+                                                         details, utcnow())
+
+
 def _declare_worker(call: Call) -> dict:
     """The worker's queue is seen too, kept at least as long (as Taskcluster's does)."""
     expires = normalize_iso(call.body["expires"])
@@ -44,7 +57,9 @@ def _declare_worker(call: Call) -> dict:
     return call.services.workers.declare(*_worker(call), expires, utcnow())
 
 
-WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
+PROVISIONER = "/provisioners/<provisionerId>"
+WORKER_TYPE = PROVISIONER + "/worker-types/<workerType>"
+WORKERS = WORKER_TYPE + "/workers"
 
 ENDPOINTS = [
     *service_calls("Taskcluster-compatible Queue", SERVICE_ROOT, lambda: ENDPOINTS),
@@ -78,6 +93,8 @@ ENDPOINTS = [
              input_schema="change-task-priority-request", output_schema="task-status-response"),
     Endpoint("claimWork", "POST", "/claim-work/<taskQueueId>", _claim_work,
              input_schema="claim-work-request", output_schema="claim-work-response"),
+    Endpoint("claimTask", "POST", "/task/<taskId>/runs/<runId>/claim", _claim_task,
+             input_schema="task-claim-request", output_schema="task-claim-response"),
     Endpoint("reclaimTask", "POST", "/task/<taskId>/runs/<runId>/reclaim",
              lambda call: call.services.work_claimer.reclaim(call.params["taskId"], _run_id(call), call.authorize),
              output_schema="task-reclaim-response"),
@@ -129,6 +146,28 @@ ENDPOINTS = [
     Endpoint("getTaskQueue", "GET", "/task-queues/<taskQueueId>",
              lambda call: call.services.task_queues.get(call.params["taskQueueId"], utcnow()),
              output_schema="taskqueue-response"),
+    # Provisioners and worker types: Taskcluster's deprecated views of the task queues.
+    Endpoint("listProvisioners", "GET", "/provisioners",
+             lambda call: paged(call.query, lambda after, limit: call.services.task_queues.provisioners(
+                 after, limit, utcnow())),
+             query=("continuationToken", "limit"), output_schema="list-provisioners-response"),
+    Endpoint("getProvisioner", "GET", PROVISIONER,
+             lambda call: call.services.task_queues.provisioner(call.params["provisionerId"], utcnow()),
+             output_schema="provisioner-response"),
+    # Taskcluster's answers the provisioner as it is: its details are no longer kept.
+    Endpoint("declareProvisioner", "PUT", PROVISIONER,
+             lambda call: call.services.task_queues.provisioner(call.params["provisionerId"], utcnow()),
+             input_schema="update-provisioner-request", output_schema="provisioner-response"),
+    Endpoint("listWorkerTypes", "GET", PROVISIONER + "/worker-types",
+             lambda call: paged(call.query, lambda after, limit: call.services.task_queues.worker_types(
+                 call.params["provisionerId"], after, limit, utcnow())),
+             query=("continuationToken", "limit"), output_schema="list-workertypes-response"),
+    Endpoint("getWorkerType", "GET", WORKER_TYPE,
+             lambda call: call.services.task_queues.worker_type(call.params["provisionerId"],
+                                                                call.params["workerType"], utcnow()),
+             output_schema="workertype-response"),
+    Endpoint("declareWorkerType", "PUT", WORKER_TYPE, _declare_worker_type,
+             input_schema="update-workertype-request", output_schema="workertype-response"),
     Endpoint("listWorkers", "GET", WORKERS,
              lambda call: paged(call.query, lambda after, limit: call.services.workers.list(
                  _task_queue_id(call), after, limit, call.query.get("quarantined"), utcnow())),
@@ -139,9 +178,10 @@ ENDPOINTS = [
     # quarantineUntil is kept in Taskcluster's form, as every stored time: UTC, `Z`, 4-digit year.
     Endpoint("quarantineWorker", "PUT", WORKERS + "/<workerGroup>/<workerId>",
              lambda call: call.services.workers.quarantine(*_worker(call), normalize_iso(call.body["quarantineUntil"]),
-                                                        call.body.get("quarantineInfo", ""), utcnow()),
+                                                           call.body.get("quarantineInfo", ""), utcnow(),
+                                                           client_id=call.client_id or "anonymous"),
              input_schema="quarantine-worker-request", output_schema="worker-response"),
-    Endpoint("declareWorker", "PUT", "/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>",
+    Endpoint("declareWorker", "PUT", WORKER_TYPE + "/<workerGroup>/<workerId>",
              _declare_worker, input_schema="update-worker-request", output_schema="worker-response"),
     *ARTIFACT_ENDPOINTS,
 ]

@@ -161,6 +161,12 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "getProvisioner": Requirement("queue:get-provisioner:<provisionerId>"),
     "listWorkerTypes": Requirement("queue:list-worker-types:<provisionerId>"),
     "getWorkerType": Requirement("queue:get-worker-type:<provisionerId>/<workerType>"),
+    "declareProvisioner": Requirement({"AllOf": [{"for": "property", "in": "properties",
+                                                  "each": "queue:declare-provisioner:<provisionerId>#<property>"}]},
+                                      request=lambda params, body: {"properties": sorted(body)}),
+    "declareWorkerType": Requirement({"AllOf": [{"for": "property", "in": "properties", "each":
+                                                 "queue:declare-worker-type:<provisionerId>/<workerType>#<property>"}]},
+                                     request=lambda params, body: {"properties": sorted(body)}),
     "pendingTasks": Requirement("queue:pending-count:<taskQueueId>"),
     "taskQueueCounts": Requirement({"AllOf": ["queue:pending-count:<taskQueueId>",
                                               "queue:claimed-count:<taskQueueId>"]}),

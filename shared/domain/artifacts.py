@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
-from shared.domain.errors import Conflict, InvalidInput
+from shared.domain.errors import Conflict, InputError, InvalidInput
 from shared.domain.runs import Run, RunState
 from shared.domain.timestamps import parse_iso, to_iso
 
@@ -107,9 +107,9 @@ def takes_artifacts(run: Run, now: datetime) -> bool:
 def check_run(task_id: str, run: Run | None, now: datetime) -> None:
     """A run may take artifacts: claimed, and running (or resolved `exception` lately)."""
     if run is None:
-        raise InvalidInput(f"runId: task {task_id} has no such run")
+        raise InputError(f"runId: task {task_id} has no such run")
     if not run.worker_group or not run.worker_id:
-        raise InvalidInput(f"runId: run {run.run_id} of task {task_id} was never claimed by a worker, "
+        raise InputError(f"runId: run {run.run_id} of task {task_id} was never claimed by a worker, "
                            "so it has no artifacts")
     if takes_artifacts(run, now):
         return
@@ -121,9 +121,9 @@ def check_expires(expires: str, task_expires: str, now: datetime) -> str:
     """`expires`, normalized, if it is not in the past and not after the task's."""
     moment = parse_iso(expires)
     if moment < now - EXPIRES_SLACK:
-        raise InvalidInput(f"expires: {expires} is in the past")
+        raise InputError(f"expires: {expires} is in the past")
     if moment > parse_iso(task_expires):
-        raise InvalidInput(f"expires: {expires} is after the task's expires {task_expires}; an artifact may "
+        raise InputError(f"expires: {expires} is after the task's expires {task_expires}; an artifact may "
                            "not outlive its task")
     return to_iso(moment)
 

@@ -14,16 +14,16 @@ class QueueError(Exception):
 
 
 class InvalidInput(QueueError):
-    """The request body or a parameter breaks the schema or a rule of the API."""
+    """The request body or a parameter breaks the schema (Taskcluster's InputValidationError)."""
 
     code = "InputValidationError"
 
 
 class InputError(InvalidInput):
-    """A rule of a service other than the Queue's is broken, or a well-formed request cannot be
-    acted on as asked (a provider that does not exist or does not do this, a proof of identity
-    that does not hold): Taskcluster's hooks and worker manager answer these with the code
-    InputError (400), where its Queue says InputValidationError."""
+    """A well-formed request breaks a rule its schema cannot say, or cannot be acted on as
+    asked: createTask's rules between fields and its dependencies, an artifact of a run that
+    does not take one, a provider that does not exist or does not do this, a proof of
+    identity that does not hold. Taskcluster answers these InputError (400)."""
 
     code = "InputError"
 

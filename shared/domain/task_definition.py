@@ -1,12 +1,13 @@
 """A task definition as the Queue stores it: every default filled in, the rules between
-fields checked. Input has already passed the create-task-request schema.
+fields checked. Input has already passed the create-task-request schema (whose breaches are
+InputValidationError); a rule between fields broken is an InputError, as in Taskcluster.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from shared.domain.errors import InvalidInput
+from shared.domain.errors import InputError, InvalidInput
 from shared.domain.ids import is_slugid
 from shared.domain.timestamps import normalize_iso, parse_iso, to_iso
 
@@ -14,7 +15,7 @@ MAX_DEADLINE = timedelta(days=5)
 CLOCK_SKEW = timedelta(minutes=15)
 DEFAULT_EXPIRES_AFTER_DEADLINE = timedelta(days=365)
 
-# Claim order, most urgent first; `normal` is an old name for `lowest`.
+# Claim order, most urgent first (Taskcluster's schema refuses its old name `normal`).
 PRIORITIES = ("highest", "very-high", "high", "medium", "low", "very-low", "lowest")
 
 _DEFAULTS = {
@@ -33,7 +34,7 @@ _DEFAULTS = {
 
 
 def priority_rank(priority: str) -> int:
-    return PRIORITIES.index("lowest" if priority == "normal" else priority)
+    return PRIORITIES.index(priority)
 
 
 def normalize(task_id: str, body: dict, now: datetime) -> dict:
@@ -42,8 +43,6 @@ def normalize(task_id: str, body: dict, now: datetime) -> dict:
         raise InvalidInput(f"taskId: {task_id!r} is not a slugid")
     definition = {**{key: _copy(value) for key, value in _DEFAULTS.items()}, **body}
     definition.setdefault("taskGroupId", task_id)
-    if definition["priority"] == "normal":  # stored under its current name, as Taskcluster does
-        definition["priority"] = "lowest"
     _fill_task_queue(definition)
     for field in ("created", "deadline"):
         definition[field] = normalize_iso(definition[field])
@@ -68,37 +67,37 @@ def _fill_task_queue(definition: dict) -> None:
     if "provisionerId" in definition and "workerType" in definition:
         derived = f"{definition['provisionerId']}/{definition['workerType']}"
         if given and given != derived:
-            raise InvalidInput(f"taskQueueId: {given!r} does not match provisionerId/workerType {derived!r}")
+            raise InputError(f"taskQueueId: {given!r} does not match provisionerId/workerType {derived!r}")
         definition["taskQueueId"] = derived
     elif given:
         definition["provisionerId"], definition["workerType"] = given.split("/", 1)
     else:
-        raise InvalidInput("taskQueueId: give taskQueueId, or both provisionerId and workerType")
+        raise InputError("taskQueueId: give taskQueueId, or both provisionerId and workerType")
 
 
 def _check_created_and_deadline(definition: dict, now: datetime) -> None:
     created, deadline = parse_iso(definition["created"]), parse_iso(definition["deadline"])
     if created > now + CLOCK_SKEW:
-        raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the future")
+        raise InputError(f"created: {definition['created']} is more than {CLOCK_SKEW} in the future")
     if created < now - CLOCK_SKEW:
-        raise InvalidInput(f"created: {definition['created']} is more than {CLOCK_SKEW} in the past")
+        raise InputError(f"created: {definition['created']} is more than {CLOCK_SKEW} in the past")
     if deadline <= now:
-        raise InvalidInput(f"deadline: {definition['deadline']} is in the past; it must be in the future")
+        raise InputError(f"deadline: {definition['deadline']} is in the past; it must be in the future")
     if deadline > now + MAX_DEADLINE + CLOCK_SKEW:
-        raise InvalidInput(f"deadline: {definition['deadline']} is more than 5 days in the future")
+        raise InputError(f"deadline: {definition['deadline']} is more than 5 days in the future")
     if deadline <= created:
-        raise InvalidInput(f"deadline: {definition['deadline']} must be after created {definition['created']}")
+        raise InputError(f"deadline: {definition['deadline']} must be after created {definition['created']}")
 
 
 def _check_expires(definition: dict) -> None:
     if parse_iso(definition["expires"]) < parse_iso(definition["deadline"]):
-        raise InvalidInput(f"expires: {definition['expires']} must not be before deadline {definition['deadline']}")
+        raise InputError(f"expires: {definition['expires']} must not be before deadline {definition['deadline']}")
 
 
 def _check_scopes(scopes: list[str]) -> None:
     for index, scope in enumerate(scopes):
         if scope.endswith("**"):
-            raise InvalidInput(f"scopes[{index}]: {scope!r} ends in more than one '*', which no scope may")
+            raise InputError(f"scopes[{index}]: {scope!r} ends in more than one '*', which no scope may")
 
 
 def same_definition(stored: dict, requested: dict) -> bool:

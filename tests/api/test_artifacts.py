@@ -368,3 +368,22 @@ def test_unknown_tasks_runs_and_artifacts(server, queue, running):
     body = {"storageType": "s3", "contentType": "text/plain", "expires": expires()}
     assert rest_error(queue.createArtifact, taskcluster.slugId(), "0", "public/x", body).status_code == 400
     assert rest_error(queue.createArtifact, running, "3", "public/x", body).status_code == 400
+
+
+def test_rules_no_schema_says_are_taskclusters_input_errors(server, queue, new_task, running, task_queue_id):
+    """The body is well formed but the run, task or dates do not allow it: Taskcluster answers
+    InputError (400), keeping InputValidationError for a body its schema refuses."""
+    unclaimed = taskcluster.slugId()
+    queue.createTask(unclaimed, new_task())
+    body = {"storageType": "s3", "contentType": "text/plain", "expires": expires()}
+    for task_id, run_id, change in ((taskcluster.slugId(), "0", {}), (running, "3", {}), (unclaimed, "0", {}),
+                                    (running, "0", {"expires": "2001-01-01T00:00:00Z"}),
+                                    (running, "0", {"expires": "2999-01-01T00:00:00Z"})):
+        error = rest_error(queue.createArtifact, task_id, run_id, "public/x", {**body, **change})
+        assert (error.status_code, error.body["code"]) == (400, "InputError"), (task_id, run_id, change)
+    queue.createArtifact(running, "0", "public/ref", {"storageType": "reference", "url": "https://example.com/r",
+                                                      "contentType": "text/plain", "expires": expires()})
+    error = rest_error(queue.finishArtifact, running, "0", "public/ref", {"uploadId": taskcluster.slugId()})
+    assert (error.status_code, error.body["code"]) == (400, "InputError")
+    error = rest_error(queue.createArtifact, running, "0", "public/x", {**body, "storageType": "ftp"})
+    assert error.body["code"] == "InputValidationError"

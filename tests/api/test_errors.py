@@ -61,20 +61,21 @@ def test_missing_required_fields_are_named(queue, new_task, task_id):
     (lambda now: {"created": to_iso(now - timedelta(hours=1))}, "created"),
 ])
 def test_time_rules(queue, new_task, task_id, change, field):
+    """Rules between fields, which no schema says: Taskcluster's InputError."""
     error = rest_error(queue.createTask, task_id, {**new_task(), **change(utcnow())})
-    assert error.status_code == 400 and field in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and field in error.body["message"]
     assert_not_created(queue, task_id)
 
 
 def test_a_scope_ending_in_two_stars_is_refused(queue, new_task, task_id):
     error = rest_error(queue.createTask, task_id, new_task(scopes=["queue:get-artifact:*", "queue:**"]))
-    assert error.status_code == 400 and "scopes[1]" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and "scopes[1]" in error.body["message"]
     assert_not_created(queue, task_id)
 
 
 def test_inconsistent_queue_forms(queue, new_task, task_id):
     error = rest_error(queue.createTask, task_id, new_task(provisionerId="other", workerType="kind"))
-    assert error.status_code == 400 and "taskQueueId" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputError") and "taskQueueId" in error.body["message"]
 
 
 def test_bad_task_id_in_the_url(queue, new_task):
@@ -100,7 +101,13 @@ def test_unknown_task_and_run(queue, new_task, task_id, task_queue_id):
 def test_bad_exception_reason(queue, new_task, task_id):
     queue.createTask(task_id, new_task())
     error = rest_error(queue.reportException, task_id, "0", {"reason": "claim-expired"})
-    assert error.status_code == 400 and "reason" in error.body["message"]
+    assert (error.status_code, error.body["code"]) == (400, "InputValidationError") and "reason" in error.body["message"]
+
+
+def test_no_body_where_a_call_takes_one_is_a_malformed_payload(server, new_task, task_id):
+    """Taskcluster's body parser answers MalformedPayload to a call that takes JSON and got none."""
+    response = requests.post(server.url(f"/task/{task_id}/runs/0/exception"), auth=server.auth)
+    assert response.status_code == 400 and response.json()["code"] == "MalformedPayload"
 
 
 @pytest.mark.parametrize("body, field", [
@@ -239,17 +246,19 @@ def test_a_refused_graph_is_refused_before_anything_is_written(server, new_task,
     assert requests.get(scheduler_url(server, f"/task-graph/{graph_id}/status"), auth=server.auth).status_code == 404
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"created": "0001-01-01T00:00:00+01:00"}, "created"),        # year 0 in UTC
-    ({"deadline": "9999-12-31T23:59:59-01:00"}, "deadline"),      # year 10000 in UTC
-    ({"expires": "9999-12-31T23:59:59-01:00"}, "expires"),
-    ({"deadline": "9999-12-31T23:59:59Z"}, "deadline"),           # its default expires, a year on
-    ({"deadline": "0999-12-31T23:59:59Z"}, "deadline"),           # written back as year 999
-    ({"created": "2026-W48-1T00:00:00Z"}, "created"),             # ISO 8601, not RFC 3339
+@pytest.mark.parametrize("change, field, code", [
+    ({"created": "0001-01-01T00:00:00+01:00"}, "created", "InputValidationError"),     # year 0 in UTC
+    ({"deadline": "9999-12-31T23:59:59-01:00"}, "deadline", "InputValidationError"),   # year 10000 in UTC
+    ({"expires": "9999-12-31T23:59:59-01:00"}, "expires", "InputValidationError"),
+    ({"deadline": "9999-12-31T23:59:59Z"}, "deadline", "InputError"),   # its default expires, a year on
+    ({"deadline": "0999-12-31T23:59:59Z"}, "deadline", "InputError"),   # written back as year 999
+    ({"created": "2026-W48-1T00:00:00Z"}, "created", "InputValidationError"),   # ISO 8601, not RFC 3339
 ])
-def test_dates_at_the_edges(queue, new_task, task_id, change, field):
+def test_dates_at_the_edges(queue, new_task, task_id, change, field, code):
+    """A date no schema reads is InputValidationError; one that breaks a rule between the
+    dates (in the past, too far ahead) Taskcluster's InputError."""
     error = rest_error(queue.createTask, task_id, new_task(**change))
-    assert error.status_code == 400 and error.body["code"] == "InputValidationError"
+    assert error.status_code == 400 and error.body["code"] == code
     assert error.body["message"].startswith(field)
     assert_not_created(queue, task_id)
 
@@ -267,10 +276,29 @@ def test_quarantine_at_the_edges(queue, new_task, task_queue_id):
     assert queue.getWorker(*worker)["quarantineUntil"] == "0001-01-01T00:00:00.000Z"
 
 
-@pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "0", "-1", "1.5", " 1"])
+@pytest.mark.parametrize("limit", ["\u00b2", "\u0663", "-1", "1.5", " 1"])
 def test_limit_is_ascii_digits(server, limit):
     """'²' and '٣' pass str.isdigit(); int() refuses the first and reads the second as 3."""
     assert_refused(requests.get(server.url("/task-queues"), params={"limit": limit}, auth=server.auth), "limit")
+
+
+def test_paging_is_as_lenient_as_taskclusters(queue, new_task, task_id):
+    """Taskcluster's queue answers limit=0 with an empty page, and a token it cannot read
+    with the first page, unless the token holds characters no token has (400 InputError)."""
+    group_id = new_slugid()
+    members = sorted([task_id, new_slugid()])
+    for member in members:
+        queue.createTask(member, new_task(taskGroupId=group_id))
+    empty = queue.listTaskGroup(group_id, query={"limit": "0"})
+    assert empty["tasks"] == [] and empty["taskGroupId"] == group_id and "continuationToken" not in empty
+    assert queue.listTaskQueues(query={"limit": "0"}) == {"taskQueues": []}
+    for token in ("garbage", "_-_-"):
+        page = queue.listTaskGroup(group_id, query={"continuationToken": token})
+        assert sorted(entry["status"]["taskId"] for entry in page["tasks"]) == members
+    assert len(queue.statuses(payload={"taskIds": members}, query={"continuationToken": "garbage"})["statuses"]) == 2
+    error = rest_error(lambda: queue.listTaskGroup(group_id, query={"continuationToken": "not/a token!"}))
+    assert (error.status_code, error.body["code"]) == (400, "InputError")
+    assert "Invalid continuation token" in error.body["message"]
 
 
 def test_a_limit_beyond_any_page_is_clamped(server):

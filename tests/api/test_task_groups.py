@@ -35,6 +35,7 @@ def test_a_sealed_group_takes_no_more_tasks(queue, new_task):
     group_id = new_slugid()
     member = new_slugid()
     queue.createTask(member, new_task(taskGroupId=group_id))
+    assert "sealed" not in queue.listTaskGroup(group_id)
     sealed = queue.sealTaskGroup(group_id)
     assert check_response("task-group-response", sealed) == []
     assert sealed["taskGroupId"] == group_id and sealed["sealed"]
@@ -44,8 +45,11 @@ def test_a_sealed_group_takes_no_more_tasks(queue, new_task):
     late = new_slugid()
     assert "sealed" in conflict(queue.createTask, late, new_task(taskGroupId=group_id))["message"]
     not_found(queue.status, late)
-    listed = queue.listTaskGroup(group_id)["tasks"]
-    assert [entry["status"]["taskId"] for entry in listed] == [member]
+    listing = queue.listTaskGroup(group_id)
+    assert check_response("list-task-group-response", listing) == []
+    conforms_to_taskcluster("list-task-group-response", listing)
+    assert listing["sealed"] == sealed["sealed"]              # as getTaskGroup says
+    assert [entry["status"]["taskId"] for entry in listing["tasks"]] == [member]
     # A task already in the group is still answered idempotently (it is not a new task).
     assert queue.createTask(member, queue.task(member))["status"]["taskId"] == member
 

@@ -147,22 +147,25 @@ def test_schedule_is_idempotent_and_rerun_adds_a_run(queue, new_task, task_id, t
 
 def test_claim_order_is_priority_then_age(queue, new_task, task_queue_id):
     created = []
-    for priority in ("low", "highest", "low", "medium", "normal", "very-high"):
+    for priority in ("low", "highest", "low", "medium", "lowest", "very-high"):
         task_id = new_slugid()
         queue.createTask(task_id, new_task(priority=priority))
         created.append((priority, task_id))
-    rank = ["highest", "very-high", "high", "medium", "low", "very-low", "lowest", "normal"]
+    rank = ["highest", "very-high", "high", "medium", "low", "very-low", "lowest"]
     expected = [task_id for _, task_id in sorted(created, key=lambda item: rank.index(item[0]))]
     claims = queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w", "tasks": 6})["tasks"]
     assert [claim["status"]["taskId"] for claim in claims] == expected
 
 
-def test_priority_normal_is_stored_as_lowest(queue, new_task, task_id):
-    definition = new_task(priority="normal")
-    queue.createTask(task_id, definition)
-    assert queue.task(task_id)["priority"] == "lowest"
-    # The same task, however its priority is spelled.
-    assert queue.createTask(task_id, {**definition, "priority": "lowest"})["status"]["taskId"] == task_id
+def test_priority_normal_is_refused_as_by_taskcluster(queue, new_task, task_id):
+    """Taskcluster's schema no longer knows the old name `normal` (v106 answers 400)."""
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as refused:
+        queue.createTask(task_id, new_task(priority="normal"))
+    assert (refused.value.status_code, refused.value.body["code"]) == (400, "InputValidationError")
+    assert "priority" in refused.value.body["message"]
+    with pytest.raises(taskcluster.TaskclusterRestFailure) as missing:
+        queue.status(task_id)
+    assert missing.value.status_code == 404
 
 
 def test_claim_work_answers_empty_after_the_long_poll(queue, task_queue_id):

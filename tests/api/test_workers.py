@@ -30,45 +30,47 @@ def test_a_worker_is_known_from_its_claims(queue, new_task, task_queue_id):
     claim_one(queue, task_queue_id, workerId="w1")
     worker = conforms("worker-response", queue.getWorker(*split(task_queue_id), "wg", "w1"))
     assert worker["recentTasks"] == [{"taskId": task_id, "runId": 0}]
-    assert worker["taskQueueId"] == task_queue_id and "quarantineUntil" not in worker
+    assert worker["taskQueueId"] == task_queue_id and worker["actions"] == []
+    assert worker["quarantineUntil"] < worker["firstClaim"]   # never quarantined: a time past, as Taskcluster's
     assert worker["firstClaim"] <= worker["lastDateActive"] < worker["expires"]
     listed = conforms("list-workers-response", queue.listWorkers(*split(task_queue_id)))["workers"]
     assert [(entry["workerId"], entry["latestTask"]) for entry in listed] == [("w1", {"taskId": task_id, "runId": 0})]
 
 
-def test_quarantine_releases_the_workers_runs_and_gives_it_no_more_work(queue, new_task, task_queue_id):
+def test_quarantine_gives_the_worker_no_more_work_and_leaves_it_its_runs(server, queue, new_task, task_queue_id):
+    """As in Taskcluster: the run stays running, and the worker may still reclaim and resolve it."""
     held, other = new_slugid(), new_slugid()
     queue.createTask(held, new_task(priority="high"))
-    claim_one(queue, task_queue_id, workerId="broken")
+    claim = claim_one(queue, task_queue_id, workerId="broken")
     queue.createTask(other, new_task())
     worker = quarantine(queue, task_queue_id, "broken", utcnow() + timedelta(hours=1), "disk full")
-    assert worker["quarantineDetails"][-1]["quarantineInfo"] == "disk full"
+    detail = worker["quarantineDetails"][-1]
+    signer = server.credentials["clientId"]   # the official client may have made it bytes
+    signer = signer.decode() if isinstance(signer, bytes) else signer
+    assert (detail["quarantineInfo"], detail["clientId"]) == ("disk full", signer)
+    assert worker["quarantineUntil"] == detail["quarantineUntil"] and worker["actions"] == []
 
-    runs = queue.status(held)["status"]["runs"]        # released at once, not after the claim expires
-    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [("exception", "worker-shutdown"),
-                                                                           ("pending", None)]
-    assert runs[1]["reasonCreated"] == "retry"
+    status = queue.status(held)["status"]
+    assert [run["state"] for run in status["runs"]] == ["running"] and status["retriesLeft"] == 5
     started = time.monotonic()
     assert queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "broken", "tasks": 4}) == {"tasks": []}
     assert time.monotonic() - started < 1.5            # answered at once, without the long poll
-    assert claim_one(queue, task_queue_id, workerId="healthy")["status"]["taskId"] == held
+    own = taskcluster.Queue({"rootUrl": server.root_url, "maxRetries": 0, "credentials": claim["credentials"]})
+    own.reclaimTask(held, "0")
+    assert own.reportCompleted(held, "0")["status"]["state"] == "completed"
+    assert claim_one(queue, task_queue_id, workerId="healthy")["status"]["taskId"] == other
 
     quarantined = queue.listWorkers(*split(task_queue_id), query={"quarantined": "true"})["workers"]
     assert [entry["workerId"] for entry in quarantined] == ["broken"]
     free = queue.listWorkers(*split(task_queue_id), query={"quarantined": "false"})["workers"]
     assert [entry["workerId"] for entry in free] == ["healthy"]
 
-    quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))   # lifted
-    assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == other
-
-
-def test_quarantine_without_retries_left_resolves_the_task(queue, new_task, task_queue_id):
-    task_id = new_slugid()
-    queue.createTask(task_id, new_task(retries=0))
-    claim_one(queue, task_queue_id, workerId="gone")
-    quarantine(queue, task_queue_id, "gone", utcnow() + timedelta(minutes=5))
-    status = queue.status(task_id)["status"]
-    assert status["state"] == "exception" and len(status["runs"]) == 1
+    lifted = quarantine(queue, task_queue_id, "broken", utcnow() - timedelta(seconds=1))
+    assert lifted["quarantineDetails"][-1]["quarantineInfo"] == "[unspecified]"   # Taskcluster's word for none
+    assert all("quarantineUntil" not in entry for entry in queue.listWorkers(*split(task_queue_id))["workers"])
+    last = new_slugid()
+    queue.createTask(last, new_task())
+    assert claim_one(queue, task_queue_id, workerId="broken")["status"]["taskId"] == last
 
 
 def test_workers_are_listed_in_pages(queue, new_task, task_queue_id):
@@ -141,3 +143,18 @@ def test_declare_worker_makes_it_known_and_its_expiry_never_moves_back(server, q
     assert status == 403 and f"queue:declare-worker:{task_queue_id}/wg/declared#expires" in body["message"]
     status, body = refusal(queue.declareWorker, *split(task_queue_id), "wg", "x", {"expires": "soon"})
     assert status == 400 and "expires" in body["message"]
+
+
+def test_declare_worker_extends_its_task_queue(queue, task_queue_id):
+    """Taskcluster's declareWorker keeps the worker's queue at least as long as the worker. Ours
+    keeps a queue a day past its latest task or claim, so the queue of a task created just now
+    outlives any declaration; one known from a claim alone shows the extension."""
+    queue.claimWork(task_queue_id, {"workerGroup": "wg", "workerId": "w1", "tasks": 1})
+    before = queue.getTaskQueue(task_queue_id)["expires"]
+    later = to_iso(utcnow() + timedelta(days=10))
+    assert before < later
+    queue.declareWorker(*split(task_queue_id), "wg", "w1", {"expires": later})
+    assert queue.getTaskQueue(task_queue_id)["expires"] >= later
+    assert queue.getWorkerType(*split(task_queue_id))["expires"] >= later
+    queue.declareWorker(*split(task_queue_id), "wg", "w1", {"expires": before})   # never moved back
+    assert queue.getTaskQueue(task_queue_id)["expires"] >= later

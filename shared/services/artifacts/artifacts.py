@@ -29,7 +29,7 @@ from shared.domain.artifacts import (MAX_LINKS, RESULTS_NAME, Artifact, StorageT
                                 check_run, object_name, recreated, requested, results_artifact)
 from shared.domain import task_events
 from shared.domain.dependencies import run_settled
-from shared.domain.errors import Expired, InvalidInput, NotFound
+from shared.domain.errors import Expired, InputError, InvalidInput, NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.tables.artifact_table import ArtifactRecord, ArtifactTable, row_key
@@ -82,7 +82,7 @@ class Artifacts:
         """createArtifact; `authorize` is the caller's scope check on the task as read."""
         now = now or utcnow()
         check_name(name)
-        task = self._task(task_id, authorize, InvalidInput(f"taskId: task {task_id} not found"))
+        task = self._task(task_id, authorize, InputError(f"taskId: task {task_id} not found"))
         run = task.status.run(run_id)
         check_run(task_id, run, now)
         wanted = requested(task_id, run_id, name, body, check_expires(body["expires"], task.summary["expires"], now))
@@ -167,15 +167,15 @@ class Artifacts:
 
         def finish(artifact: Artifact) -> Artifact:
             if not artifact.storage_type.needs_finish:
-                raise InvalidInput(f"storageType: artifact {name} is {artifact.storage_type.value}; only object "
+                raise InputError(f"storageType: artifact {name} is {artifact.storage_type.value}; only object "
                                    "artifacts are finished")
             if artifact.present:
                 return artifact  # finished before: repeating the call is no error
             if upload_id != artifact.details.get("uploadId"):
-                raise InvalidInput(f"uploadId: {upload_id} is not the uploadId of artifact {name}")
+                raise InputError(f"uploadId: {upload_id} is not the uploadId of artifact {name}")
             stored = self.objects.finished(object_name(task_id, run_id, name))
             if stored is None:
-                raise InvalidInput(f"The object holding artifact {name} does not exist or its upload is not "
+                raise InputError(f"The object holding artifact {name} does not exist or its upload is not "
                                    "finished (call the object service's finishUpload first)")
             return replace(artifact, present=True, size=stored.content_length, hashes=stored.hashes)
         if self._change(task_id, run_id, name, finish, task) is None:
@@ -269,7 +269,7 @@ class Artifacts:
             if require:
                 require(names=[*names, name])
             if name in names or len(names) > MAX_LINKS:
-                raise InvalidInput(f"Artifact {names[0]} of task {task_id} run {run_id} leads to a link cycle")
+                raise InputError(f"Artifact {names[0]} of task {task_id} run {run_id} leads to a link cycle")
 
     def _commit(self, record: ArtifactRecord) -> Artifact:
         """An `s3` artifact whose uploaded block is made its blob, if it was uploaded."""

@@ -226,6 +226,55 @@ class WorkClaimer:
             raise _Skip(stale=now - hint.written > ORPHAN_HINT_GRACE) from None
         return self._claim_response(record, hint.run_id, worker_group, worker_id, now, taken_until, True)
 
+    def claim_task(self, task_id: str, run_id: int, worker_group: str, worker_id: str,
+                   authorize: Callable[[TaskRecord], None] | None = None) -> dict:
+        """claimTask (deprecated): claim that pending run for the worker, as a claimWork that
+        found its hint would; 404 for an unknown task or run, 409 for a run not pending, and
+        an empty answer for a quarantined worker (Taskcluster's). The run's state is checked
+        on the row read before anything is written: a claim row written over the one of a
+        run this worker holds already would move that claim's watch."""
+        now = utcnow()
+        taken_until = now + self.claim_timeout
+        record = self.task_table.load(task_id)
+        if record is None:
+            raise NotFound(f"Task {task_id} not found")
+        if authorize is not None:
+            authorize(record)
+        lifecycle.claim(record.status, run_id, worker_group, worker_id, now, taken_until)   # or 404, 409
+        task_queue_id = record.summary["taskQueueId"]
+        worker = self.workers.arrive(task_queue_id, worker_group, worker_id, now)
+        row = ClaimRow(task_queue_id, task_id, run_id, worker_group, worker_id, to_iso(taken_until))
+        written = None if self.workers.quarantined(worker, now) else self.workers.claiming(worker, [row], now)
+        if written is None:
+            return {}
+        try:
+            claimed = self.updater.apply(
+                task_id, lambda status: lifecycle.claim(status, run_id, worker_group, worker_id, now, taken_until),
+                "claim", with_definition=True)
+        except Exception:   # claimed by another meanwhile: its watch is not this row
+            self._unwatch(row, _best_effort(lambda: self.task_table.load(task_id), None, "read the task again"))
+            _best_effort(lambda: self.workers.worked(written, [(task_id, run_id)], [], utcnow()), True,
+                         "take the run off the worker's row")
+            raise
+        _best_effort(lambda: self.workers.worked(written, [(task_id, run_id)], [(task_id, run_id)], utcnow()), True,
+                     "record the worker's claim")
+        _best_effort(lambda: self.queues.seen(task_queue_id, to_iso(utcnow() + timedelta(days=1))), None,
+                     "record the task queue as seen")
+        return self._claim_response(claimed, run_id, worker_group, worker_id, now, taken_until, True)
+
+    def _unwatch(self, row: ClaimRow, record: TaskRecord | None) -> None:
+        """After a claim that failed: its row removed, unless the run is the same worker's (a
+        claim of it that raced this one), whose row then keeps that claim's `takenUntil`. Left
+        as it is if the task could not be read: the claim resolver removes it when due."""
+        if record is None:
+            return
+        run = record.status.run(row.run_id)
+        if run is not None and run.taken_until and (run.worker_group, run.worker_id) == (row.worker_group,
+                                                                                           row.worker_id):
+            _best_effort(lambda: self.claim_table.move(row, run.taken_until), None, "restore a claim row")
+        else:
+            _best_effort(lambda: self.claim_table.remove([row]), None, "remove the watch of a run not claimed")
+
     def reclaim(self, task_id: str, run_id: int, authorize: Callable[[TaskRecord], None] | None = None) -> dict:
         """`authorize(record)`: the caller's scope check on the task as read, before the write."""
         now = utcnow()

@@ -1,17 +1,19 @@
 """Workers: who claimed work from a task queue, when, and their quarantine.
 
-A worker is known from its first claimWork. A quarantined worker gets no work until its
-quarantine ends, and the runs it holds are resolved at once as exception/worker-shutdown
-(retried while retries are left, as when a worker reports its own shutdown), so a broken
-or vanished worker releases its tasks without waiting for their claims to expire.
+A worker is known from its first claimWork. A quarantined worker gets no new work until its
+quarantine ends; the runs it holds are left to it, as in Taskcluster: it may reclaim and
+resolve them (a worker quarantined to be drained or looked at loses no work in progress).
+A worker the worker manager removed or found gone is shut out instead (`shut_out`): the
+same quarantine, and its runs resolved at once as exception/worker-shutdown (retried while
+retries are left), so they need not wait for their claims to expire.
 
 A claimWork writes its worker's row (the runs it is about to claim, its last activity) in
 the transaction that writes those runs' claim rows, conditionally on the version of the row
 it started from (see `claiming`): a quarantine written since refuses the transaction, so the
 claimWork reads the row again, sees the quarantine and claims nothing. A quarantine that
 comes while the claims are being made is found if the runs it could not claim are written
-off the row afterwards; otherwise it releases the worker's runs itself, as for any runs the
-worker holds.
+off the row afterwards, and the claimWork then releases what it claimed without answering
+it; otherwise the runs are answered, the worker's like any it held when quarantined.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ log = logging.getLogger("queue.workers")
 RECENT_TASKS = 20
 WORKER_LIFETIME = timedelta(days=1)        # how long after its last claim a worker is listed
 ACTIVE_REFRESH = timedelta(seconds=60)     # an idle worker's lastDateActive is written at most this often
+NEVER_QUARANTINED = timedelta(days=3652)   # Taskcluster's quarantineUntil of a new worker: 10 years back
+WORKER_MANAGER = "worker-manager"          # who shuts a removed worker out, in its quarantineDetails
 
 
 class Workers:
@@ -118,15 +122,21 @@ class Workers:
         """A worker that must get no more work (the worker manager removed it, or found it
         gone): quarantined until `until` (when its credentials expire), its row made if it
         never claimed so that a first claimWork still in flight is refused too, and the runs
-        it holds released."""
+        it holds released: nobody will resolve them."""
         self.arrive(task_queue_id, worker_group, worker_id, now, fresh=True)
-        return self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now,
-                               why=why)
+        worker = self.quarantine(task_queue_id, worker_group, worker_id, until, f"{why} by the worker manager", now,
+                                 client_id=WORKER_MANAGER)
+        if parse_iso(until) > now:
+            self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
+                task_queue_id, worker_group, worker_id), now, why)
+        return worker
 
     def quarantine(self, task_queue_id: str, worker_group: str, worker_id: str, until: str, info: str,
-                   now: datetime, why: str = "quarantined") -> dict:
-        detail = {"clientId": "anonymous", "updatedAt": to_iso(now), "quarantineUntil": until,
-                  "quarantineInfo": info}
+                   now: datetime, client_id: str = "anonymous") -> dict:
+        """quarantineWorker: no new work until `until` (a time past lifts it); the runs the
+        worker holds stay its own. `client_id`: who asked, for the worker's quarantineDetails."""
+        detail = {"clientId": client_id, "updatedAt": to_iso(now), "quarantineUntil": until,
+                  "quarantineInfo": info or "[unspecified]"}   # Taskcluster's word for no reason given
         record = change_until_saved(
             lambda: self._existing(task_queue_id, worker_group, worker_id, now),
             lambda record: replace(record, quarantine_until=until, expires=_later(record.expires, until),
@@ -134,9 +144,6 @@ class Workers:
             self.worker_table.save)
         log.info("worker %s/%s on %s quarantined until %s", worker_group, worker_id, task_queue_id, until,
                  extra={"taskQueueId": task_queue_id, "workerId": worker_id, "action": "quarantine"})
-        if self.quarantined(record, now):
-            self.release(task_queue_id, worker_group, worker_id, self.claim_table.held_by(
-                task_queue_id, worker_group, worker_id), now, why)
         return render(record)
 
     def declare(self, task_queue_id: str, worker_group: str, worker_id: str, expires: str, now: datetime) -> dict:
@@ -179,7 +186,7 @@ class Workers:
         records = self.worker_table.page(task_queue_id, after, limit + 1)
         shown = [record for record in records[:limit] if not lapsed(record.expires, now)
                  and (quarantined is None or self.quarantined(record, now) == (quarantined == "true"))]
-        return {"workers": [_summary(record) for record in shown]}, \
+        return {"workers": [_summary(record, now) for record in shown]}, \
             row_key(records[limit - 1]) if len(records) > limit else None
 
     def _existing(self, task_queue_id: str, worker_group: str, worker_id: str, now: datetime) -> WorkerRecord:
@@ -216,21 +223,24 @@ def _later(first: str, second: str) -> str:
 
 
 def render(record: WorkerRecord) -> dict:
+    """getWorker's body, as Taskcluster's: `quarantineUntil` always (for a worker never
+    quarantined, ten years before it was first seen, the past Taskcluster writes), `actions`
+    always empty; `quarantineDetails` besides, which its schema allows."""
     provisioner_id, worker_type = record.task_queue_id.split("/", 1)
-    out = {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": record.task_queue_id,
-           "workerGroup": record.worker_group, "workerId": record.worker_id,
-           "recentTasks": list(record.recent_tasks), "expires": record.expires,
-           "firstClaim": record.first_claim, "lastDateActive": record.last_date_active,
-           "quarantineDetails": list(record.quarantine_details)}
-    if record.quarantine_until:
-        out["quarantineUntil"] = record.quarantine_until
-    return out
+    never = to_iso(parse_iso(record.first_claim) - NEVER_QUARANTINED)
+    return {"provisionerId": provisioner_id, "workerType": worker_type, "taskQueueId": record.task_queue_id,
+            "workerGroup": record.worker_group, "workerId": record.worker_id,
+            "recentTasks": list(record.recent_tasks), "expires": record.expires,
+            "firstClaim": record.first_claim, "lastDateActive": record.last_date_active,
+            "quarantineUntil": record.quarantine_until or never,
+            "quarantineDetails": list(record.quarantine_details), "actions": []}
 
 
-def _summary(record: WorkerRecord) -> dict:
+def _summary(record: WorkerRecord, now: datetime) -> dict:
+    """listWorkers' entry: `quarantineUntil` only while quarantined, as Taskcluster's."""
     out = {"workerGroup": record.worker_group, "workerId": record.worker_id, "firstClaim": record.first_claim,
            "lastDateActive": record.last_date_active}
-    if record.quarantine_until:
+    if Workers.quarantined(record, now):
         out["quarantineUntil"] = record.quarantine_until
     if record.recent_tasks:
         out["latestTask"] = record.recent_tasks[-1]

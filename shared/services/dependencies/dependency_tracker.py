@@ -49,7 +49,7 @@ from shared.runtime.thread_pools import DEPENDENCY_READS, DEPENDENTS
 from shared.domain import lifecycle
 from shared.domain.dependencies import (LISTED_DEPENDENTS, Dependent, dependencies_of, resolution_of, satisfies,
                                         terms_met)
-from shared.domain.errors import Conflict, InvalidInput
+from shared.domain.errors import Conflict, InputError
 from shared.domain.runs import RunState
 from shared.domain.timestamps import parse_iso, utcnow
 from shared.storage.tables.dependency_table import DependencyTable
@@ -380,7 +380,7 @@ def _refuse_missing(records: dict, total: int) -> None:
     missing = sorted(task_id for task_id, record in records.items() if record is None)
     if missing:
         unread = f" (stopped after reading {len(records)} of {total})" if len(records) < total else ""
-        raise InvalidInput(f"dependencies: these tasks do not exist: {_some(missing)}{unread}")
+        raise InputError(f"dependencies: these tasks do not exist: {_some(missing)}{unread}")
 
 
 def _check_dependencies(definitions: dict[str, dict], records: dict, unborn: frozenset[str]) -> None:
@@ -393,7 +393,7 @@ def _check_dependencies(definitions: dict[str, dict], records: dict, unborn: fro
             if parse_iso(expires) < deadline:
                 expiring.add(required)
     if expiring:
-        raise InvalidInput(f"dependencies: these tasks expire before the dependent's deadline: "
+        raise InputError(f"dependencies: these tasks expire before the dependent's deadline: "
                            f"{_some(sorted(expiring))}")
 
 

@@ -287,6 +287,6 @@ def _definitions(nodes: list[Node], now: datetime) -> dict[str, dict]:
         validate("create-task-request", node.task, where)
         try:
             definitions[node.task_id] = task_definition.normalize(node.task_id, node.task, now)
-        except InvalidInput as error:
-            raise InvalidInput(f"{where}.{error.message}") from None
+        except InvalidInput as error:   # of its kind: a rule between fields is an InputError
+            raise type(error)(f"{where}.{error.message}") from None
     return definitions

@@ -270,8 +270,7 @@ class TaskGroups:
 
     def list(self, task_group_id: str, after: str, limit: int) -> tuple[dict, str | None]:
         """listTaskGroup: a page of the group's tasks after `after`, and its last when more follow."""
-        out = self.get(task_group_id)
-        out.pop("sealed", None)
+        out = self.get(task_group_id)   # with `sealed` once sealed, as Taskcluster's listing
         tasks, last = self.page_of_tasks(self.group_table.members(task_group_id, after, limit + 1), limit)
         return {**out, **tasks}, last
 

@@ -88,3 +88,20 @@ def test_a_workers_claims_are_recorded_after_its_row_expired_and_went(task_queue
     assert [claim["status"]["taskId"] for claim in here.work_claimer.claim_work(task_queue_id, "wg", "w1", 1)["tasks"]] \
         == [task_id]
     assert here.workers.get(task_queue_id, "wg", "w1", utcnow())["recentTasks"] == [{"taskId": task_id, "runId": 0}]
+
+
+def test_a_quarantine_leaves_the_worker_its_runs_and_a_shut_out_releases_them(task_queue_id):
+    services = memory_services()
+    kept, released = new_slugid(), new_slugid()
+    until = to_iso(utcnow() + timedelta(hours=1))
+    for task_id, worker_id in ((kept, "quarantined"), (released, "removed")):
+        services.task_calls.create(task_id, make_task(task_queue_id))
+        assert services.work_claimer.claim_work(task_queue_id, "wg", worker_id, 1)["tasks"]
+    services.workers.quarantine(task_queue_id, "wg", "quarantined", until, "look at it", utcnow())
+    services.workers.shut_out(task_queue_id, "wg", "removed", until, "removed", utcnow())
+
+    assert [run["state"] for run in services.task_calls.status(kept)["runs"]] == ["running"]
+    runs = services.task_calls.status(released)["runs"]
+    assert [(run["state"], run.get("reasonResolved")) for run in runs] == [("exception", "worker-shutdown"),
+                                                                           ("pending", None)]
+    assert services.resolutions.completed(kept, 0)["status"]["state"] == "completed"
