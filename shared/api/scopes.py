@@ -267,6 +267,7 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "registerWorker": None,   # the worker has no credentials yet: its proof of identity is checked instead
     "reregisterWorker": Requirement(f"worker-manager:reregister-worker:{_POOL_WORKER}",
                                     request=_body("workerPoolId", "workerGroup", "workerId")),
+    "listWorkersForWorkerGroup": Requirement("worker-manager:list-workers:<workerPoolId>/<workerGroup>"),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

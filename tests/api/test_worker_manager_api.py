@@ -1,13 +1,15 @@
 """The worker-manager API through a real host with the official `taskcluster.WorkerManager`
 client: pools created, updated, listed and deleted with Taskcluster's scopes, bodies and
 errors; static workers created, registered, reregistered and removed; a registration token
-used twice refused."""
+used twice refused; pool ids with their slash encoded or not routed as Taskcluster routes
+them."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
+import requests
 import taskcluster
 
 from shared.domain.ids import new_slugid
@@ -180,3 +182,25 @@ def test_workers_report_errors_which_are_listed_with_the_pools(server, wm, pool_
     assert check_response("worker-manager/worker-pool-error-list", listed) == []
     assert [error["errorId"] for error in listed["workerPoolErrors"]] == [reported["errorId"]]
     assert wm.listWorkerPoolErrors(pool_id, query={"errorId": reported["errorId"]})["workerPoolErrors"] == [reported]
+
+
+def test_pool_ids_sent_encoded_stay_one_parameter_and_plain_slashes_route_as_taskclusters(server, wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    expires = taskcluster.stringDate(taskcluster.fromNow("1 day"))
+    for group, worker in (("basement", "box-1"), ("basement", "box-2"), ("attic", "box-3")):
+        wm.createWorker(pool_id, group, worker, {"expires": expires, "providerInfo": {"staticSecret": SECRET}})
+    listed = wm.listWorkersForWorkerGroup(pool_id, "basement")
+    assert check_response("worker-manager/worker-list", listed) == []
+    assert [worker["workerId"] for worker in listed["workers"]] == ["box-1", "box-2"]
+    page = wm.listWorkersForWorkerGroup(pool_id, "basement", query={"limit": 1})
+    assert [worker["workerId"] for worker in page["workers"]] == ["box-1"] and page["continuationToken"]
+    assert wm.workerPoolStats(pool_id)["launchConfigStats"][0]["runningCount"] == 3
+
+    def raw(path: str) -> requests.Response:
+        return requests.get(f"{server.root_url}/api/worker-manager/v1{path}", auth=server.auth, timeout=10)
+    assert raw(f"/worker-pool/{pool_id}").json()["workerPoolId"] == pool_id    # `{*workerPoolId}`
+    assert raw(f"/worker-pool/{pool_id}/stats").json() == wm.workerPoolStats(pool_id)
+    assert raw(f"/worker-pool-errors/{pool_id}").json() == {"workerPoolErrors": []}
+    # `/workers/:workerPoolId/:workerGroup` comes first in Taskcluster: this is a group of pool `p`.
+    answer = raw(f"/workers/{pool_id}")
+    assert (answer.status_code, answer.json()["requestInfo"]["method"]) == (400, "listWorkersForWorkerGroup")
