@@ -74,6 +74,13 @@ class Endpoint:
     own_credentials: bool = False
     # The parameter Taskcluster's route declares `{*...}` (see the module's docstring).
     wildcard: str | None = None
+    # The name its scopes are listed under in `scopes.py`, where two services share a method's
+    # name (the queue's and the worker manager's `listWorkers`); the endpoint's name otherwise.
+    scoped_as: str | None = None
+
+    @property
+    def scopes_key(self) -> str:
+        return self.scoped_as or self.name
 
     @property
     def spread(self) -> int | None:

@@ -18,11 +18,13 @@ from shared.api.paging import paged
 from shared.api.router import Endpoint
 from shared.api.service_calls import service_calls
 from shared.domain.timestamps import utcnow
+from shared.services.worker_manager.worker_metadata import WorkerMetadata
 
 SERVICE_ROOT = "/worker-manager/v1"
 PAGED = ("continuationToken", "limit")
 POOL = "/worker-pool/<workerPoolId>"
 WORKER = "/workers/<workerPoolId>/<workerGroup>/<workerId>"
+QUEUE_WORKERS = "/provisioners/<provisionerId>/worker-types/<workerType>/workers"
 
 
 def _wm(call: Call):
@@ -42,6 +44,17 @@ def _list_workers(call: Call) -> dict:
         _pool_id(call), after, limit, call.query.get("state"), call.params.get("workerGroup")))
 
 
+def _metadata(call: Call) -> WorkerMetadata:
+    """The queue's workers with the manager's view of each (listWorkers, getWorker)."""
+    return WorkerMetadata(call.services.workers, _wm(call).workers.states.table)
+
+
+def _list_queue_workers(call: Call) -> dict:
+    return paged(call.query, lambda after, limit: _metadata(call).list(
+        call.params["provisionerId"], call.params["workerType"], after, limit, call.query.get("quarantined"),
+        call.query.get("workerState"), utcnow()))
+
+
 ENDPOINTS = [
     *service_calls("Taskcluster-compatible Worker Manager", SERVICE_ROOT, lambda: ENDPOINTS),
     Endpoint("listProviders", "GET", "/providers",
@@ -58,6 +71,9 @@ ENDPOINTS = [
     Endpoint("deleteWorkerPool", "DELETE", POOL,
              lambda call: _wm(call).pools.delete(_pool_id(call), utcnow()),
              output_schema="worker-manager/worker-pool-full", wildcard="workerPoolId"),
+    Endpoint("listWorkerPoolLaunchConfigs", "GET", POOL + "/launch-configs",
+             lambda call: paged(call.query, partial(_wm(call).pools.launch_configs, _pool_id(call))),
+             query=(*PAGED, "includeArchived"), output_schema="worker-manager/worker-pool-launch-config-list"),
     Endpoint("workerPoolStats", "GET", POOL + "/stats",
              lambda call: _wm(call).pools.stats(_pool_id(call)), output_schema="worker-manager/worker-pool-stats",
              wildcard="workerPoolId"),
@@ -67,10 +83,16 @@ ENDPOINTS = [
     Endpoint("listWorkerPools", "GET", "/worker-pools",
              lambda call: paged(call.query, _wm(call).pools.list),
              query=PAGED, output_schema="worker-manager/worker-pool-list"),
+    Endpoint("listWorkerPoolsStats", "GET", "/worker-pools/stats",
+             lambda call: paged(call.query, _wm(call).pools.stats_page),
+             query=PAGED, output_schema="worker-manager/worker-pool-list-stats"),
     Endpoint("reportWorkerError", "POST", "/worker-pool-errors/<workerPoolId>",
              lambda call: _wm(call).pools.report_error(_pool_id(call), call.body, utcnow()),
              input_schema="worker-manager/report-worker-error-request",
              output_schema="worker-manager/worker-pool-error", wildcard="workerPoolId"),
+    Endpoint("workerPoolErrorStats", "GET", "/worker-pool-errors/stats",
+             lambda call: _wm(call).pools.error_stats(call.query.get("workerPoolId", ""), call.authorize, utcnow()),
+             query=("workerPoolId",), output_schema="worker-manager/worker-pool-error-stats"),
     Endpoint("listWorkerPoolErrors", "GET", "/worker-pool-errors/<workerPoolId>",
              lambda call: paged(call.query, partial(_wm(call).errors.list, _pool_id(call),
                                                     error_id=call.query.get("errorId"))),
@@ -105,4 +127,13 @@ ENDPOINTS = [
              input_schema="worker-manager/reregister-worker-request",
              output_schema="worker-manager/reregister-worker-response",
              hidden=("secret",)),
+    # The queue's workers of a pool, as the worker manager shows them; the queue has calls of the
+    # same names, with scopes of its own.
+    Endpoint("listWorkers", "GET", QUEUE_WORKERS, _list_queue_workers,
+             query=(*PAGED, "quarantined", "workerState"), output_schema="worker-manager/list-workers-response",
+             scoped_as="worker-manager.listWorkers"),
+    Endpoint("getWorker", "GET", QUEUE_WORKERS + "/<workerGroup>/<workerId>",
+             lambda call: _metadata(call).get(call.params["provisionerId"], call.params["workerType"],
+                                              call.params["workerGroup"], call.params["workerId"], utcnow()),
+             output_schema="worker-manager/worker-response", scoped_as="worker-manager.getWorker"),
 ]

@@ -2,7 +2,7 @@
 client: pools created, updated, listed and deleted with Taskcluster's scopes, bodies and
 errors; static workers created, registered, reregistered and removed; a registration token
 used twice refused; pool ids with their slash encoded or not routed as Taskcluster routes
-them."""
+them; the queue's workers of a pool (listWorkers, getWorker) and the pools' statistics."""
 
 from __future__ import annotations
 
@@ -194,6 +194,10 @@ def test_pool_ids_sent_encoded_stay_one_parameter_and_plain_slashes_route_as_tas
     assert [worker["workerId"] for worker in listed["workers"]] == ["box-1", "box-2"]
     page = wm.listWorkersForWorkerGroup(pool_id, "basement", query={"limit": 1})
     assert [worker["workerId"] for worker in page["workers"]] == ["box-1"] and page["continuationToken"]
+    configs = wm.listWorkerPoolLaunchConfigs(pool_id)
+    assert check_response("worker-manager/worker-pool-launch-config-list", configs) == []
+    assert [(c["launchConfigId"], c["configuration"]) for c in configs["workerPoolLaunchConfigs"]] == \
+        [("default", POOL_BODY["config"])]
     assert wm.workerPoolStats(pool_id)["launchConfigStats"][0]["runningCount"] == 3
 
     def raw(path: str) -> requests.Response:
@@ -204,3 +208,61 @@ def test_pool_ids_sent_encoded_stay_one_parameter_and_plain_slashes_route_as_tas
     # `/workers/:workerPoolId/:workerGroup` comes first in Taskcluster: this is a group of pool `p`.
     answer = raw(f"/workers/{pool_id}")
     assert (answer.status_code, answer.json()["requestInfo"]["method"]) == (400, "listWorkersForWorkerGroup")
+
+
+def test_pool_and_error_statistics_of_one_pool_or_all(server, wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    wm.createWorker(pool_id, "g", "w", {"expires": taskcluster.stringDate(taskcluster.fromNow("1 day")),
+                                        "capacity": 2, "providerInfo": {"staticSecret": SECRET}})
+    stats, token = [], None
+    while True:
+        page = wm.listWorkerPoolsStats(query={"limit": 50, **({"continuationToken": token} if token else {})})
+        assert check_response("worker-manager/worker-pool-list-stats", page) == []
+        stats += page["workerPoolsStats"]
+        token = page.get("continuationToken")
+        if not token:
+            break
+    mine = [entry for entry in stats if entry["workerPoolId"] == pool_id]
+    assert [(entry["runningCount"], entry["runningCapacity"], entry["currentCapacity"]) for entry in mine] == [(1, 2, 2)]
+
+    worker = manager(server, temporary(ROOT_CREDENTIALS, [f"assume:worker-pool:{pool_id}", "assume:worker-id:g/w"]))
+    worker.reportWorkerError(pool_id, {"workerGroup": "g", "workerId": "w", "kind": "disk-full", "title": "Disk full",
+                                       "description": "no space left on /", "extra": {"code": "ENOSPC"}})
+    errors = wm.workerPoolErrorStats(query={"workerPoolId": pool_id})
+    assert check_response("worker-manager/worker-pool-error-stats", errors) == []
+    totals = errors["totals"]
+    assert (errors["workerPoolId"], totals["total"], totals["title"], totals["code"], totals["workerPool"]) == \
+        (pool_id, 1, {"Disk full": 1}, {"ENOSPC": 1}, {pool_id: 1})
+    assert len(totals["daily"]) == 7 and len(totals["hourly"]) == 24 and sum(totals["hourly"].values()) == 1
+    everyone = wm.workerPoolErrorStats()
+    assert everyone["workerPoolId"] == "" and everyone["totals"]["workerPool"][pool_id] == 1
+    reader = manager(server, temporary(ROOT_CREDENTIALS, [f"worker-manager:list-worker-pool-errors:{pool_id}"]))
+    assert reader.workerPoolErrorStats(query={"workerPoolId": pool_id})["totals"]["total"] == 1
+    assert refusal(reader.workerPoolErrorStats)[0] == 403   # every pool's needs the scope for `*`
+    assert refusal(wm.workerPoolErrorStats, query={"workerPoolId": pool_id + "-none"})[0] == 404
+
+
+def test_the_queues_workers_of_a_pool_with_the_managers_view_of_each(server, wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    wm.createWorker(pool_id, "g", "managed", {"expires": taskcluster.stringDate(taskcluster.fromNow("1 day")),
+                                              "capacity": 2, "providerInfo": {"staticSecret": SECRET}})
+    queue = server.client()
+    for worker_id in ("managed", "standalone"):   # the queue knows a worker from its first claimWork
+        queue.claimWork(pool_id, {"workerGroup": "g", "workerId": worker_id, "tasks": 1})
+    provisioner_id, worker_type = pool_id.split("/")
+    listed = wm.listWorkers(provisioner_id, worker_type)
+    assert check_response("worker-manager/list-workers-response", listed) == []
+    shown = {worker["workerId"]: (worker["state"], worker["capacity"], worker["providerId"])
+             for worker in listed["workers"]}
+    assert shown == {"managed": ("running", 2, "static"), "standalone": ("standalone", 0, "none")}
+    running = wm.listWorkers(provisioner_id, worker_type, query={"workerState": "running"})["workers"]
+    assert [worker["workerId"] for worker in running] == ["managed"]
+    got = wm.getWorker(provisioner_id, worker_type, "g", "managed")
+    assert check_response("worker-manager/worker-response", got) == []
+    assert (got["workerPoolId"], got["state"], got["recentTasks"]) == (pool_id, "running", [])
+    assert refusal(wm.getWorker, provisioner_id, worker_type, "g", "never-claimed")[0] == 404
+    # Its own scopes, not the queue's calls' of the same names.
+    lister = manager(server, temporary(ROOT_CREDENTIALS, [f"worker-manager:list-workers:{pool_id}"]))
+    assert len(lister.listWorkers(provisioner_id, worker_type)["workers"]) == 2
+    queue_lister = manager(server, temporary(ROOT_CREDENTIALS, [f"queue:list-workers:{pool_id}"]))
+    assert refusal(queue_lister.listWorkers, provisioner_id, worker_type)[0] == 403
