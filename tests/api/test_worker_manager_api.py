@@ -51,7 +51,9 @@ def test_a_pool_is_created_read_updated_listed_and_deleted(server, wm, pool_id):
     assert {key: created[key] for key in POOL_BODY} == POOL_BODY and created["workerPoolId"] == pool_id
     assert created["currentCapacity"] == 0 and created["runningCount"] == 0
     assert wm.workerPool(pool_id) == created
-    status, body = refusal(wm.createWorkerPool, pool_id, POOL_BODY)
+    # The same definition again is answered as the first was (Taskcluster's); another is a conflict.
+    assert wm.createWorkerPool(pool_id, POOL_BODY) == created
+    status, body = refusal(wm.createWorkerPool, pool_id, {**POOL_BODY, "description": "elsewhere"})
     assert (status, body["code"]) == (409, "RequestConflict")
 
     local = {**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 2, "scalingRatio": 0.5}}

@@ -2,7 +2,9 @@
 listWorkerPools, workerPoolStats, listWorkerPoolsStats, listWorkerPoolLaunchConfigs,
 listProviders, reportWorkerError and workerPoolErrorStats, with Taskcluster's semantics.
 
-A pool's config is checked against its provider's schema (400 naming the field). Updating
+A pool's config is checked against its provider's schema (400 naming the field). A
+createWorkerPool repeated with the same definition is answered as the first (Taskcluster's
+`WorkerPool.create` does so); with another, it is a conflict. Updating
 a pool's providerId keeps the old one among its previous providers (its workers may still
 register); deleting a pool hands it to the null provider, and the provisioner removes it
 once its last worker has stopped. Each change is a conditional write with its event
@@ -75,6 +77,9 @@ class WorkerPools:
         try:
             record = self.pool_table.insert(WorkerPoolRecord(pool, outbox=self._announce(POOL_CREATED, pool, None)))
         except AlreadyExists:
+            existing = self.load(worker_pool_id)
+            if existing.pool.same_definition(pool):   # the same request again (its answer was lost)
+                return self.render(existing)
             raise Conflict(f"Worker pool {worker_pool_id} already exists") from None
         self.publisher.written(self.pool_table, record)
         return self._changed(record)
