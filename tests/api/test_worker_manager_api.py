@@ -268,3 +268,18 @@ def test_the_queues_workers_of_a_pool_with_the_managers_view_of_each(server, wm,
     assert len(lister.listWorkers(provisioner_id, worker_type)["workers"]) == 2
     queue_lister = manager(server, temporary(ROOT_CREDENTIALS, [f"queue:list-workers:{pool_id}"]))
     assert refusal(queue_lister.listWorkers, provisioner_id, worker_type)[0] == 403
+
+
+def test_a_static_worker_created_again_needs_its_own_secret(wm, pool_id):
+    wm.createWorkerPool(pool_id, POOL_BODY)
+    expires = taskcluster.stringDate(taskcluster.fromNow("1 day"))
+    created = wm.createWorker(pool_id, "g", "w", {"expires": expires, "providerInfo": {"staticSecret": SECRET}})
+    later = taskcluster.stringDate(taskcluster.fromNow("2 days"))   # Taskcluster answers the worker as it is
+    assert wm.createWorker(pool_id, "g", "w", {"expires": later, "providerInfo": {"staticSecret": SECRET}}) == created
+    other = new_slugid() + new_slugid()
+    status, body = refusal(wm.createWorker, pool_id, "g", "w", {"expires": expires,
+                                                                "providerInfo": {"staticSecret": other}})
+    assert (status, body["code"], body["message"]) == (400, "InputError", "worker already exists")
+    for call in (wm.createWorker, wm.updateWorker):   # the schema leaves providerInfo to the provider
+        status, body = refusal(call, pool_id, "g", "w2" if call == wm.createWorker else "w", {"expires": expires})
+        assert (status, body["code"], body["message"]) == (400, "InputError", "no worker staticSecret provided")

@@ -31,6 +31,7 @@ VALID = [
     ("config-static", {"lifecycle": {"reregistrationTimeout": 3600}, "workerConfig": {"x": 1}}),
     ("config-static", {}),
     ("create-worker-request", {"expires": NOW, "capacity": 2, "providerInfo": {"staticSecret": SECRET}}),
+    ("create-worker-request", {"expires": NOW}),   # providerInfo is the provider's to require, as Taskcluster's
     ("register-worker-request", REGISTER),
     ("register-worker-request", {**REGISTER, "workerIdentityProof": {"staticSecret": SECRET}, "systemBootTime": NOW}),
     ("reregister-worker-request", {"workerPoolId": "proj/linux", "workerGroup": "local", "workerId": "w", "secret": SECRET}),
