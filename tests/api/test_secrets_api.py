@@ -86,6 +86,9 @@ def test_list_is_paged(secrets, prefix):
     names = _all_names(secrets, limit=2)
     assert [name for name in names if name.startswith(prefix)] == wanted
     assert len(names) == len(set(names))
+    error = rest_error(lambda: secrets.list(query={"continuationToken": "garbage!"}))
+    assert (error.status_code, error.body["code"]) == (400, "InputError")   # Taskcluster's paginateResults
+    assert "Invalid continuation token" in error.body["message"]
 
 
 def test_scopes_are_taskclusters(server, secrets, prefix):

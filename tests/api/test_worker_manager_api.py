@@ -75,6 +75,8 @@ def test_a_pool_is_created_read_updated_listed_and_deleted(server, wm, pool_id):
         if not token:
             break
     assert all(len(names) <= 1 for names in pages) and [name for names in pages for name in names] == listed
+    status, body = refusal(wm.listWorkerPools, query={"continuationToken": "garbage!"})
+    assert (status, body["code"]) == (400, "InputError")   # Taskcluster's paginateResults
     wm.deleteWorkerPool(other)
 
     deleted = wm.deleteWorkerPool(pool_id)
