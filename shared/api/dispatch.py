@@ -19,6 +19,7 @@ from typing import Callable
 from shared.auth.errors import AuthError
 from shared.domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
 from shared.services.task_groups.group_feeds import MAX_WAIT
+from shared.api import cors
 from shared.api.paging import parse_limit
 from shared.api.access import Access, Guard
 from shared.api.errors import InvalidRequestArguments, error_response
@@ -68,6 +69,13 @@ class Call:
 
 def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object],
              access: Callable[[], Access]) -> ApiResponse:
+    """The answer, with Taskcluster's CORS headers whatever it is (see `cors.py`)."""
+    answer = cors.preflight(endpoints, request.path) if request.method == "OPTIONS" else None
+    return cors.with_headers(answer or _answer(endpoints, request, services, access))
+
+
+def _answer(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object],
+            access: Callable[[], Access]) -> ApiResponse:
     found = match(endpoints, request.method, request.path)
     if found is None:
         error = NotFound(f"No endpoint answers {request.method} {request.path}")
