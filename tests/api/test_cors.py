@@ -21,6 +21,7 @@ PREFLIGHT = {"Origin": "http://example.com", "Access-Control-Request-Method": "G
     ("/worker-manager/v1/worker-pool/proj%2Flinux", "PUT,POST,DELETE,GET"),
     ("/object/v1/metadata/x", "GET"),
     ("/scheduler/v1/task-graph/fN1SbArXTPSVFNUvaOlinQ", "PUT"),
+    ("/auth/v1/clients/", "GET"),
 ])
 def test_a_preflight_is_answered_with_taskclusters_headers_without_credentials(server, path, allowed):
     response = requests.options(f"{server.root_url}/api{path}", headers=PREFLIGHT, timeout=10)

@@ -1,5 +1,6 @@
 """The scope table: every endpoint of our APIs, every endpoint of Taskcluster's queue, object
-and worker-manager references, with Taskcluster's expressions."""
+and worker-manager references and those of its auth reference we serve, with Taskcluster's
+expressions."""
 
 import json
 from pathlib import Path

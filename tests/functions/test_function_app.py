@@ -100,7 +100,7 @@ def test_queue_driven_functions_bind_to_queues_named_by_app_settings():
 def test_every_services_function_takes_browsers_preflights_and_answers_them_with_cors():
     """The Functions host routes OPTIONS to a function only when its trigger lists it."""
     for name in ("queue_api", "scheduler_api", "object_api", "hooks_api", "index_api", "secrets_api",
-                 "worker_manager_api"):
+                 "worker_manager_api", "auth_api"):
         trigger = functions_by_name()[name].get_trigger()
         assert "OPTIONS" in {str(getattr(method, "value", method)) for method in trigger.methods}, name
     response = call("OPTIONS", "/task/abc")

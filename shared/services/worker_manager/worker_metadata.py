@@ -35,7 +35,8 @@ class WorkerMetadata:
         return {"workers": [worker for worker in workers if worker_state in (None, worker["state"])]}, last
 
     def get(self, provisioner_id: str, worker_type: str, worker_group: str, worker_id: str, now: datetime) -> dict:
-        """worker-response.json: the queue's worker (404 if it has not claimed from the pool)."""
+        """worker-response.json: the queue's worker (404 if it has not claimed from the pool),
+        `actions` and all, as Taskcluster's answers it."""
         pool = f"{provisioner_id}/{worker_type}"
         seen = self.queue_workers.get(pool, worker_group, worker_id, now)
         seen.pop("taskQueueId", None)   # the queue's name for it; this answer says workerPoolId
