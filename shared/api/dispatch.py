@@ -19,6 +19,7 @@ from typing import Callable
 from shared.auth.errors import AuthError
 from shared.domain.errors import MalformedPayload, NotFound, QueueError, TooLarge
 from shared.services.task_groups.group_feeds import MAX_WAIT
+from shared.api import cors
 from shared.api.paging import parse_limit
 from shared.api.access import Access, Guard
 from shared.api.errors import InvalidRequestArguments, error_response
@@ -68,6 +69,13 @@ class Call:
 
 def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object],
              access: Callable[[], Access]) -> ApiResponse:
+    """The answer, with Taskcluster's CORS headers whatever it is (see `cors.py`)."""
+    answer = cors.preflight(endpoints, request.path) if request.method == "OPTIONS" else None
+    return cors.with_headers(answer or _answer(endpoints, request, services, access))
+
+
+def _answer(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[], object],
+            access: Callable[[], Access]) -> ApiResponse:
     found = match(endpoints, request.method, request.path)
     if found is None:
         error = NotFound(f"No endpoint answers {request.method} {request.path}")
@@ -78,7 +86,7 @@ def dispatch(endpoints: list[Endpoint], request: ApiRequest, services: Callable[
         checker = access()
         # testAuthenticate's requests are signed by its own test client: it checks them itself.
         caller = checker.realm.anonymous if endpoint.own_credentials else checker.authenticate(request)
-        guard = checker.guard(endpoint.name, caller, params)
+        guard = checker.guard(endpoint.scopes_key, caller, params)
         guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)
@@ -132,6 +140,10 @@ QUERY_OPTIONS = {
     "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT},
     "state": {"enum": ["requested", "running", "stopping", "stopped"]},
     "errorId": {"type": "string", "pattern": SLUGID_PATTERN},
+    # the worker manager's: workerPoolErrorStats, listWorkerPoolLaunchConfigs, listWorkers
+    "workerPoolId": {"type": "string", "pattern": "^([a-zA-Z0-9/-]+)?$"},
+    "includeArchived": {"enum": ["true", "false"]},
+    "workerState": {"enum": ["requested", "running", "stopping", "stopped"]},
 }
 
 
@@ -143,7 +155,7 @@ def _check_query(endpoint: Endpoint, query: dict) -> dict:
         checked["wait"] = _wait(checked["wait"])
     if checked.get("quarantined", "true") not in ("true", "false"):
         raise InvalidRequestArguments(f"quarantined: {checked['quarantined']!r} must be true or false")
-    for name in ("state", "errorId"):
+    for name in ("state", "errorId", "workerPoolId", "includeArchived", "workerState"):
         if name in checked and not _allowed(QUERY_OPTIONS[name], checked[name]):
             raise InvalidRequestArguments(f"{name}: {checked[name][:50]!r} is not a valid {name}")
     return checked

@@ -54,7 +54,7 @@ def _operation(endpoint: Endpoint) -> dict:
     }
     if endpoint.input_schema:
         operation["requestBody"] = {"required": True, "content": _json(endpoint.input_schema)}
-    required = scopes.expression(endpoint.name)
+    required = scopes.expression(endpoint.scopes_key)
     if required is not None:   # Taskcluster's notation: `<param>` and for/in/each are filled per call
         operation["x-taskcluster-scopes"] = required
     return operation

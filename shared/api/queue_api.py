@@ -2,7 +2,9 @@
 
 Each handler translates one call into one service method; the rules live in the services.
 What each endpoint requires of its caller is in `scopes.py`; a handler whose service reads
-what the check needs hands it `call.authorize`.
+what the check needs hands it `call.authorize`. A taskQueueId takes its slash as it is
+(`/pending/proj/linux`) where Taskcluster's route declares it `{*taskQueueId}`, not in
+getTaskQueue's (`/task-queues/:taskQueueId`), as in Taskcluster (see `router.py`).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ ENDPOINTS = [
                                                                call.authorize),
              input_schema="change-task-priority-request", output_schema="task-status-response"),
     Endpoint("claimWork", "POST", "/claim-work/<taskQueueId>", _claim_work,
-             input_schema="claim-work-request", output_schema="claim-work-response"),
+             input_schema="claim-work-request", output_schema="claim-work-response", wildcard="taskQueueId"),
     Endpoint("claimTask", "POST", "/task/<taskId>/runs/<runId>/claim", _claim_task,
              input_schema="task-claim-request", output_schema="task-claim-response"),
     Endpoint("reclaimTask", "POST", "/task/<taskId>/runs/<runId>/reclaim",
@@ -130,16 +132,18 @@ ENDPOINTS = [
              output_schema="task-group-response"),
     Endpoint("pendingTasks", "GET", "/pending/<taskQueueId>",
              lambda call: call.services.task_queues.pending_count(call.params["taskQueueId"]),
-             output_schema="pending-tasks-response"),
+             output_schema="pending-tasks-response", wildcard="taskQueueId"),
     Endpoint("taskQueueCounts", "GET", "/task-queues/<taskQueueId>/counts",
              lambda call: call.services.task_queues.counts(call.params["taskQueueId"]),
-             output_schema="task-queue-counts-response"),
+             output_schema="task-queue-counts-response", wildcard="taskQueueId"),
     Endpoint("listPendingTasks", "GET", "/task-queues/<taskQueueId>/pending",
              lambda call: paged(call.query, partial(call.services.task_queues.pending_runs, call.params["taskQueueId"])),
-             query=("continuationToken", "limit"), output_schema="list-pending-tasks-response"),
+             query=("continuationToken", "limit"), output_schema="list-pending-tasks-response",
+             wildcard="taskQueueId"),
     Endpoint("listClaimedTasks", "GET", "/task-queues/<taskQueueId>/claimed",
              lambda call: paged(call.query, partial(call.services.task_queues.claimed_runs, call.params["taskQueueId"])),
-             query=("continuationToken", "limit"), output_schema="list-claimed-tasks-response"),
+             query=("continuationToken", "limit"), output_schema="list-claimed-tasks-response",
+             wildcard="taskQueueId"),
     Endpoint("listTaskQueues", "GET", "/task-queues",
              lambda call: paged(call.query, lambda after, limit: call.services.task_queues.list(after, limit, utcnow())),
              query=("continuationToken", "limit"), output_schema="list-taskqueues-response"),

@@ -1,10 +1,16 @@
 """Endpoints declared as data, and matching a raw path against them.
 
-Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). Each parameter
-segment is percent-decoded on its own, so `proj%2Flinux` becomes the one value `proj/linux`.
-A route ending in `<name>` (an artifact's or an object's) or `<workerPoolId>` gives it the
-rest of the path, so `public/logs/live.log` arrives whole whether a client sent its slashes
-as `%2F` (as Taskcluster's clients do) or as they are (as a browser following a link does).
+Routes use Taskcluster's notation (`/task/<taskId>/runs/<runId>/claim`). A path is matched
+on its raw segments, and each parameter is percent-decoded only once it is bound, so
+`proj%2Flinux` stays inside one parameter and becomes the value `proj/linux`.
+
+A parameter Taskcluster's route declares as a wildcard (`/workers/{*workerPoolId}`,
+`/task-queues/{*taskQueueId}/counts`) takes one or more segments, wherever it stands, so its
+slashes may also arrive as they are (`/pending/proj/linux`); every other parameter takes one
+segment. A route ending in `<name>` (an artifact's or an object's) always gives it the rest
+of the path, so `public/logs/live.log` arrives whole whether a client sent its slashes as
+`%2F` (as Taskcluster's clients do) or as they are (as a browser following a link does).
+Endpoints are tried in the order they are declared, as Taskcluster's router tries them.
 """
 
 from __future__ import annotations
@@ -46,9 +52,8 @@ PARAM_PATTERNS = {
     # A trigger token: one that is not the hook's is refused as such (401), whatever it holds.
     "token": r"^[\x20-\x7e]{1,1000}$",
 }
-# Final segments that take every segment left: an artifact's or object's name, and a worker
-# pool's id (`proj/linux`), which Taskcluster's routes also take with its slash as it is.
-REST_OF_PATH = ("<name>", "<workerPoolId>")
+# A final parameter that takes every segment left, whatever the route declares.
+REST_OF_PATH = "<name>"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,22 @@ class Endpoint:
     # The handler checks the request's signature itself (`Call.request`), against credentials
     # of its own: the caller is taken as anonymous until it does (testAuthenticate's).
     own_credentials: bool = False
+    # The parameter Taskcluster's route declares `{*...}` (see the module's docstring).
+    wildcard: str | None = None
+    # The name its scopes are listed under in `scopes.py`, where two services share a method's
+    # name (the queue's and the worker manager's `listWorkers`); the endpoint's name otherwise.
+    scoped_as: str | None = None
+
+    @property
+    def scopes_key(self) -> str:
+        return self.scoped_as or self.name
+
+    @property
+    def spread(self) -> int | None:
+        """The index of the segment that may take several, if any."""
+        if self.wildcard:
+            return self.segments.index(f"<{self.wildcard}>")
+        return len(self.segments) - 1 if self.segments[-1] == REST_OF_PATH else None
 
     @property
     def params(self) -> list[str]:
@@ -83,15 +104,21 @@ def match(endpoints: list[Endpoint], method: str, raw_path: str) -> tuple[Endpoi
     for endpoint in endpoints:
         if endpoint.method != method:
             continue
-        params = _bind(endpoint.segments, raw_segments)
+        params = _bind(endpoint.segments, _spread(raw_segments, endpoint.spread, len(endpoint.segments)))
         if params is not None:
             return endpoint, params
     return None
 
 
+def _spread(raw: list[str], at: int | None, wanted: int) -> list[str]:
+    """The raw segments with those the segment `at` takes joined into one (still encoded)."""
+    taken = len(raw) - wanted + 1
+    if at is None or taken <= 1:
+        return raw
+    return raw[:at] + ["/".join(raw[at:at + taken])] + raw[at + taken:]
+
+
 def _bind(template: list[str], raw: list[str]) -> dict | None:
-    if template and template[-1] in REST_OF_PATH and len(raw) > len(template):
-        raw = raw[:len(template) - 1] + ["/".join(raw[len(template) - 1:])]
     if len(template) != len(raw):
         return None
     params = {}

@@ -267,6 +267,15 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "registerWorker": None,   # the worker has no credentials yet: its proof of identity is checked instead
     "reregisterWorker": Requirement(f"worker-manager:reregister-worker:{_POOL_WORKER}",
                                     request=_body("workerPoolId", "workerGroup", "workerId")),
+    "listWorkersForWorkerGroup": Requirement("worker-manager:list-workers:<workerPoolId>/<workerGroup>"),
+    "listWorkerPoolsStats": Requirement("worker-manager:list-worker-pools"),
+    "listWorkerPoolLaunchConfigs": Requirement("worker-manager:get-worker-pool:<workerPoolId>"),
+    # The pool is in the query, or none (every pool's: `*`): the service authorizes it.
+    "workerPoolErrorStats": Requirement(stored_scopes="worker-manager:list-worker-pool-errors:<workerPoolId>",
+                                        stored=lambda pool_id, params: {"workerPoolId": pool_id}),
+    # Named apart from the queue's calls of the same names (`Endpoint.scoped_as`).
+    "worker-manager.listWorkers": Requirement("worker-manager:list-workers:<provisionerId>/<workerType>"),
+    "worker-manager.getWorker": Requirement(f"worker-manager:get-worker:{_WORKER}"),
 }
 # Refused to all but `*` (the literal scope "*" is satisfied by the pattern "*" alone).
 UNLISTED = Requirement("*")

@@ -163,6 +163,13 @@ class WorkerPool:
     def pool_config(self) -> PoolConfig:
         return PoolConfig.from_json(self.config)
 
+    def same_definition(self, other: WorkerPool) -> bool:
+        """Whether `other` defines the pool as this one does (Taskcluster's `WorkerPool.equals`):
+        a createWorkerPool repeated with it changes nothing and is answered as the first was."""
+        fields = ("workerPoolId", "providerId", "description", "owner", "emailOnError", "config")
+        mine, theirs = self.to_json(), other.to_json()
+        return all(mine[field] == theirs[field] for field in fields)
+
     def to_json(self) -> dict[str, Any]:
         """The owner's fields as worker-pool-full.json names them (without the counts)."""
         return {"workerPoolId": self.worker_pool_id, "providerId": self.provider_id,

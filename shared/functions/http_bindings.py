@@ -10,7 +10,8 @@ from shared.api.http import ApiRequest
 from shared.config import Settings
 from shared.services.wiring import get_services
 
-METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+# OPTIONS: browsers' preflights, which the API answers (shared/api/cors.py).
+METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
 
 @lru_cache(maxsize=1)

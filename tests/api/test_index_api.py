@@ -92,6 +92,9 @@ def test_namespaces_and_tasks_are_listed_page_by_page(index, space):
     assert [n["namespace"] for n in rest["namespaces"]] == [f"{space}.lists.dirs.c"]
     assert "continuationToken" not in rest
     assert check_response("index/list-namespaces-response", rest) == []
+    with pytest.raises(taskcluster.exceptions.TaskclusterRestFailure) as refused:   # Taskcluster's code
+        index.listTasks(f"{space}.lists", query={"continuationToken": "garbage!"})
+    assert (refused.value.status_code, refused.value.body["code"]) == (400, "InputError")
 
 
 def test_find_tasks_at_index_answers_those_found_in_order(index, space):

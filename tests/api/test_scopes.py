@@ -1,5 +1,5 @@
-"""The scope table: every endpoint of our APIs, every endpoint of Taskcluster's queue and
-object references and those of its worker-manager reference we serve, with Taskcluster's
+"""The scope table: every endpoint of our APIs, every endpoint of Taskcluster's queue, object
+and worker-manager references and those of its auth reference we serve, with Taskcluster's
 expressions."""
 
 import json
@@ -29,7 +29,7 @@ REFERENCE_DIR = Path("/work/shared/reference/taskcluster")
 
 
 def test_every_endpoint_is_in_the_table():
-    served = [endpoint.name for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS
+    served = [endpoint.scopes_key for endpoint in queue_api.ENDPOINTS + scheduler_api.ENDPOINTS + ui_api.ENDPOINTS
               + hooks_api.ENDPOINTS + index_api.ENDPOINTS + secrets_api.ENDPOINTS + worker_manager_api.ENDPOINTS
               + auth_api.ENDPOINTS]
     references = QUEUE_REFERENCE + OBJECT_REFERENCE + INDEX_REFERENCE + SECRETS_REFERENCE
@@ -57,12 +57,13 @@ def test_only_the_service_endpoints_are_public():
 @pytest.mark.parametrize("reference", ["queue-api.json", "object-api.json", "hooks-api.json", "index-api.json",
                                        "secrets-api.json", "worker-manager-api.json", "auth-api.json"])
 def test_the_expressions_are_taskclusters(reference):
-    served = {"worker-manager-api.json": {endpoint.name for endpoint in worker_manager_api.ENDPOINTS},
-              "auth-api.json": {endpoint.name for endpoint in auth_api.ENDPOINTS}}
+    served = {"worker-manager-api.json": {e.name: e.scopes_key for e in worker_manager_api.ENDPOINTS},
+              "auth-api.json": {e.name: e.scopes_key for e in auth_api.ENDPOINTS}}
     for entry in json.loads((REFERENCE_DIR / reference).read_text())["entries"]:
         if reference in served and entry["name"] not in served[reference]:
-            continue   # not served (worker-manager's launch configs; auth's cloud credentials, audit history)
-        ours, theirs = expression(entry["name"]), entry.get("scopes")
+            continue   # not served (auth's cloud credentials, audit history)
+        named = served[reference][entry["name"]] if reference in served else entry["name"]
+        ours, theirs = expression(named), entry.get("scopes")
         if entry["name"] == "createTask":   # plus seed 001's form of the priority scope
             assert ours["AllOf"][:4] == theirs["AllOf"][:4]
             assert theirs["AllOf"][4]["AnyOf"][0] in ours["AllOf"][4]["AnyOf"]
@@ -82,3 +83,10 @@ def test_the_openapi_documents_show_each_operations_scopes():
     assert document["paths"]["/task/{taskId}/runs/{runId}/completed"]["post"]["x-taskcluster-scopes"] == \
         "queue:resolve-task:<taskId>/<runId>"
     assert "x-taskcluster-scopes" not in document["paths"]["/ping"]["get"]
+
+
+def test_the_worker_managers_listworkers_and_getworker_have_scopes_apart_from_the_queues():
+    ours = {endpoint.name: endpoint for endpoint in worker_manager_api.ENDPOINTS}
+    assert expression(ours["listWorkers"].scopes_key) == "worker-manager:list-workers:<provisionerId>/<workerType>"
+    assert expression("listWorkers") == "queue:list-workers:<provisionerId>/<workerType>"
+    assert expression(ours["getWorker"].scopes_key).startswith("worker-manager:get-worker:")

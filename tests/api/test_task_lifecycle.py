@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+import requests
 import taskcluster
 
 from shared import __version__
@@ -200,6 +201,21 @@ def test_task_queue_ids_with_a_slash_travel_encoded(queue, new_task, task_id, ta
     queue.reportCompleted(task_id, "0")
     # The claimed run's row goes once the group has counted the resolution, after the answer.
     eventually(lambda: queue.taskQueueCounts(task_queue_id)["claimedTasks"] == 0, message="no claimed task counted")
+
+
+def test_task_queue_ids_may_also_travel_with_their_slash_as_it_is(server, queue, new_task, task_id, task_queue_id):
+    """Where Taskcluster's route declares `{*taskQueueId}`; getTaskQueue's takes one segment."""
+    queue.createTask(task_id, new_task())
+    counts = requests.get(server.url(f"/task-queues/{task_queue_id}/counts"), auth=server.auth, timeout=10)
+    assert counts.json() == queue.taskQueueCounts(task_queue_id)
+    pending = requests.get(server.url(f"/pending/{task_queue_id}"), auth=server.auth, timeout=10)
+    assert pending.json()["pendingTasks"] == 1
+    listed = requests.get(server.url(f"/task-queues/{task_queue_id}/pending"), auth=server.auth, timeout=10)
+    assert [entry["taskId"] for entry in listed.json()["tasks"]] == [task_id]
+    claimed = requests.post(server.url(f"/claim-work/{task_queue_id}"), auth=server.auth, timeout=10,
+                            json={"workerGroup": "wg", "workerId": "w", "tasks": 1})
+    assert [claim["status"]["taskId"] for claim in claimed.json()["tasks"]] == [task_id]
+    assert requests.get(server.url(f"/task-queues/{task_queue_id}"), auth=server.auth, timeout=10).status_code == 404
 
 
 def test_task_queues_are_listed_and_got(queue, new_task, task_id, task_queue_id):

@@ -73,3 +73,11 @@ def test_delete_hands_the_pool_to_the_null_provider_once():
     deleted = WorkerPool.create("proj/linux", BODY, NOW).deleted(NOW)
     assert deleted.provider_id == NULL_PROVIDER and deleted.previous_provider_ids == ("local",)
     assert deleted.deleted(NOW + timedelta(hours=1)) is deleted
+
+
+def test_a_pool_created_again_is_the_same_definition_only_with_the_same_owners_fields():
+    pool = WorkerPool.create("proj/linux", BODY, NOW)
+    later = NOW + timedelta(minutes=5)
+    assert pool.same_definition(WorkerPool.create("proj/linux", BODY, later))   # when does not matter
+    for changed in ({"description": "other"}, {"emailOnError": True}, {"config": {"maxCapacity": 4}}):
+        assert not pool.same_definition(WorkerPool.create("proj/linux", {**BODY, **changed}, NOW)), changed

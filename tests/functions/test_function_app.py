@@ -95,3 +95,15 @@ def test_queue_driven_functions_bind_to_queues_named_by_app_settings():
                       "provisioner_wake_up": "%WORKER_MANAGER_QUEUE%"}
     sample = json.loads((Path(__file__).parents[2] / "local.settings.sample.json").read_text())["Values"]
     assert all(setting.strip("%") in sample for setting in queues.values())
+
+
+def test_every_services_function_takes_browsers_preflights_and_answers_them_with_cors():
+    """The Functions host routes OPTIONS to a function only when its trigger lists it."""
+    for name in ("queue_api", "scheduler_api", "object_api", "hooks_api", "index_api", "secrets_api",
+                 "worker_manager_api", "auth_api"):
+        trigger = functions_by_name()[name].get_trigger()
+        assert "OPTIONS" in {str(getattr(method, "value", method)) for method in trigger.methods}, name
+    response = call("OPTIONS", "/task/abc")
+    assert response.status_code == 200 and response.headers["Access-Control-Allow-Origin"] == "*"
+    assert response.headers["Allow"] == "GET,PUT"
+    assert call("GET", "/ping").headers["Access-Control-Allow-Origin"] == "*"

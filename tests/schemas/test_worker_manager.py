@@ -31,6 +31,7 @@ VALID = [
     ("config-static", {"lifecycle": {"reregistrationTimeout": 3600}, "workerConfig": {"x": 1}}),
     ("config-static", {}),
     ("create-worker-request", {"expires": NOW, "capacity": 2, "providerInfo": {"staticSecret": SECRET}}),
+    ("create-worker-request", {"expires": NOW}),   # providerInfo is the provider's to require, as Taskcluster's
     ("register-worker-request", REGISTER),
     ("register-worker-request", {**REGISTER, "workerIdentityProof": {"staticSecret": SECRET}, "systemBootTime": NOW}),
     ("reregister-worker-request", {"workerPoolId": "proj/linux", "workerGroup": "local", "workerId": "w", "secret": SECRET}),
@@ -104,6 +105,22 @@ RESPONSES = [
                            "kind": "quota-exceeded", "title": "Quota exceeded", "description": "d", "extra": {}}),
     ("worker-pool-error-list", {"workerPoolErrors": []}),
     ("provider-list", {"providers": [{"providerId": "local", "providerType": "local"}]}),
+    ("worker-pool-list-stats", {"workerPoolsStats": [{"workerPoolId": "proj/linux", "currentCapacity": 0, **COUNTS}],
+                                "continuationToken": "next"}),
+    ("worker-pool-launch-config-list", {"workerPoolLaunchConfigs": [
+        {"launchConfigId": "default", "workerPoolId": "proj/linux", "isArchived": False,
+         "configuration": {"maxCapacity": 3}, "created": NOW, "lastModified": NOW}]}),
+    ("worker-pool-error-stats", {"workerPoolId": "", "totals": {
+        "total": 1, "daily": {NOW: 1}, "hourly": {NOW: 1}, "title": {"Disk full": 1}, "code": {"other": 1},
+        "launchConfig": {"default": 1}, "workerPool": {"proj/linux": 1}}}),
+    ("list-workers-response", {"workers": [
+        {"workerGroup": "g", "workerId": "w", "firstClaim": NOW, "lastDateActive": NOW, "workerPoolId": "proj/linux",
+         "state": "standalone", "capacity": 0, "providerId": "none",
+         "latestTask": {"taskId": "fN1SbArXTPSVFNUvaOlinQ", "runId": 0}}]}),
+    ("worker-response", {"provisionerId": "proj", "workerType": "linux", "workerPoolId": "proj/linux",
+                         "workerGroup": "g", "workerId": "w", "recentTasks": [], "expires": NOW, "firstClaim": NOW,
+                         "lastDateActive": NOW, "quarantineDetails": [], "state": "running", "capacity": 2,
+                         "providerId": "static"}),
 ]
 
 

@@ -3,14 +3,15 @@
 A value is sealed (`encryption.SecretBox`, AES-256-GCM, the name bound to it) before it is
 written and opened only to answer `get`; nothing here logs, raises or publishes a value:
 log lines and errors name the secret and its expiry, never what it holds. A secret past its
-`expires` is answered 410 and left out of `list` until the expiration sweep deletes it
+`expires` is absent to `get` (404, as Taskcluster's query leaves it out; its own test asserts
+so, though its API description says 410) and to `list` until the expiration sweep deletes it
 (`SecretExpiry`, indexed at each `set`).
 """
 
 from __future__ import annotations
 
 import logging
-from shared.domain.errors import Expired, InvalidInput, NotFound, QueueError
+from shared.domain.errors import InvalidInput, NotFound, QueueError
 from shared.domain.timestamps import normalize_iso, utcnow
 from shared.services.secrets.encryption import SETTING, CannotOpen, SecretBox, Sealed
 from shared.services.sweeps.activity_expiry import ExpiringRows, lapsed
@@ -48,10 +49,8 @@ class Secrets:
 
     def get(self, name: str) -> dict:
         stored = self.table.load(name)
-        if stored is None:
+        if stored is None or lapsed(stored.expires, utcnow()):
             raise NotFound(f"Secret {name!r} not found")
-        if lapsed(stored.expires, utcnow()):
-            raise Expired(f"Secret {name!r} expired at {stored.expires}")
         try:
             value = self.box.open(name, Sealed(stored.key_id, stored.ciphertext))
         except CannotOpen as error:

@@ -1,8 +1,10 @@
 """Worker pools: createWorkerPool, updateWorkerPool, deleteWorkerPool, workerPool,
-listWorkerPools, workerPoolStats, listProviders and reportWorkerError, with Taskcluster's
-semantics.
+listWorkerPools, workerPoolStats, listWorkerPoolsStats, listWorkerPoolLaunchConfigs,
+listProviders, reportWorkerError and workerPoolErrorStats, with Taskcluster's semantics.
 
-A pool's config is checked against its provider's schema (400 naming the field). Updating
+A pool's config is checked against its provider's schema (400 naming the field). A
+createWorkerPool repeated with the same definition is answered as the first (Taskcluster's
+`WorkerPool.create` does so); with another, it is a conflict. Updating
 a pool's providerId keeps the old one among its previous providers (its workers may still
 register); deleting a pool hands it to the null provider, and the provisioner removes it
 once its last worker has stopped. Each change is a conditional write with its event
@@ -15,13 +17,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime
+from typing import Callable
 
 from shared.domain.errors import Conflict, NotFound
 from shared.domain.worker_manager_events import POOL_CREATED, POOL_UPDATED, pool_changed
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import WorkerState
 from shared.services.event_publisher import EventPublisher
-from shared.services.worker_manager.pool_errors import PoolErrors
+from shared.services.worker_manager.pool_errors import LAUNCH_CONFIG, PoolErrors
 from shared.providers.registry import Providers
 from shared.services.worker_manager.wake_ups import WakeUps
 from shared.storage.errors import AlreadyExists
@@ -29,7 +32,6 @@ from shared.storage.tables.pool_worker_table import PoolWorkerRecord, PoolWorker
 from shared.storage.tables.worker_pool_table import WorkerPoolRecord, WorkerPoolTable
 from shared.validation import validate
 
-LAUNCH_CONFIG = "default"   # our providers have one launch configuration each
 
 
 class WorkerPools:
@@ -75,6 +77,9 @@ class WorkerPools:
         try:
             record = self.pool_table.insert(WorkerPoolRecord(pool, outbox=self._announce(POOL_CREATED, pool, None)))
         except AlreadyExists:
+            existing = self.load(worker_pool_id)
+            if existing.pool.same_definition(pool):   # the same request again (its answer was lost)
+                return self.render(existing)
             raise Conflict(f"Worker pool {worker_pool_id} already exists") from None
         self.publisher.written(self.pool_table, record)
         return self._changed(record)
@@ -136,6 +141,30 @@ class WorkerPools:
         self.load(worker_pool_id)
         return {"launchConfigStats": [{"workerPoolId": worker_pool_id, "launchConfigId": LAUNCH_CONFIG,
                                        **counts(self.worker_table.all(worker_pool_id))}]}
+
+    def stats_page(self, after: str, limit: int) -> tuple[dict, str | None]:
+        """listWorkerPoolsStats: each pool's counts and capacities by state, paged as listWorkerPools."""
+        records = self.pool_table.page(after, limit + 1)
+        return ({"workerPoolsStats": [{"workerPoolId": record.pool.worker_pool_id,
+                                       **counts(self.worker_table.all(record.pool.worker_pool_id))}
+                                      for record in records[:limit]]},
+                records[limit - 1].pool.worker_pool_id if len(records) > limit else None)
+
+    def launch_configs(self, worker_pool_id: str, after: str, limit: int) -> tuple[dict, str | None]:
+        """listWorkerPoolLaunchConfigs: the pool's one launch configuration, its whole config,
+        never archived (a pool's config is replaced in place, so there is no archive)."""
+        pool = self.load(worker_pool_id).pool
+        listed = [{"launchConfigId": LAUNCH_CONFIG, "workerPoolId": worker_pool_id, "isArchived": False,
+                   "configuration": pool.to_json()["config"], "created": pool.created,
+                   "lastModified": pool.last_modified}] if LAUNCH_CONFIG > after else []
+        return {"workerPoolLaunchConfigs": listed[:limit]}, None
+
+    def error_stats(self, worker_pool_id: str, authorize: Callable[[str], None], now: datetime) -> dict:
+        """workerPoolErrorStats: one pool's, or every pool's when `worker_pool_id` is empty,
+        for which the caller needs the scope for the pool id `*` (Taskcluster's)."""
+        authorize(worker_pool_id or "*")
+        ids = [self.load(worker_pool_id).pool.worker_pool_id] if worker_pool_id else sorted(self.pool_table.ids())
+        return {"workerPoolId": worker_pool_id, "totals": self.errors.stats(ids, now)}
 
     def providers_page(self, after: str, limit: int) -> tuple[dict, str | None]:
         """listProviders, paged by providerId."""

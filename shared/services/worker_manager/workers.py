@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from shared.domain.errors import Conflict, InputError, NotFound
+from shared.domain.errors import InputError, NotFound
 from shared.domain.timestamps import normalize_iso, parse_iso, to_iso
 from shared.domain.worker_manager_events import WORKER_RUNNING
 from shared.domain.workers import WorkerState
@@ -29,6 +29,15 @@ def render(worker: PoolWorkerRecord) -> dict:
             "workerId": worker.worker_id, "providerId": worker.provider_id, "created": worker.created,
             "expires": worker.expires, "state": worker.state.value, "capacity": worker.capacity,
             "lastChecked": worker.last_checked, "lastModified": worker.last_modified}
+
+
+def _static_secret(body: dict) -> str:
+    """The schema leaves `providerInfo` out of what is required (it is the provider's); the
+    static provider requires its secret, as Taskcluster's does (400 InputError)."""
+    secret = body.get("providerInfo", {}).get("staticSecret")
+    if not secret:
+        raise InputError("no worker staticSecret provided")
+    return secret
 
 
 class PoolWorkers:
@@ -58,7 +67,7 @@ class PoolWorkers:
         expires = normalize_iso(body["expires"])
         if parse_iso(expires) <= now:
             raise InputError("worker.expires must be in the future")
-        secret = body["providerInfo"]["staticSecret"]
+        secret = _static_secret(body)
         worker = PoolWorkerRecord(worker_pool_id, worker_group, worker_id, pool.provider_id, WorkerState.RUNNING,
                                   body.get("capacity", 1), to_iso(now), to_iso(now), to_iso(now), expires,
                                   StaticProvider.provider_data(secret))
@@ -66,11 +75,12 @@ class PoolWorkers:
         try:
             saved = self.states.table.insert(worker)
         except AlreadyExists:
+            # Taskcluster's static provider: the same secret again is answered with the worker
+            # as it is (a request whose answer was lost); another secret is the caller's error.
             existing = self.states.existing(worker_pool_id, worker_group, worker_id)
-            if (StaticProvider.same_secret(existing.provider_data, secret) and existing.expires == expires
-                    and existing.capacity == worker.capacity):
-                return render(existing)   # the same request again (its first answer was lost)
-            raise Conflict("Worker already exists") from None
+            if existing.provider_id == pool.provider_id and StaticProvider.same_secret(existing.provider_data, secret):
+                return render(existing)
+            raise InputError("worker already exists") from None
         self.states.publisher.written(self.states.table, saved)
         return render(saved)
 
@@ -80,7 +90,7 @@ class PoolWorkers:
         self._static_pool(worker_pool_id, "updateWorker")
         worker = self.states.existing(worker_pool_id, worker_group, worker_id)
         changes = {"expires": normalize_iso(body["expires"]), "capacity": body.get("capacity", 1),
-                   "provider_data": StaticProvider.provider_data(body["providerInfo"]["staticSecret"]),
+                   "provider_data": StaticProvider.provider_data(_static_secret(body)),
                    "last_modified": to_iso(now)}
         return render(self.states.change(worker, lambda current: replace(current, **changes)))
 

@@ -83,6 +83,11 @@ class WorkerPoolErrorTable(OutboxRows):
         return [(entity["RowKey"], _record(worker_pool_id, entity))
                 for entity in first_rows(self._table, query, parameters, limit)]
 
+    def all(self, worker_pool_id: str) -> list[WorkerPoolErrorRecord]:
+        """Every error of the pool (a week's at most: older ones are dropped)."""
+        rows = self._table.query_entities("PartitionKey eq @pk", parameters={"pk": escape_key(worker_pool_id)})
+        return [_record(worker_pool_id, entity) for entity in rows]
+
     def drop_older_than(self, worker_pool_id: str, moment: str, limit: int = 100) -> int:
         """Delete up to `limit` of the pool's errors reported before `moment`; how many."""
         keys = [entity["RowKey"] for entity in first_rows(
