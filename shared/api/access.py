@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 from urllib.parse import urlsplit
 
 from shared.auth import expressions
 from shared.auth.clients import Caller, Directory, Realm, app_realm
+from shared.auth.scopes import ScopeSet
 from shared.auth.errors import InsufficientScopes
 from shared.auth.hawk import SignedRequest, authenticate
 from shared.auth.refusals import held, insufficient, shown
@@ -45,6 +47,7 @@ from shared.api.scopes import AFTER_EXCEPTION, Requirement, requirement
 
 _GRACE = " (or, for its artifacts, up to 25 minutes after it resolved exception)"
 DEFAULT_PORTS = {"http": 80, "https": 443}
+NOBODY = Caller(None, ScopeSet(()))   # the caller of a public endpoint, not looked for
 _RUN_CLIENT = re.compile(r"task-client/([^/]+)/([0-9]+)/on/([^/]+)/([^/]+)/until/[^/]+")
 
 
@@ -66,8 +69,14 @@ class Access:
         return authenticate(SignedRequest(request.method, resource, host, port, request.headers.get("authorization"),
                                           request.body, request.headers.get("content-type", "")), realm or self.realm)
 
+    def caller(self, endpoint: str, request: ApiRequest) -> Caller:
+        """Who is calling, as far as the endpoint asks: a public one (its handler checks what
+        it is given, if anything) authenticates nobody, as Taskcluster's do not, and so needs
+        no storage."""
+        return NOBODY if requirement(endpoint) is None else self.authenticate(request)
+
     def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
-        return Guard(requirement(endpoint), caller, params, self.realm.anonymous)
+        return Guard(requirement(endpoint), caller, params, lambda: self.realm.anonymous)
 
 
 def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "") -> tuple[str, int]:
@@ -98,7 +107,7 @@ class Guard:
     more values (an artifact link's target name)."""
 
     def __init__(self, needed: Requirement | None, caller: Caller, params: dict,
-                 anonymous: Caller | None = None) -> None:
+                 anonymous: Callable[[], Caller] | None = None) -> None:
         self.needed = needed
         self.caller = caller
         self.anonymous = anonymous
@@ -158,7 +167,7 @@ class Guard:
     def public(self, expression) -> bool:
         """Whether a caller without credentials would satisfy `expression` (the index's
         redirect to a public artifact needs no signature)."""
-        return self.anonymous is not None and self.anonymous.scopes.satisfies(expression)
+        return self.anonymous is not None and self.anonymous().scopes.satisfies(expression)
 
     def refusal(self, error: Exception) -> Exception:
         """What to answer for `error` raised by the handler: a run this queue does not hold is

@@ -129,9 +129,8 @@ ENDPOINTS = [
     Endpoint("testAuthenticate", "POST", "/test-authenticate",
              lambda call: _test_authenticate(call, call.body.get("clientScopes", []),
                                              call.body.get("requiredScopes", [])),
-             input_schema="auth/test-authenticate-request", output_schema="auth/test-authenticate-response",
-             own_credentials=True),
+             input_schema="auth/test-authenticate-request", output_schema="auth/test-authenticate-response"),
     Endpoint("testAuthenticateGet", "GET", "/test-authenticate-get/",
              lambda call: _test_authenticate(call, list(TEST_GET_SCOPES), ["test:authenticate-get"]),
-             output_schema="auth/test-authenticate-response", own_credentials=True),
+             output_schema="auth/test-authenticate-response"),
 ]

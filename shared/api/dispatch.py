@@ -45,7 +45,7 @@ class Call:
     get_services: Callable[[], object]
     guard: Guard
     access: Access | None = None        # who may call: the app's realm (the auth service's calls)
-    request: ApiRequest | None = None   # as received (testAuthenticate checks its signature itself)
+    request: ApiRequest | None = None   # as received (testAuthenticate, public, checks its signature itself)
 
     @property
     def services(self):
@@ -84,9 +84,7 @@ def _answer(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[
     payload, guard = None, None
     try:
         checker = access()
-        # testAuthenticate's requests are signed by its own test client: it checks them itself.
-        caller = checker.realm.anonymous if endpoint.own_credentials else checker.authenticate(request)
-        guard = checker.guard(endpoint.scopes_key, caller, params)
+        guard = checker.guard(endpoint.scopes_key, checker.caller(endpoint.scopes_key, request), params)
         guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)

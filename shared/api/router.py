@@ -69,9 +69,6 @@ class Endpoint:
     # Body fields never shown: "(OMITTED)" in an error's requestInfo (Taskcluster's
     # cleanPayload), and a schema violation in them named without the value (a secret's).
     hidden: tuple[str, ...] = ()
-    # The handler checks the request's signature itself (`Call.request`), against credentials
-    # of its own: the caller is taken as anonymous until it does (testAuthenticate's).
-    own_credentials: bool = False
     # The parameter Taskcluster's route declares `{*...}` (see the module's docstring).
     wildcard: str | None = None
     # The name its scopes are listed under in `scopes.py`, where two services share a method's

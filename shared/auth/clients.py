@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import threading
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Protocol
@@ -65,6 +66,7 @@ class ConfigurationError(ValueError):
     """A setting that cannot be used; its message never quotes an access token."""
 
 
+UNREADABLE_PAUSE = 5   # seconds the configured roles alone serve after the stored ones could not be read
 NEVER = "3000-01-01T00:00:00.000Z"   # the expiry of a configured client's credentials, as Taskcluster's
 
 
@@ -143,6 +145,7 @@ class Realm:
         self._directory = directory
         self._lock = threading.Lock()
         self._expansion = self._expanded({}, None)
+        self._retry_at = 0.0   # when to ask the directory again after it failed
 
     @classmethod
     def from_settings(cls, static_clients: str, roles: str, anonymous_scopes: str,
@@ -171,7 +174,17 @@ class Realm:
         """The expansion with the roles as they are now (rebuilt when the stored ones changed)."""
         if self._directory is None:
             return self._expansion
-        version, stored = self._directory.roles()
+        if time.monotonic() < self._retry_at:
+            return self._expansion
+        try:
+            version, stored = self._directory.roles()
+        except Exception:
+            # Storage cannot be read (yet): the configured roles serve, and the stored ones
+            # read last, if any; a scope a stored role would grant is refused meanwhile.
+            self._retry_at = time.monotonic() + UNREADABLE_PAUSE
+            log.warning("the stored roles cannot be read; the configured ones serve for %d s", UNREADABLE_PAUSE,
+                        exc_info=True)
+            return self._expansion
         if version != self._expansion.version:
             with self._lock:
                 if version != self._expansion.version:

@@ -14,10 +14,22 @@ from shared.services.wiring import get_services
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
 
+class _ServicesDirectory:
+    """The auth service's directory, reached through the services when first asked: a call
+    that needs no stored client or role (a public one, one signed by a configured client with
+    the roles read lately) builds nothing."""
+
+    def client(self, client_id: str):
+        return get_services().directory.client(client_id)
+
+    def roles(self):
+        return get_services().directory.roles()
+
+
 @lru_cache(maxsize=1)
 def app_access() -> Access:
     """Who may call: the clients and roles of the app settings and those the auth service keeps."""
-    return Access.from_settings(Settings.from_environ(), get_services().directory)
+    return Access.from_settings(Settings.from_environ(), _ServicesDirectory())
 
 
 def serve(req: func.HttpRequest, endpoints: list, service_root: str, access=app_access) -> func.HttpResponse:

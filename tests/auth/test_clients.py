@@ -53,3 +53,27 @@ def test_bad_settings_are_refused_without_quoting_a_token(clients, reason):
     with pytest.raises(ConfigurationError, match=reason) as refused:
         Realm.from_settings(clients, "", "")
     assert TOKEN not in str(refused.value)
+
+
+class _Unreadable:
+    """A directory whose storage cannot be reached."""
+
+    asked = 0
+
+    def client(self, client_id):
+        raise ConnectionError("storage is down")
+
+    def roles(self):
+        self.asked += 1
+        raise ConnectionError("storage is down")
+
+
+def test_the_configured_roles_serve_while_the_stored_ones_cannot_be_read():
+    directory = _Unreadable()
+    configured = Realm({"static/dev": (TOKEN, ["assume:project:p"])}, {"project:p": ["secrets:get:p"]}, (),
+                       directory)
+    assert configured.credentials("static/dev", None).scopes.has("secrets:get:p")
+    assert configured.anonymous.client_id is None
+    assert directory.asked == 1   # not asked again at once: storage is given a pause
+    with pytest.raises(ConnectionError):
+        configured.credentials("someone-stored", None)
