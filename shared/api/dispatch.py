@@ -88,7 +88,7 @@ def _answer(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[
         guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)
-        payload = _parse_body(endpoint, request.body)
+        payload = _parse_body(endpoint, request.body, request.headers.get("content-type", ""))
         if endpoint.input_schema:
             validate(endpoint.input_schema, payload, hidden=endpoint.hidden)
         guard.check_request(payload)
@@ -172,13 +172,18 @@ def _wait(text: str) -> int:
     return min(int(text), MAX_WAIT)
 
 
-def _parse_body(endpoint: Endpoint, body: bytes):
+def _parse_body(endpoint: Endpoint, body: bytes, content_type: str = ""):
     if len(body) > MAX_BODY_BYTES:
         raise TooLarge(f"The request body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
     if not endpoint.input_schema:
         return None
-    if not body.strip():   # Taskcluster's body parser: a call that takes JSON got none
-        raise MalformedPayload("The request body is empty; this call takes a JSON object")
+    if not body.strip():
+        # Taskcluster's reading: an empty JSON body is {} (its schema then names what is
+        # missing); a call that takes JSON sent nothing that says it is JSON is malformed.
+        if content_type.split(";")[0].strip().lower() == "application/json":
+            return {}
+        raise MalformedPayload("The request body is empty; this call takes a JSON object "
+                               "(content-type: application/json)")
     try:
         payload = json.loads(body, parse_constant=_no_constant, parse_float=_number)
     except (ValueError, UnicodeDecodeError) as exc:

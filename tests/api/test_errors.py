@@ -108,6 +108,10 @@ def test_no_body_where_a_call_takes_one_is_a_malformed_payload(server, new_task,
     """Taskcluster's body parser answers MalformedPayload to a call that takes JSON and got none."""
     response = requests.post(server.url(f"/task/{task_id}/runs/0/exception"), auth=server.auth)
     assert response.status_code == 400 and response.json()["code"] == "MalformedPayload"
+    # An empty body that says it is JSON is {}, as Taskcluster reads it: its schema names what is missing.
+    response = requests.put(server.url(f"/task/{task_id}"), data=b"", auth=server.auth,
+                            headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and response.json()["code"] == "InputValidationError"
 
 
 @pytest.mark.parametrize("body, field", [

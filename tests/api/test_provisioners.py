@@ -105,6 +105,8 @@ def test_claim_task_claims_that_pending_run(queue, server, new_task, task_queue_
     assert (claim["status"]["taskId"], claim["runId"], claim["workerId"]) == (second, 0, "w2")
     assert claim["task"]["taskQueueId"] == task_queue_id and claim["status"]["state"] == "running"
     assert refusal(queue.claimTask, second, "0", {"workerGroup": "wg", "workerId": "w3"})[0] == 409
+    again = queue.claimTask(second, "0", {"workerGroup": "wg", "workerId": "w2"})   # a retry: its claim again
+    assert (again["runId"], again["workerId"], again["takenUntil"]) == (0, "w2", claim["takenUntil"])
     assert refusal(queue.claimTask, second, "1", {"workerGroup": "wg", "workerId": "w3"})[0] == 404
     assert refusal(queue.claimTask, new_slugid(), "0", {"workerGroup": "wg", "workerId": "w3"})[0] == 404
     worker = taskcluster.Queue({"rootUrl": server.root_url, "maxRetries": 0, "credentials": claim["credentials"]})

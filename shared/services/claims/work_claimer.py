@@ -20,7 +20,7 @@ from shared.domain.errors import NotFound
 from shared.domain.runs import RunState
 from shared.domain.task_definition import priority_rank
 from shared.domain.task_status import render_status
-from shared.domain.timestamps import to_iso, utcnow
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
 from shared.storage.tables.pending_table import PendingHint, PendingTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
@@ -230,7 +230,8 @@ class WorkClaimer:
                    authorize: Callable[[TaskRecord], None] | None = None) -> dict:
         """claimTask (deprecated): claim that pending run for the worker, as a claimWork that
         found its hint would; 404 for an unknown task or run, 409 for a run not pending, and
-        an empty answer for a quarantined worker (Taskcluster's). The run's state is checked
+        an empty answer for a quarantined worker (Taskcluster's); the claim again to the worker
+        that holds the run (a retry). The run's state is checked
         on the row read before anything is written: a claim row written over the one of a
         run this worker holds already would move that claim's watch."""
         now = utcnow()
@@ -240,6 +241,13 @@ class WorkClaimer:
             raise NotFound(f"Task {task_id} not found")
         if authorize is not None:
             authorize(record)
+        run = record.status.run(run_id)
+        if (run is not None and run_id == len(record.status.runs) - 1 and run.state is RunState.RUNNING
+                and (run.worker_group, run.worker_id) == (worker_group, worker_id)):
+            # A retry by the worker that holds it (its answer was lost): its claim again, as
+            # Taskcluster answers it, with the run's takenUntil.
+            held = self.task_table.load(task_id, with_definition=True)
+            return self._claim_response(held, run_id, worker_group, worker_id, now, parse_iso(run.taken_until), True)
         lifecycle.claim(record.status, run_id, worker_group, worker_id, now, taken_until)   # or 404, 409
         task_queue_id = record.summary["taskQueueId"]
         worker = self.workers.arrive(task_queue_id, worker_group, worker_id, now)
