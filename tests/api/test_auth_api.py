@@ -50,6 +50,9 @@ def test_a_client_made_through_the_api_signs_requests(auth_server, auth, name):
     assert check_response("auth/get-client-response", shown) == [] and "accessToken" not in shown
     assert rest_error(auth.createClient, made["clientId"], {"description": "again", "expires": in_hours(1)}
                       ).status_code == 409
+    again = auth.createClient(made["clientId"], {"description": "CI", "expires": made["expires"],   # a retry
+                                                 "scopes": ["assume:project:alpha", "secrets:get:x"]})
+    assert again["accessToken"] == made["accessToken"] and again["created"] == made["created"]
 
 
 def test_changes_to_a_client_take_effect(auth_server, auth, name):

@@ -57,10 +57,20 @@ class ClientCalls:
         try:
             record = self.table.insert(record)
         except AlreadyExists:
-            raise Conflict("Client already exists") from None
+            return self._made_before(record)
         self.directory.forget_client(client_id)
         log.info("client %s created, expires %s", client_id, record.expires)
         return {**self.render(record), "accessToken": token}
+
+    def _made_before(self, asked: ClientRecord) -> dict:
+        """createClient of a client that exists: answered as made if it was made as asked (a
+        retry whose answer was lost: the same token again), as Taskcluster answers; else 409."""
+        existing = self.table.load(asked.client_id)
+        terms = ("description", "expires", "scopes", "delete_on_expiration", "disabled")
+        if existing is None or any(getattr(existing, term) != getattr(asked, term) for term in terms):
+            raise Conflict("Client already exists")
+        token = self._box().open_text(access_token_name(existing.client_id), existing.sealed_token)
+        return {**self.render(existing), "accessToken": token}
 
     def get(self, client_id: str) -> dict:
         configured = self._configured().get(client_id)
