@@ -90,6 +90,11 @@ def worker_manager_openapi(fuzz_server):
     return _openapi(fuzz_server, "worker-manager")
 
 
+@pytest.fixture(scope="module")
+def auth_openapi(fuzz_server):
+    return _openapi(fuzz_server, "auth")
+
+
 def check(case, auth) -> None:
     """No 5xx; a 4xx in Taskcluster's error shape; a 200 in the operation's output schema.
     Signed by the root client, so that every call reaches its handler."""
@@ -118,6 +123,7 @@ hooks_api = schemathesis.pytest.from_fixture("hooks_openapi")
 index_api = schemathesis.pytest.from_fixture("index_openapi")
 secrets_api = schemathesis.pytest.from_fixture("secrets_openapi")
 worker_manager_api = schemathesis.pytest.from_fixture("worker_manager_openapi")
+auth_api = schemathesis.pytest.from_fixture("auth_openapi")
 
 
 @queue_api.parametrize()
@@ -163,9 +169,15 @@ def test_worker_manager_api(case, fuzz_server):
     check(case, fuzz_server.auth)
 
 
+@auth_api.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+def test_auth_api(case, fuzz_server):
+    check(case, fuzz_server.auth)
+
+
 def test_the_documents_stand_alone(fuzz_server):
     """Every `$ref` points inside the document, and every path parameter has its pattern."""
-    for api in ("queue", "scheduler", "object", "hooks", "index", "secrets", "worker-manager"):
+    for api in ("queue", "scheduler", "object", "hooks", "index", "secrets", "worker-manager", "auth"):
         document = requests.get(f"{fuzz_server.root_url}/api/{api}/v1/openapi.json").json()
         text = json.dumps(document)
         assert document["openapi"] == "3.1.0" and '"$ref": "#/components/schemas/' in text
