@@ -27,6 +27,7 @@ from shared.events.connect import event_bus, event_feeds
 from shared.events.feeds import EventFeeds
 from shared.services.artifacts.artifacts import Artifacts
 from shared.services.auth.client_calls import ClientCalls
+from shared.services.auth.client_expiry import ClientExpiry
 from shared.services.auth.directory import Directory
 from shared.services.auth.role_calls import RoleCalls
 from shared.services.artifacts.objects import Objects
@@ -145,6 +146,7 @@ class Services:
     worker_manager: WorkerManager
     directory: Directory
     clients: ClientCalls
+    client_expiry: ClientExpiry
     roles: RoleCalls
 
     @property
@@ -155,7 +157,7 @@ class Services:
     def sweeps(self) -> tuple:
         """The expiry sweeps, in the order the expiration timer runs them."""
         return (self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.index_expiry,
-                self.secret_expiry)
+                self.secret_expiry, self.client_expiry)
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -234,6 +236,7 @@ class Services:
         box = cache(lambda: sealing_box(settings.secrets_encryption_keys, settings.credentials_access_token))
         client_table, role_table = ClientTable(account), RoleTable(account)
         directory = Directory(client_table, role_table, box)
+        client_expiry = ClientExpiry(TimeIndex(account, "client-expires", bucket=DAY), client_table)
         realm = cache(lambda: app_realm(settings, directory))
         hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table, box, realm)
         secret_table = SecretTable(account)
@@ -274,8 +277,9 @@ class Services:
             secret_expiry=secret_expiry,
             worker_manager=worker_manager,
             directory=directory,
-            clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes),
+            clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes), client_expiry,
                                 lambda: realm().configured_clients()),
+            client_expiry=client_expiry,
             roles=RoleCalls(role_table, directory, lambda scopes: realm().expand(scopes),
                             lambda roles: realm().check_roles(roles)),
         )

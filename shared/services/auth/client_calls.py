@@ -21,6 +21,7 @@ from shared.auth.scopes import ScopeSet
 from shared.domain.errors import Conflict, InputError, NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import normalize_iso, to_iso, utcnow
+from shared.services.auth.client_expiry import ClientExpiry
 from shared.services.auth.directory import Directory, access_token_name
 from shared.services.secrets.encryption import SecretBox
 from shared.storage.errors import AlreadyExists
@@ -37,7 +38,7 @@ Authorize = Callable[[object], None]
 
 class ClientCalls:
     def __init__(self, table: ClientTable, directory: Directory, box: Callable[[], SecretBox],
-                 expand: Callable[[tuple[str, ...]], ScopeSet],
+                 expand: Callable[[tuple[str, ...]], ScopeSet], expiry: ClientExpiry,
                  configured: Callable[[], dict[str, tuple[str, ...]]] = dict) -> None:
         """`expand`: scopes with what the roles grant (a client's `expandedScopes`).
         `configured()`: the configured clients' scopes by id, shown and listed beside the
@@ -47,6 +48,7 @@ class ClientCalls:
         self._box = box
         self._expand = expand
         self._configured = configured
+        self.expiry = expiry
 
     def create(self, client_id: str, body: dict) -> dict:
         self._refuse_configured(client_id)
@@ -54,6 +56,7 @@ class ClientCalls:
         token, now = new_access_token(), to_iso(utcnow())
         record = ClientRecord(client_id, body["description"], self._seal(client_id, token), normalize_iso(body["expires"]),
                               scopes, False, bool(body.get("deleteOnExpiration", False)), now, now, now, now)
+        self.expiry.watch(record)   # before the row: a row is never left unswept
         try:
             record = self.table.insert(record)
         except AlreadyExists:
@@ -94,9 +97,11 @@ class ClientCalls:
         def change(record: ClientRecord) -> ClientRecord:
             new = record.scopes if scopes is None else scopes
             authorize({"scopesAdded": [scope for scope in new if scope not in record.scopes]})
-            return replace(record, description=body["description"], expires=normalize_iso(body["expires"]),
-                           scopes=new, delete_on_expiration=bool(body.get("deleteOnExpiration", False)),
-                           last_modified=to_iso(utcnow()))
+            changed = replace(record, description=body["description"], expires=normalize_iso(body["expires"]),
+                              scopes=new, delete_on_expiration=bool(body.get("deleteOnExpiration", False)),
+                              last_modified=to_iso(utcnow()))
+            self.expiry.watch(changed)
+            return changed
         return self.render(self._changed(client_id, change, "updated"))
 
     def reset_access_token(self, client_id: str) -> dict:

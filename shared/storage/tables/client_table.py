@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from shared.storage.client.account import StorageAccount
 from shared.storage.patterns import long_text
-from shared.storage.patterns.batches import delete_row
+from shared.storage.patterns.batches import delete_if_unchanged, delete_row
 from shared.storage.patterns.keys import escape_key, unescape_key
 from shared.storage.patterns.record_writes import RecordWrites
 from shared.storage.patterns.queries import first_rows, row_or_none
@@ -54,6 +54,10 @@ class ClientTable(RecordWrites[ClientRecord]):
     def delete(self, client_id: str) -> None:
         """Delete the client's row (gone already is fine)."""
         delete_row(self._table, escape_key(client_id), ROW)
+
+    def delete_if_unchanged(self, record: ClientRecord) -> None:
+        """Delete the row if it is still as read; else ChangedSinceRead."""
+        delete_if_unchanged(self._table, escape_key(record.client_id), ROW, record.etag, record.client_id)
 
     def page(self, prefix: str, after: str, limit: int) -> tuple[list[ClientRecord], str | None]:
         """Up to `limit` clients whose id starts with `prefix`, in id order after the id

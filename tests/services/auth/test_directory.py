@@ -9,9 +9,11 @@ from shared.auth.clients import Realm
 from shared.auth.errors import AuthenticationFailed
 from shared.services.auth import directory as directory_module
 from shared.services.auth.client_calls import ClientCalls
+from shared.services.auth.client_expiry import ClientExpiry
 from shared.services.auth.directory import Directory
 from shared.services.auth.role_calls import RoleCalls
 from shared.services.secrets.encryption import SecretBox
+from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.client_table import ClientTable
 from shared.storage.tables.role_table import RoleTable
 from tests.memory_storage import MemoryAccount
@@ -35,7 +37,8 @@ def parts():
     account, clock = MemoryAccount("directory"), Clock()
     directories = [Directory(ClientTable(account), RoleTable(account), lambda: BOX, clock) for _ in range(2)]
     realms = [Realm({}, {}, (), directory) for directory in directories]
-    clients = ClientCalls(ClientTable(account), directories[0], lambda: BOX, realms[0].expand)
+    clients = ClientCalls(ClientTable(account), directories[0], lambda: BOX, realms[0].expand,
+                          ClientExpiry(TimeIndex(account, "client-expires"), ClientTable(account)))
     roles = RoleCalls(RoleTable(account), directories[0], realms[0].expand, realms[0].check_roles)
     return clients, roles, realms, clock
 
