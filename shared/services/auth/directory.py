@@ -6,7 +6,8 @@ a few seconds: a change made through another instance of the app (or another pro
 seen within ROLES_FRESH or CLIENT_FRESH, as Taskcluster's services see a change of its auth
 service within their own caches' lifetime. A change this process makes is seen at once
 (`forget_client`, `forget_roles`). A client that is not found is remembered briefly only, so
-that one made a moment ago elsewhere is soon usable here.
+that one made a moment ago elsewhere is soon usable here. A client read whose `lastDateUsed` is
+more than 6 hours old has it written, after the request, as Taskcluster keeps it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,16 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
+from datetime import timedelta
 from typing import Callable
 
 from shared.auth.clients import StoredClient
+from shared.domain.timestamps import parse_iso, to_iso, utcnow
+from shared.runtime.thread_pools import BATCH_WRITES
 from shared.services.secrets.encryption import SecretBox
-from shared.storage.tables.client_table import ClientTable
+from shared.storage.errors import ChangedSinceRead
+from shared.storage.tables.client_table import ClientRecord, ClientTable
 from shared.storage.tables.role_table import RoleTable
 
 log = logging.getLogger("auth")
@@ -27,6 +33,7 @@ CLIENT_FRESH = 10.0      # seconds a client read is used for
 ABSENT_FRESH = 1.0       # seconds a client found missing is taken as missing
 ROLES_FRESH = 5.0        # seconds the roles read are used for
 REMEMBERED = 4096        # clients kept in memory
+USE_NOTED_EVERY = timedelta(hours=6)   # a client's lastDateUsed is written when older than this
 
 
 class Directory:
@@ -50,6 +57,8 @@ class Directory:
         if known is not None and now - known[0] < (CLIENT_FRESH if known[1] is not None else ABSENT_FRESH):
             return known[1]
         record = self._client_table.load(client_id)
+        if record is not None and _long_unused(record.last_date_used):
+            BATCH_WRITES.detach(self._note_use, record)
         stored = None if record is None else StoredClient(
             self._box().open_text(access_token_name(client_id), record.sealed_token), record.scopes, record.expires,
             record.disabled)
@@ -81,6 +90,16 @@ class Directory:
                        {role.role_id: role.scopes for role in records})
         self._roles_read, self._roles_loaded = self._clock(), True
 
+    def _note_use(self, record: ClientRecord) -> None:
+        """Record that the client is in use (its `lastDateUsed`, which Taskcluster keeps to
+        within 6 hours), unless someone changed the row since it was read."""
+        try:
+            self._client_table.save(replace(record, last_date_used=to_iso(utcnow())))
+        except ChangedSinceRead:
+            pass
+        except Exception:   # noqa: BLE001 (a hint for people, never worth failing or retrying for)
+            log.warning("could not record that client %s is in use", record.client_id, exc_info=True)
+
     def forget_client(self, client_id: str) -> None:
         """This process changed the client: read it again when next needed."""
         with self._lock:
@@ -90,6 +109,10 @@ class Directory:
         """This process changed a role: read them again when next needed."""
         with self._lock:
             self._roles_read = -float("inf")
+
+
+def _long_unused(last_date_used: str) -> bool:
+    return parse_iso(last_date_used) < utcnow() - USE_NOTED_EVERY
 
 
 def access_token_name(client_id: str) -> str:

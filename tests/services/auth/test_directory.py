@@ -3,6 +3,9 @@ it read is used, what a change made here or elsewhere does, and a failed read of
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import pytest
 
 from shared.auth.clients import Realm
@@ -89,3 +92,18 @@ def test_the_access_token_is_stored_sealed(parts):
     token = clients.create("sealed", {"description": "d", "expires": LATER})["accessToken"]
     stored = clients.table.load("sealed")
     assert token not in stored.sealed_token and stored.sealed_token.startswith("k1:")
+
+
+def test_a_client_long_unused_has_its_use_recorded(parts):
+    clients, roles, (here, elsewhere), clock = parts
+    clients.create("old", {"description": "d", "expires": LATER})
+    table = clients.table
+    week_ago = "2026-01-01T00:00:00.000Z"
+    table.save(replace(table.load("old"), last_date_used=week_ago))
+    clock.now += directory_module.CLIENT_FRESH
+    elsewhere.credentials("old", None)
+    for _ in range(100):   # written after the request, in the background
+        if table.load("old").last_date_used != week_ago:
+            break
+        time.sleep(0.05)
+    assert table.load("old").last_date_used > week_ago
