@@ -169,25 +169,20 @@ class WorkClaimer:
         worker.noted += [(row.task_id, row.run_id) for row in rows]
         outcomes = at_once(CLAIMS, [partial(self._claim_hint, hint, worker_group, worker_id, now, taken_until)
                                        for hint in hints], settle=True)
-        unused, errors, lost = [], [], False
+        failed, errors, lost = [], [], False
         for hint, row, outcome in zip(hints, rows, outcomes):
             if not isinstance(outcome, Exception):   # the claim's answer
                 claimed.append(outcome)
                 done.append(hint)
                 continue
-            if isinstance(outcome, _Skip) and outcome.held_until:
-                # The row is the claim's own: keep it, with the claim's `takenUntil`.
-                _best_effort(lambda: self.claim_table.move(row, outcome.held_until), None, "restore a claim row")
-            else:
-                unused.append(row)
+            failed.append((row, outcome.held_until if isinstance(outcome, _Skip) else None))
             if isinstance(outcome, _Skip):
                 lost = lost or outcome.lost
                 if outcome.stale:
                     done.append(hint)
             else:
                 errors.append(outcome)
-        if unused:
-            _best_effort(lambda: self.claim_table.remove(unused), None, "remove the watches of runs not claimed")
+        self._unwatch(failed)
         if errors and not claimed:
             raise errors[0]
         for error in errors:
@@ -204,9 +199,8 @@ class WorkClaimer:
             if run is not status.pending_run:
                 # A run this worker holds, or resolved: the row just written over is its claim's,
                 # or its resolution's intent until that is processed, so it is kept as it was.
-                running = run.state is RunState.RUNNING
-                mine = bool(run.taken_until) and (run.worker_group, run.worker_id) == (worker_group, worker_id)
-                raise _Skip(stale=True, held_until=run.taken_until if mine else None, lost=running and not mine)
+                held_until = _held_until(run, worker_group, worker_id)
+                raise _Skip(stale=True, held_until=held_until, lost=run.state is RunState.RUNNING and not held_until)
             if lifecycle.is_past_deadline(status, now):
                 raise _Skip(stale=True)  # the deadline resolver owns it now
             return lifecycle.claim(status, hint.run_id, worker_group, worker_id, now, taken_until)
@@ -259,8 +253,10 @@ class WorkClaimer:
             claimed = self.updater.apply(
                 task_id, lambda status: lifecycle.claim(status, run_id, worker_group, worker_id, now, taken_until),
                 "claim", with_definition=True)
-        except Exception:   # claimed by another meanwhile: its watch is not this row
-            self._unwatch(row, _best_effort(lambda: self.task_table.load(task_id), None, "read the task again"))
+        except Exception:   # claimed meanwhile: by another, whose watch is not this row, or by this worker
+            again = _best_effort(lambda: self.task_table.load(task_id), None, "read the task again")
+            if again is not None:   # else the claim resolver removes the row when it is due
+                self._unwatch([(row, _held_until(again.status.run(run_id), worker_group, worker_id))])
             _best_effort(lambda: self.workers.worked(written, [(task_id, run_id)], [], utcnow()), True,
                          "take the run off the worker's row")
             raise
@@ -270,18 +266,16 @@ class WorkClaimer:
                      "record the task queue as seen")
         return self._claim_response(claimed, run_id, worker_group, worker_id, now, taken_until, True)
 
-    def _unwatch(self, row: ClaimRow, record: TaskRecord | None) -> None:
-        """After a claim that failed: its row removed, unless the run is the same worker's (a
-        claim of it that raced this one), whose row then keeps that claim's `takenUntil`. Left
-        as it is if the task could not be read: the claim resolver removes it when due."""
-        if record is None:
-            return
-        run = record.status.run(row.run_id)
-        if run is not None and run.taken_until and (run.worker_group, run.worker_id) == (row.worker_group,
-                                                                                           row.worker_id):
-            _best_effort(lambda: self.claim_table.move(row, run.taken_until), None, "restore a claim row")
-        else:
-            _best_effort(lambda: self.claim_table.remove([row]), None, "remove the watch of a run not claimed")
+    def _unwatch(self, failed: list[tuple[ClaimRow, str | None]]) -> None:
+        """After claims that failed, each row with the `takenUntil` of the run's claim if this
+        same worker holds it (a claim of it that raced this one): that row is the claim's own
+        and keeps its `takenUntil`; the others are removed."""
+        for row, held_until in failed:
+            if held_until:
+                _best_effort(lambda: self.claim_table.move(row, held_until), None, "restore a claim row")
+        unused = [row for row, held_until in failed if not held_until]
+        if unused:
+            _best_effort(lambda: self.claim_table.remove(unused), None, "remove the watches of runs not claimed")
 
     def reclaim(self, task_id: str, run_id: int, authorize: Callable[[TaskRecord], None] | None = None) -> dict:
         """`authorize(record)`: the caller's scope check on the task as read, before the write."""
@@ -324,6 +318,13 @@ def _one_per_run(hints: list[PendingHint]) -> tuple[list[PendingHint], list[Pend
         else:
             first[hint.task_id, hint.run_id] = hint
     return list(first.values()), twins
+
+
+def _held_until(run, worker_group: str, worker_id: str) -> str | None:
+    """The run's `takenUntil` if `worker_group`/`worker_id` holds its claim."""
+    if run is not None and run.taken_until and (run.worker_group, run.worker_id) == (worker_group, worker_id):
+        return run.taken_until
+    return None
 
 
 def _best_effort(action, fallback, what: str):

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from shared.domain.errors import Conflict
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import utcnow
 from shared.services.claims.work_claimer import _Worker
@@ -121,3 +122,26 @@ def test_a_claim_right_after_a_create_in_the_same_process_reads_no_hints(service
         claimed += [claim["status"]["taskId"] == task_id
                     for claim in services.work_claimer.claim_work(task_queue_id, "wg", "w", 4)["tasks"]]
     assert claimed == [True] * 5 and len(reads) == 1   # the first claim read the queue; none since
+
+
+
+@pytest.mark.parametrize("winner", ["w", "other"])
+def test_a_claim_task_that_loses_the_run_leaves_only_the_winners_watch(services, task_queue_id, monkeypatch, winner):
+    """claimTask reads the run pending, then a claimWork takes it before claimTask's write
+    (409): the row claimTask wrote goes if another worker won (its watch is its own row), or
+    keeps the winning claim's takenUntil if this same worker won (the row is that claim's)."""
+    task_id = new_slugid()
+    services.task_calls.create(task_id, make_task(task_queue_id))
+    claimer, won = services.work_claimer, []
+    apply = claimer.updater.apply
+
+    def raced(*args, **kwargs):
+        monkeypatch.setattr(claimer.updater, "apply", apply)   # once: the claimWork's own goes through
+        won.extend(claimer.claim_work(task_queue_id, "wg", winner, 1)["tasks"])
+        return apply(*args, **kwargs)
+    monkeypatch.setattr(claimer.updater, "apply", raced)
+    with pytest.raises(Conflict):
+        claimer.claim_task(task_id, 0, "wg", "w")
+    rows = claimer.claim_table.due("9999-12-31T00:00:00.000Z", 100)
+    assert [(row.task_id, row.worker_id, row.taken_until) for row in rows] == [
+        (task_id, winner, won[0]["takenUntil"])]
