@@ -81,7 +81,7 @@ def claimed_task() -> tuple[str, dict, TaskRecord]:
 
 def verify(access: Access, endpoint: str, request: ApiRequest, params: dict, body=None, stored=None) -> None:
     """What dispatch and the service hook do to authenticate and authorize one request."""
-    guard = access.guard(endpoint, access.authenticate(request), params)
+    guard = access.guard(endpoint, request, params)
     guard.check_url()
     guard.check_request(body)
     if stored is not None:

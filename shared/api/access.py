@@ -69,14 +69,13 @@ class Access:
         return authenticate(SignedRequest(request.method, resource, host, port, request.headers.get("authorization"),
                                           request.body, request.headers.get("content-type", "")), realm or self.realm)
 
-    def caller(self, endpoint: str, request: ApiRequest) -> Caller:
-        """Who is calling, as far as the endpoint asks: a public one (its handler checks what
-        it is given, if anything) authenticates nobody, as Taskcluster's do not, and so needs
-        no storage."""
-        return NOBODY if requirement(endpoint) is None else self.authenticate(request)
-
-    def guard(self, endpoint: str, caller: Caller, params: dict) -> Guard:
-        return Guard(requirement(endpoint), caller, params, lambda: self.realm.anonymous)
+    def guard(self, endpoint: str, request: ApiRequest, params: dict) -> Guard:
+        """The call's scope checks, with its caller as far as the endpoint asks: a public one
+        (its handler checks what it is given, if anything) authenticates nobody, as
+        Taskcluster's do not, and so needs no storage."""
+        needed = requirement(endpoint)
+        caller = NOBODY if needed is None else self.authenticate(request)
+        return Guard(needed, caller, params, lambda: self.realm.anonymous)
 
 
 def signed_origin(scheme: str, netloc: str, headers: dict, public_url: str = "") -> tuple[str, int]:

@@ -84,7 +84,7 @@ def _answer(endpoints: list[Endpoint], request: ApiRequest, services: Callable[[
     payload, guard = None, None
     try:
         checker = access()
-        guard = checker.guard(endpoint.scopes_key, checker.caller(endpoint.scopes_key, request), params)
+        guard = checker.guard(endpoint.scopes_key, request, params)
         guard.check_url()
         check_params(params)
         query = _check_query(endpoint, request.query)
