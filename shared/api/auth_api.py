@@ -1,10 +1,11 @@
 """The auth service's API (`/api/auth/v1/...`), declared as data: Taskcluster's names, routes,
 bodies and scopes (auth-api.json; the scopes are in `scopes.py`): clients and roles kept in
-storage (`services/auth`), scope expansion, and the authentication calls other services and
-clients' tests make.
+storage (`services/auth`), scope expansion, the audit history of clients, roles, secrets,
+hooks and worker pools (getEntityHistory, listAuditHistory), and the authentication calls
+other services and clients' tests make.
 
 Not served: the cloud credentials calls (AWS, Azure, GCP, Sentry, websocktunnel, GitHub),
-which need accounts this deployment does not hold, and the audit history.
+which need accounts this deployment does not hold.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def _roles(call: Call):
     return call.services.roles
 
 
+def _audit(call: Call):
+    return call.services.audit_history
+
+
 def _client_id(call: Call) -> str:
     return call.params["clientId"]
 
@@ -107,6 +112,14 @@ ENDPOINTS = [
              output_schema="auth/get-client-response"),
     Endpoint("deleteClient", "DELETE", CLIENT,
              lambda call: _deleted(call, lambda: _clients(call).delete(_client_id(call), by=call.actor)), status=204),
+    Endpoint("listAuditHistory", "GET", CLIENT + "/audit",
+             lambda call: paged(call.query, lambda after, limit: _audit(call).client_history(_client_id(call), after,
+                                                                                            limit)),
+             query=PAGED, output_schema="auth/get-entity-history-response"),
+    Endpoint("getEntityHistory", "GET", "/audit/<entityType>/<entityId>",
+             lambda call: paged(call.query, lambda after, limit: _audit(call).entity_history(
+                 call.params["entityType"], call.params["entityId"], after, limit)),
+             query=PAGED, output_schema="auth/get-entity-history-response"),
     Endpoint("listRoles", "GET", "/roles/", lambda call: _roles(call).list_all(),
              output_schema="auth/list-roles-response"),
     Endpoint("listRoles2", "GET", "/roles2/", lambda call: paged(call.query, _roles(call).list),
