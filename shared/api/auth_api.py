@@ -1,10 +1,11 @@
 """The auth service's API (`/api/auth/v1/...`), declared as data: Taskcluster's names, routes,
 bodies and scopes (auth-api.json; the scopes are in `scopes.py`): clients and roles kept in
-storage (`services/auth`), scope expansion, and the authentication calls other services and
-clients' tests make.
+storage (`services/auth`), scope expansion, the audit history of clients, roles, secrets,
+hooks and worker pools (getEntityHistory, listAuditHistory), and the authentication calls
+other services and clients' tests make.
 
 Not served: the cloud credentials calls (AWS, Azure, GCP, Sentry, websocktunnel, GitHub),
-which need accounts this deployment does not hold, and the audit history.
+which need accounts this deployment does not hold.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def _roles(call: Call):
     return call.services.roles
 
 
+def _audit(call: Call):
+    return call.services.audit_history
+
+
 def _client_id(call: Call) -> str:
     return call.params["clientId"]
 
@@ -90,20 +95,31 @@ ENDPOINTS = [
              query=("prefix", *PAGED), output_schema="auth/list-clients-response"),
     Endpoint("client", "GET", CLIENT, lambda call: _clients(call).get(_client_id(call)),
              output_schema="auth/get-client-response"),
-    Endpoint("createClient", "PUT", CLIENT, lambda call: _clients(call).create(_client_id(call), call.body),
+    Endpoint("createClient", "PUT", CLIENT,
+             lambda call: _clients(call).create(_client_id(call), call.body, by=call.actor),
              input_schema="auth/create-client-request", output_schema="auth/create-client-response"),
     Endpoint("resetAccessToken", "POST", CLIENT + "/reset",
-             lambda call: _clients(call).reset_access_token(_client_id(call)),
+             lambda call: _clients(call).reset_access_token(_client_id(call), by=call.actor),
              output_schema="auth/create-client-response"),
     Endpoint("updateClient", "POST", CLIENT,
-             lambda call: _clients(call).update(_client_id(call), call.body, call.authorize),
+             lambda call: _clients(call).update(_client_id(call), call.body, call.authorize, by=call.actor),
              input_schema="auth/create-client-request", output_schema="auth/get-client-response"),
-    Endpoint("enableClient", "POST", CLIENT + "/enable", lambda call: _clients(call).enable(_client_id(call)),
+    Endpoint("enableClient", "POST", CLIENT + "/enable",
+             lambda call: _clients(call).enable(_client_id(call), by=call.actor),
              output_schema="auth/get-client-response"),
-    Endpoint("disableClient", "POST", CLIENT + "/disable", lambda call: _clients(call).disable(_client_id(call)),
+    Endpoint("disableClient", "POST", CLIENT + "/disable",
+             lambda call: _clients(call).disable(_client_id(call), by=call.actor),
              output_schema="auth/get-client-response"),
     Endpoint("deleteClient", "DELETE", CLIENT,
-             lambda call: _deleted(call, lambda: _clients(call).delete(_client_id(call))), status=204),
+             lambda call: _deleted(call, lambda: _clients(call).delete(_client_id(call), by=call.actor)), status=204),
+    Endpoint("listAuditHistory", "GET", CLIENT + "/audit",
+             lambda call: paged(call.query, lambda after, limit: _audit(call).client_history(_client_id(call), after,
+                                                                                            limit)),
+             query=PAGED, output_schema="auth/get-entity-history-response"),
+    Endpoint("getEntityHistory", "GET", "/audit/<entityType>/<entityId>",
+             lambda call: paged(call.query, lambda after, limit: _audit(call).entity_history(
+                 call.params["entityType"], call.params["entityId"], after, limit)),
+             query=PAGED, output_schema="auth/get-entity-history-response"),
     Endpoint("listRoles", "GET", "/roles/", lambda call: _roles(call).list_all(),
              output_schema="auth/list-roles-response"),
     Endpoint("listRoles2", "GET", "/roles2/", lambda call: paged(call.query, _roles(call).list),
@@ -112,13 +128,13 @@ ENDPOINTS = [
              query=PAGED, output_schema="auth/list-role-ids-response"),
     Endpoint("role", "GET", ROLE, lambda call: _roles(call).get(_role_id(call)),
              output_schema="auth/get-role-response"),
-    Endpoint("createRole", "PUT", ROLE, lambda call: _roles(call).create(_role_id(call), call.body),
+    Endpoint("createRole", "PUT", ROLE, lambda call: _roles(call).create(_role_id(call), call.body, by=call.actor),
              input_schema="auth/create-role-request", output_schema="auth/get-role-response"),
     Endpoint("updateRole", "POST", ROLE,
-             lambda call: _roles(call).update(_role_id(call), call.body, call.authorize),
+             lambda call: _roles(call).update(_role_id(call), call.body, call.authorize, by=call.actor),
              input_schema="auth/create-role-request", output_schema="auth/get-role-response"),
     Endpoint("deleteRole", "DELETE", ROLE,
-             lambda call: _deleted(call, lambda: _roles(call).delete(_role_id(call))), status=204),
+             lambda call: _deleted(call, lambda: _roles(call).delete(_role_id(call), by=call.actor)), status=204),
     Endpoint("expandScopes", "POST", "/scopes/expand",
              lambda call: {"scopes": list(call.access.realm.expand(tuple(call.body["scopes"])).scopes)},
              input_schema="auth/scopeset", output_schema="auth/scopeset"),

@@ -57,6 +57,12 @@ class Call:
         """Who is calling (None without credentials), as a hook's context names it."""
         return self.guard.caller.client_id
 
+    @property
+    def actor(self) -> str:
+        """Who acts, as an audit history entry names it (Taskcluster's `req.clientId()`): the
+        clientId, or `auth-failed:no-auth` without credentials."""
+        return self.guard.caller.client_id or "auth-failed:no-auth"
+
     def authorize(self, loaded) -> None:
         """For the service: check what the endpoint requires of what it loaded (a task or
         group record, definitions), before its first write. See `api/scopes.py`."""

@@ -49,6 +49,10 @@ PARAM_PATTERNS = {
     # The auth service's: Taskcluster's clientId pattern, and any printable ASCII for a role.
     "clientId": r"^[A-Za-z0-9!@/:.+|_-]+$",
     "roleId": r"^[\x20-\x7e]+$",
+    # getEntityHistory's: Taskcluster's entityType pattern; an entityId, as every id of those
+    # entities (a role's, a secret's name), printable ASCII (Taskcluster sets none).
+    "entityType": r"^(client|role|secret|hook|worker-pool)$",
+    "entityId": r"^[\x20-\x7e]+$",
     # A trigger token: one that is not the hook's is refused as such (401), whatever it holds.
     "token": r"^[\x20-\x7e]{1,1000}$",
 }

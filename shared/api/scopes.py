@@ -237,6 +237,8 @@ REQUIREMENTS: dict[str, Requirement | None] = {
     "updateRole": Requirement("auth:update-role:<roleId>", stored_scopes=_EACH_SCOPE_ADDED,
                               stored=lambda added, params: added),
     "deleteRole": Requirement("auth:delete-role:<roleId>"),
+    "getEntityHistory": Requirement("auth:audit-history:<entityType>"),
+    "listAuditHistory": Requirement("auth:client-audit-history:<clientId>"),
     "expandScopes": Requirement("auth:expand-scopes"),
     "currentScopes": Requirement("auth:current-scopes"),
     # Public: they authenticate what they are given (testAuthenticate: its own test client).

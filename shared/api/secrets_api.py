@@ -13,9 +13,11 @@ SERVICE_ROOT = "/secrets/v1"
 
 ENDPOINTS = [
     *service_calls("Secrets service", SERVICE_ROOT, lambda: ENDPOINTS),
-    Endpoint("set", "PUT", "/secret/<name>", lambda call: call.services.secrets.set(call.params["name"], call.body),
+    Endpoint("set", "PUT", "/secret/<name>",
+             lambda call: call.services.secrets.set(call.params["name"], call.body, by=call.actor),
              input_schema="secrets/secret", hidden=("secret",)),
-    Endpoint("remove", "DELETE", "/secret/<name>", lambda call: call.services.secrets.remove(call.params["name"])),
+    Endpoint("remove", "DELETE", "/secret/<name>",
+             lambda call: call.services.secrets.remove(call.params["name"], by=call.actor)),
     Endpoint("get", "GET", "/secret/<name>", lambda call: call.services.secrets.get(call.params["name"]),
              output_schema="secrets/secret"),
     Endpoint("list", "GET", "/secrets", lambda call: paged(call.query, call.services.secrets.list),

@@ -34,8 +34,9 @@ def repair_sweep(timer: func.TimerRequest) -> None:
 @bp.timer_trigger(arg_name="timer", schedule="%QUEUE_EXPIRATION_SCHEDULE%", run_on_startup=False,
                   use_monitor=False)
 def expiration_sweep(timer: func.TimerRequest) -> None:
-    """Tasks, task groups, workers, task queues and artifacts (with their objects' blobs)
-    whose `expires` has passed: deleted."""
+    """Tasks, task groups, workers, task queues and artifacts (with their objects' blobs),
+    secrets and clients whose `expires` has passed: deleted; audit history entries older
+    than 30 days: purged."""
     for sweep in get_services().sweeps:
         sweep.sweep()
 

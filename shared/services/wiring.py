@@ -26,6 +26,7 @@ from shared.events.bus import EventBus
 from shared.events.connect import event_bus, event_feeds
 from shared.events.feeds import EventFeeds
 from shared.services.artifacts.artifacts import Artifacts
+from shared.services.auth.audit_history import INDEX as AUDIT_EXPIRES, AuditHistory, AuditHistoryPurge
 from shared.services.auth.client_calls import ClientCalls
 from shared.services.auth.client_expiry import ClientExpiry
 from shared.services.auth.directory import Directory
@@ -87,6 +88,7 @@ from shared.storage.client.account import StorageAccount
 from shared.storage.outbox.publication_marks import PublicationMarks
 from shared.storage.patterns.time_index import TimeIndex
 from shared.storage.tables.artifact_table import ArtifactTable
+from shared.storage.tables.audit_table import AuditTable
 from shared.storage.tables.claim_table import ClaimTable
 from shared.storage.tables.client_table import ClientTable
 from shared.storage.tables.dependency_table import DependencyTable
@@ -148,6 +150,8 @@ class Services:
     clients: ClientCalls
     client_expiry: ClientExpiry
     roles: RoleCalls
+    audit_history: AuditHistory
+    audit_purge: AuditHistoryPurge
 
     @property
     def bus(self) -> EventBus | None:
@@ -157,7 +161,7 @@ class Services:
     def sweeps(self) -> tuple:
         """The expiry sweeps, in the order the expiration timer runs them."""
         return (self.task_expiry, self.worker_expiry, self.task_queue_expiry, self.artifact_expiry, self.index_expiry,
-                self.secret_expiry, self.client_expiry)
+                self.secret_expiry, self.client_expiry, self.audit_purge)
 
     @classmethod
     def build(cls, settings: Settings, account: StorageAccount | None = None, bus: EventBus | None = None,
@@ -176,6 +180,8 @@ class Services:
         stall = timedelta(seconds=settings.watchdog_stall)
 
         # Tables and indexes
+        audit_table, audit_expiries = AuditTable(account), TimeIndex(account, AUDIT_EXPIRES, bucket=DAY)
+        audit = AuditHistory(audit_table, audit_expiries)
         task_table = TaskTable(account, events=bus is not None, marks=marks)
         pending_table, claim_table = PendingTable(account), ClaimTable(account)
         queue_table, worker_table = TaskQueueTable(account), WorkerTable(account)
@@ -222,7 +228,7 @@ class Services:
         root_url = settings.public_url or LOCAL_ROOT_URL
         worker_manager = _worker_manager(settings, account, publisher, signal, pending_table, claim_table,
                                          worker_table, workers, issuer, settings.worker_manager_root_url or root_url,
-                                         providers)
+                                         providers, audit)
         objects = Objects(ObjectTable(account), blobs, artifact_expiries)
         task_calls = TaskCalls(task_table, updater, groups, tracker, creation)
         claim_resolver = ClaimResolver(claim_table, updater, messages)
@@ -236,11 +242,11 @@ class Services:
         box = cache(lambda: sealing_box(settings.secrets_encryption_keys, settings.credentials_access_token))
         client_table, role_table = ClientTable(account), RoleTable(account)
         directory = Directory(client_table, role_table, box)
-        client_expiry = ClientExpiry(TimeIndex(account, "client-expires", bucket=DAY), client_table)
+        client_expiry = ClientExpiry(TimeIndex(account, "client-expires", bucket=DAY), client_table, audit)
         realm = cache(lambda: app_realm(settings, directory))
-        hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table, box, realm)
+        hooks, hook_scheduler = _hooks(settings, account, publisher, task_calls, task_table, box, realm, audit)
         secret_table = SecretTable(account)
-        secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table)
+        secret_expiry = SecretExpiry(TimeIndex(account, "secret-expires", bucket=DAY), secret_table, audit)
         return cls(
             task_calls=task_calls,
             priorities=Priorities(task_table, pending_table, updater, groups, publisher),
@@ -273,34 +279,38 @@ class Services:
             hook_scheduler=hook_scheduler,
             index=Index(index_table, index_expiry, issuer, settings.public_url or LOCAL_ROOT_URL),
             index_expiry=index_expiry,
-            secrets=Secrets(secret_table, secret_box(settings), secret_expiry),
+            secrets=Secrets(secret_table, secret_box(settings), secret_expiry, audit),
             secret_expiry=secret_expiry,
             worker_manager=worker_manager,
             directory=directory,
             clients=ClientCalls(client_table, directory, box, lambda scopes: realm().expand(scopes), client_expiry,
-                                lambda: realm().configured_clients()),
+                                audit, lambda: realm().configured_clients()),
             client_expiry=client_expiry,
             roles=RoleCalls(role_table, directory, lambda scopes: realm().expand(scopes),
-                            lambda roles: realm().check_roles(roles)),
+                            lambda roles: realm().check_roles(roles), audit),
+            audit_history=audit,
+            audit_purge=AuditHistoryPurge(audit_expiries, audit_table),
         )
 
 
 def _hooks(settings: Settings, account: StorageAccount, publisher: EventPublisher, task_calls: TaskCalls,
-           task_table: TaskTable, box: Callable[[], SecretBox], realm: Callable[[], Realm]) -> tuple[Hooks, HookScheduler]:
+           task_table: TaskTable, box: Callable[[], SecretBox], realm: Callable[[], Realm],
+           audit: AuditHistory) -> tuple[Hooks, HookScheduler]:
     """The hooks service and its timer's scheduler: tasks created through the Queue's calls in
     a hook's role, checked against what the roles grant it (configured or stored)."""
     clock, fire_index = clock_of(settings.hooks_clock_file), TimeIndex(account, "hook-fires", bucket=HOUR)
     sealed = HookSecrets(box)
     fires = HookFireTable(account)
     firing = HookFiring(task_calls, lambda role: realm().expand((role,)), fires, sealed, clock)
-    hooks = Hooks(HookTable(account, publisher.marks), fires, fire_index, firing, sealed, task_table, publisher, clock)
+    hooks = Hooks(HookTable(account, publisher.marks), fires, fire_index, firing, sealed, task_table, publisher, clock,
+                  audit)
     return hooks, HookScheduler(fire_index, hooks, clock)
 
 
 def _worker_manager(settings: Settings, account: StorageAccount, publisher: EventPublisher, signal: WorkSignal,
                     pending_table: PendingTable, claim_table: ClaimTable, worker_table: WorkerTable,
                     queue_workers: Workers, issuer: CredentialIssuer, root_url: str,
-                    providers: Providers | None) -> WorkerManager:
+                    providers: Providers | None, audit: AuditHistory) -> WorkerManager:
     """The worker manager on the queue's tables: its wake-ups hear of the runs the work
     signal hears of, its resolver releases runs through the queue's workers."""
     marks = publisher.marks
@@ -311,7 +321,7 @@ def _worker_manager(settings: Settings, account: StorageAccount, publisher: Even
     wake_ups = WakeUps(account.queue(settings.worker_manager_queue), pool_table.ids, providers.starts_workers, signal)
     states = WorkerStates(pool_workers, publisher)
     errors = PoolErrors(WorkerPoolErrorTable(account, marks), publisher)
-    pools = WorkerPools(pool_table, pool_workers, providers, publisher, wake_ups, errors)
+    pools = WorkerPools(pool_table, pool_workers, providers, publisher, wake_ups, errors, audit)
     removed = RemovedWorkers(states, providers, claim_table, queue_workers, wake_ups)
     care = WorkerCare(states, providers, removed, errors, pool_table, wake_ups,
                       lambda pool, group, worker: getattr(worker_table.load(pool, group, worker), "last_date_active",

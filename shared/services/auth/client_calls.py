@@ -7,7 +7,10 @@ Clients whose id starts with `static/` are the configured ones (`STATIC_CLIENTS`
 be made or changed through the API. The caller's scopes must satisfy the scopes a client is
 given (createClient) or gains (updateClient): the endpoint's requirement, checked by
 `call.authorize` on what is added (`api/scopes.py`). A changed client is seen at once by this
-process and within seconds by the others (`Directory`).
+process and within seconds by the others (`Directory`). Each change is recorded in the audit
+history with who made it (`by`), as Taskcluster records it: created (not a retry answered as
+made), updated, access token reset, client enabled, client disabled, deleted (even of a
+client that was not there).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from shared.auth.scopes import ScopeSet
 from shared.domain.errors import Conflict, InputError, NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import normalize_iso, to_iso, utcnow
+from shared.services.auth.audit_history import (ACCESS_TOKEN_RESET, CLIENT_DISABLED, CLIENT_ENABLED, CREATED, DELETED,
+                                                UPDATED, AuditHistory)
 from shared.services.auth.client_expiry import ClientExpiry
 from shared.services.auth.directory import Directory, access_token_name
 from shared.services.secrets.encryption import SecretBox
@@ -38,7 +43,7 @@ Authorize = Callable[[object], None]
 
 class ClientCalls:
     def __init__(self, table: ClientTable, directory: Directory, box: Callable[[], SecretBox],
-                 expand: Callable[[tuple[str, ...]], ScopeSet], expiry: ClientExpiry,
+                 expand: Callable[[tuple[str, ...]], ScopeSet], expiry: ClientExpiry, audit: AuditHistory,
                  configured: Callable[[], dict[str, tuple[str, ...]]] = dict) -> None:
         """`expand`: scopes with what the roles grant (a client's `expandedScopes`).
         `configured()`: the configured clients' scopes by id, shown and listed beside the
@@ -49,8 +54,9 @@ class ClientCalls:
         self._expand = expand
         self._configured = configured
         self.expiry = expiry
+        self.audit = audit
 
-    def create(self, client_id: str, body: dict) -> dict:
+    def create(self, client_id: str, body: dict, *, by: str) -> dict:
         self._refuse_configured(client_id)
         scopes = _scopes(body.get("scopes", []))
         token, now = new_access_token(), to_iso(utcnow())
@@ -63,6 +69,7 @@ class ClientCalls:
             return self._made_before(record)
         self.directory.forget_client(client_id)
         log.info("client %s created, expires %s", client_id, record.expires)
+        self.audit.record("client", client_id, by, CREATED)
         return {**self.render(record), "accessToken": token}
 
     def _made_before(self, asked: ClientRecord) -> dict:
@@ -90,7 +97,7 @@ class ClientCalls:
         more = last is not None or len(records) > limit
         return {"clients": [self.render(record) for record in page]}, page[-1].client_id if more and page else None
 
-    def update(self, client_id: str, body: dict, authorize: Authorize) -> dict:
+    def update(self, client_id: str, body: dict, authorize: Authorize, *, by: str) -> dict:
         self._refuse_configured(client_id)
         scopes = _scopes(body["scopes"]) if "scopes" in body else None
 
@@ -102,26 +109,28 @@ class ClientCalls:
                               last_modified=to_iso(utcnow()))
             self.expiry.watch(changed)
             return changed
-        return self.render(self._changed(client_id, change, "updated"))
+        return self.render(self._changed(client_id, change, UPDATED, by))
 
-    def reset_access_token(self, client_id: str) -> dict:
+    def reset_access_token(self, client_id: str, *, by: str) -> dict:
         self._refuse_configured(client_id)
         token, now = new_access_token(), to_iso(utcnow())
         record = self._changed(client_id, lambda record: replace(
-            record, sealed_token=self._seal(client_id, token), last_rotated=now, last_modified=now), "given a new access token")
+            record, sealed_token=self._seal(client_id, token), last_rotated=now, last_modified=now),
+            ACCESS_TOKEN_RESET, by)
         return {**self.render(record), "accessToken": token}
 
-    def enable(self, client_id: str) -> dict:
-        return self._set_disabled(client_id, False)
+    def enable(self, client_id: str, *, by: str) -> dict:
+        return self._set_disabled(client_id, False, by)
 
-    def disable(self, client_id: str) -> dict:
-        return self._set_disabled(client_id, True)
+    def disable(self, client_id: str, *, by: str) -> dict:
+        return self._set_disabled(client_id, True, by)
 
-    def delete(self, client_id: str) -> None:
+    def delete(self, client_id: str, *, by: str) -> None:
         self._refuse_configured(client_id)
         self.table.delete(client_id)
         self.directory.forget_client(client_id)
         log.info("client %s deleted", client_id)
+        self.audit.record("client", client_id, by, DELETED)
 
     def render(self, record: ClientRecord) -> dict:
         return {"clientId": record.client_id, "description": record.description, "expires": record.expires,
@@ -130,18 +139,21 @@ class ClientCalls:
                 "deleteOnExpiration": record.delete_on_expiration, "scopes": list(record.scopes),
                 "expandedScopes": list(self._expand(record.scopes).scopes), "disabled": record.disabled}
 
-    def _set_disabled(self, client_id: str, disabled: bool) -> dict:
+    def _set_disabled(self, client_id: str, disabled: bool, by: str) -> dict:
         self._refuse_configured(client_id)
         record = self._changed(client_id, lambda record: record if record.disabled == disabled else replace(
-            record, disabled=disabled, last_modified=to_iso(utcnow())), "disabled" if disabled else "enabled")
+            record, disabled=disabled, last_modified=to_iso(utcnow())),
+            CLIENT_DISABLED if disabled else CLIENT_ENABLED, by)
         return self.render(record)
 
-    def _changed(self, client_id: str, change: Callable[[ClientRecord], ClientRecord], what: str) -> ClientRecord:
+    def _changed(self, client_id: str, change: Callable[[ClientRecord], ClientRecord], action: str,
+                 by: str) -> ClientRecord:
         record = change_until_saved(lambda: self.table.load(client_id), change, self.table.save)
         if record is None:
             raise NotFound("Client not found")
         self.directory.forget_client(client_id)
-        log.info("client %s %s", client_id, what)
+        log.info("client %s: %s", client_id, action)
+        self.audit.record("client", client_id, by, action)
         return record
 
     def _refuse_configured(self, client_id: str) -> None:

@@ -7,6 +7,9 @@ caller's scopes must satisfy a new role's scopes, and of an updated role those i
 expansion did not already grant (`call.authorize`, see `api/scopes.py`). Configured roles
 (`QUEUE_ROLES`) are not listed here; a stored role with the id of a configured one adds to it.
 A changed role is seen at once by this process and within seconds by the others (`Directory`).
+Each change is recorded in the audit history with who made it (`by`), as Taskcluster records
+it: created (also a repeated createRole answered as made), updated, deleted (even of a role
+that was not there).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from shared.auth.roles import ASSUME, RoleExpansionTooLarge
 from shared.auth.scopes import ScopeSet
 from shared.domain.errors import Conflict, InputError, NotFound
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.auth.audit_history import CREATED, DELETED, UPDATED, AuditHistory
 from shared.services.auth.directory import Directory
 from shared.storage.errors import AlreadyExists
 from shared.storage.patterns.conditional_writes import change_until_saved
@@ -33,13 +37,15 @@ CheckRoles = Callable[[dict[str, tuple[str, ...]]], None]
 
 
 class RoleCalls:
-    def __init__(self, table: RoleTable, directory: Directory, expand: Expand, check_roles: CheckRoles) -> None:
+    def __init__(self, table: RoleTable, directory: Directory, expand: Expand, check_roles: CheckRoles,
+                 audit: AuditHistory) -> None:
         self.table = table
+        self.audit = audit
         self.directory = directory
         self._expand = expand
         self._check_roles = check_roles
 
-    def create(self, role_id: str, body: dict) -> dict:
+    def create(self, role_id: str, body: dict, *, by: str) -> dict:
         scopes = _scopes(body["scopes"])
         self._check_expansion(role_id, scopes)
         now = to_iso(utcnow())
@@ -49,8 +55,9 @@ class RoleCalls:
             existing = self.table.load(role_id)
             if existing is None or (existing.description, existing.scopes) != (body["description"], scopes):
                 raise Conflict(f"Role with roleId '{role_id}' already exists") from None
+            self.audit.record("role", role_id, by, CREATED)   # as Taskcluster records a repeated createRole
             return self.render(existing)
-        self._changed(role_id, "created")
+        self._changed(role_id, CREATED, by)
         return self.render(record)
 
     def get(self, role_id: str) -> dict:
@@ -70,7 +77,7 @@ class RoleCalls:
         page, last = self._page(after, limit)
         return {"roleIds": [record.role_id for record in page]}, last
 
-    def update(self, role_id: str, body: dict, authorize: Authorize) -> dict:
+    def update(self, role_id: str, body: dict, authorize: Authorize, *, by: str) -> dict:
         scopes = _scopes(body["scopes"])
 
         def change(record: RoleRecord) -> RoleRecord:
@@ -81,12 +88,12 @@ class RoleCalls:
         record = change_until_saved(lambda: self.table.load(role_id), change, self.table.save, touch=True)
         if record is None:
             raise NotFound(f"Role with roleId '{role_id}' not found")
-        self._changed(role_id, "updated")
+        self._changed(role_id, UPDATED, by)
         return self.render(record)
 
-    def delete(self, role_id: str) -> None:
+    def delete(self, role_id: str, *, by: str) -> None:
         self.table.delete(role_id)
-        self._changed(role_id, "deleted")
+        self._changed(role_id, DELETED, by)
 
     def render(self, record: RoleRecord) -> dict:
         return {"roleId": record.role_id, "description": record.description, "scopes": list(record.scopes),
@@ -105,9 +112,10 @@ class RoleCalls:
         except RoleExpansionTooLarge as error:
             raise InputError(f"Role {role_id!r} cannot be written as given: with it, {error}") from None
 
-    def _changed(self, role_id: str, what: str) -> None:
+    def _changed(self, role_id: str, action: str, by: str) -> None:
         self.directory.forget_roles()
-        log.info("role %s %s", role_id, what)
+        log.info("role %s %s", role_id, action)
+        self.audit.record("role", role_id, by, action)
 
 
 def _scopes(scopes: list[str]) -> tuple[str, ...]:

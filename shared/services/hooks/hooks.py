@@ -12,6 +12,10 @@ which the scheduler reads (see `scheduler`): the index row is written before the
 that says that time, so no fire is ever without one; an index row the hook no longer says
 (the hook was changed since) is dropped when it comes due. Times are the hooks' clock's
 (the system's, unless a test injects one: see `runtime.clock`).
+
+Each change is recorded in the audit history as `<hookGroupId>/<hookId>` with who made it
+(`by`), as Taskcluster records it: created (not a createHook repeated as made), updated,
+deleted (even of a hook that was not there).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from shared.auth.errors import AuthenticationFailed
 from shared.domain.errors import Conflict, NotFound
 from shared.domain.hooks import check_schedule, hook_changed, hook_definition, new_fire_key, next_fire
 from shared.domain.timestamps import to_iso, utcnow
+from shared.services.auth.audit_history import CREATED, DELETED, UPDATED, AuditHistory
 from shared.services.event_publisher import EventPublisher
 from shared.services.hooks.firing import HookFiring
 from shared.services.hooks.hook_secrets import HookSecrets
@@ -43,7 +48,7 @@ BURY_AFTER = timedelta(minutes=1)   # when the scheduler looks at a removed hook
 class Hooks:
     def __init__(self, table: HookTable, fires: HookFireTable, index: TimeIndex, firing: HookFiring,
                  secrets: HookSecrets, task_table: TaskTable, publisher: EventPublisher,
-                 clock: Callable[[], datetime]) -> None:
+                 clock: Callable[[], datetime], audit: AuditHistory) -> None:
         self.table = table
         self.fires = fires
         self.index = index
@@ -52,6 +57,7 @@ class Hooks:
         self.task_table = task_table
         self.publisher = publisher
         self.clock = clock
+        self.audit = audit
 
     # -- reading -----------------------------------------------------------------------------
     def groups(self) -> dict:
@@ -116,7 +122,7 @@ class Hooks:
         return out
 
     # -- writing -----------------------------------------------------------------------------
-    def create(self, hook_group_id: str, hook_id: str, body: dict) -> dict:
+    def create(self, hook_group_id: str, hook_id: str, body: dict, *, by: str) -> dict:
         """createHook: the definition stored; the same definition again is no change (200);
         another one is a Conflict."""
         definition = self._checked(hook_group_id, hook_id, body)
@@ -127,13 +133,14 @@ class Hooks:
                          outbox=self._event("created", hook_group_id, hook_id))
         self.table.touch_group(hook_group_id)
 
-        def write(existing: HookRecord | None) -> dict:
+        def write(existing: HookRecord | None) -> bool:
+            """Whether the hook was made (not there before, or a tombstone)."""
             try:
                 if existing is None:
                     saved = self.table.insert(new)
                 elif not existing.deleted:
                     if existing.definition == definition:
-                        return definition
+                        return False
                     raise Conflict(f"hook `{hook_group_id}/{hook_id}` already exists.")
                 else:   # a tombstone, whose hook-deleted may not be out: it is kept in the outbox
                     saved = self.table.save(replace(new, etag=existing.etag, outbox=existing.outbox + new.outbox))
@@ -141,10 +148,12 @@ class Hooks:
                 raise ChangedSinceRead(new.key) from None   # made meanwhile: read it and decide again
             self.table.touch_group(hook_group_id)   # after the row too: see `hook_table`
             self.publisher.written(self.table, saved)
-            return definition
-        return until_written(lambda: self.table.get(hook_group_id, hook_id), write)
+            return True
+        if until_written(lambda: self.table.get(hook_group_id, hook_id), write):
+            self._audit(hook_group_id, hook_id, by, CREATED)
+        return definition
 
-    def update(self, hook_group_id: str, hook_id: str, body: dict) -> dict:
+    def update(self, hook_group_id: str, hook_id: str, body: dict, *, by: str) -> dict:
         """updateHook: a new definition (bindings kept when the body has none) and the next
         fire of its schedule from now."""
         definition = self._checked(hook_group_id, hook_id, body)
@@ -154,13 +163,16 @@ class Hooks:
             return replace(self.secrets.resealed(self._live(hook)), definition=changed,
                            next_fire=self._schedule_next(hook_group_id, hook_id, changed["schedule"]),
                            outbox=hook.outbox + self._event("updated", hook_group_id, hook_id))
-        return self._change(hook_group_id, hook_id, updated).definition
+        definition = self._change(hook_group_id, hook_id, updated).definition
+        self._audit(hook_group_id, hook_id, by, UPDATED)
+        return definition
 
-    def remove(self, hook_group_id: str, hook_id: str) -> dict:
+    def remove(self, hook_group_id: str, hook_id: str, *, by: str) -> dict:
         """removeHook: the hook and its last fires are gone (a hook that is not there is no
         error, as in Taskcluster)."""
         hook = self.table.get(hook_group_id, hook_id)
         if hook is None:
+            self._audit(hook_group_id, hook_id, by, DELETED)
             return {}
         if not hook.deleted:
             self.watch(hook_group_id, hook_id, self.clock() + BURY_AFTER)
@@ -173,6 +185,7 @@ class Hooks:
         self.fires.forget(hook_group_id, hook_id)
         if hook is not None:
             self.bury(hook)
+        self._audit(hook_group_id, hook_id, by, DELETED)
         return {}
 
     def bury(self, tombstone: HookRecord) -> bool:
@@ -232,6 +245,9 @@ class Hooks:
         self.index.put(to_iso(moment), bounded_key(f"{hook_group_id}/{hook_id}", 400),
                        json.dumps([hook_group_id, hook_id]))
         return to_iso(moment)
+
+    def _audit(self, hook_group_id: str, hook_id: str, by: str, action: str) -> None:
+        self.audit.record("hook", f"{hook_group_id}/{hook_id}", by, action)
 
     def _change(self, hook_group_id: str, hook_id: str, change: Callable[[HookRecord], HookRecord]) -> HookRecord:
         saved, _ = self.publisher.change(self.table, lambda: self.table.get(hook_group_id, hook_id), change,

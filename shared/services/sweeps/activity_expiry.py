@@ -52,7 +52,11 @@ class ExpiringRows(Sweep):
             return KEEP                                # used again since it was read
         log.info("%s %s expired and was deleted", self.kind, item.value or item.key,
                  extra={"action": self.action, self.kind: item.value or item.key})
+        self._expired(record)
         return 1
+
+    def _expired(self, record) -> None:
+        """After a lapsed row was deleted: what else its kind records (by default nothing)."""
 
 
 class WorkerExpiry(ExpiringRows):

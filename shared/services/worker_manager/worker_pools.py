@@ -10,6 +10,8 @@ register); deleting a pool hands it to the null provider, and the provisioner re
 once its last worker has stopped. Each change is a conditional write with its event
 (`worker-pool-created`, `worker-pool-updated`) in the pool's row, and wakes the pool: a
 pool made for a queue with pending tasks starts workers at once, not at the next timer.
+Each change is recorded in the audit history (entity type `worker-pool`) with who made it
+(`by`), as Taskcluster records it: created (not a repeat answered as made), updated, deleted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from shared.domain.errors import Conflict, NotFound
 from shared.domain.worker_manager_events import POOL_CREATED, POOL_UPDATED, pool_changed
 from shared.domain.worker_pools import NULL_PROVIDER, WorkerPool
 from shared.domain.workers import WorkerState
+from shared.services.auth.audit_history import CREATED, DELETED, UPDATED, AuditHistory
 from shared.services.event_publisher import EventPublisher
 from shared.services.worker_manager.pool_errors import LAUNCH_CONFIG, PoolErrors
 from shared.providers.registry import Providers
@@ -36,13 +39,14 @@ from shared.validation import validate
 
 class WorkerPools:
     def __init__(self, pool_table: WorkerPoolTable, worker_table: PoolWorkerTable, providers: Providers,
-                 publisher: EventPublisher, wake_ups: WakeUps, errors: PoolErrors) -> None:
+                 publisher: EventPublisher, wake_ups: WakeUps, errors: PoolErrors, audit: AuditHistory) -> None:
         self.pool_table = pool_table
         self.worker_table = worker_table
         self.providers = providers
         self.publisher = publisher
         self.wake_ups = wake_ups
         self.errors = errors
+        self.audit = audit
 
     def find(self, worker_pool_id: str) -> WorkerPoolRecord | None:
         return self.pool_table.load(worker_pool_id)
@@ -71,7 +75,7 @@ class WorkerPools:
                                   body["description"], {**body["extra"], "workerGroup": group, "workerId": worker_id},
                                   now, group, worker_id).to_json()
 
-    def create(self, worker_pool_id: str, body: dict, now: datetime) -> dict:
+    def create(self, worker_pool_id: str, body: dict, now: datetime, *, by: str) -> dict:
         self._check_config(body)
         pool = WorkerPool.create(worker_pool_id, body, now)
         try:
@@ -82,17 +86,17 @@ class WorkerPools:
                 return self.render(existing)
             raise Conflict(f"Worker pool {worker_pool_id} already exists") from None
         self.publisher.written(self.pool_table, record)
-        return self._changed(record)
+        return self._changed(record, CREATED, by)
 
-    def update(self, worker_pool_id: str, body: dict, now: datetime) -> dict:
+    def update(self, worker_pool_id: str, body: dict, now: datetime, *, by: str) -> dict:
         self._check_config(body)
-        return self._change(worker_pool_id, lambda pool: pool.updated(body, now))
+        return self._change(worker_pool_id, lambda pool: pool.updated(body, now), UPDATED, by)
 
-    def delete(self, worker_pool_id: str, now: datetime) -> dict:
+    def delete(self, worker_pool_id: str, now: datetime, *, by: str) -> dict:
         """Taskcluster's: the pool is handed to the null provider (without its scope)."""
-        return self._change(worker_pool_id, lambda pool: pool.deleted(now))
+        return self._change(worker_pool_id, lambda pool: pool.deleted(now), DELETED, by)
 
-    def _change(self, worker_pool_id: str, change) -> dict:
+    def _change(self, worker_pool_id: str, change, action: str, by: str) -> dict:
         def changed(record: WorkerPoolRecord) -> WorkerPoolRecord:
             pool = change(record.pool)
             if pool is record.pool:
@@ -103,11 +107,12 @@ class WorkerPools:
                                          self.pool_table.save)
         if saved is None:
             raise NotFound(f"Worker pool {worker_pool_id} does not exist")
-        return self._changed(saved)
+        return self._changed(saved, action, by)
 
-    def _changed(self, record: WorkerPoolRecord) -> dict:
-        """After a write: known to this process's wake-ups at once, and woken."""
+    def _changed(self, record: WorkerPoolRecord, action: str, by: str) -> dict:
+        """After a write: recorded, known to this process's wake-ups at once, and woken."""
         pool = record.pool
+        self.audit.record("worker-pool", pool.worker_pool_id, by, action)
         self.wake_ups.pool_changed(pool.worker_pool_id, pool.provider_id)
         self.wake_ups.request(pool.worker_pool_id, force=True)
         return self.render(record)

@@ -28,9 +28,9 @@ def at(services, moment: datetime):
 
 def test_a_removal_while_the_bus_is_down_is_announced_and_finished_later():
     services = at(memory_services(), NOW)
-    services.hooks.create("g", "h", HOOK)
+    services.hooks.create("g", "h", HOOK, by="tests")
     services.bus.down = True
-    assert services.hooks.remove("g", "h") == {}
+    assert services.hooks.remove("g", "h", by="tests") == {}
     tombstone = services.hooks.table.get("g", "h")
     assert tombstone.deleted and [event.exchange for event in tombstone.outbox] == ["hook-deleted"]
     with pytest.raises(NotFound):
@@ -46,10 +46,10 @@ def test_a_removal_while_the_bus_is_down_is_announced_and_finished_later():
 
 def test_a_hook_made_again_over_a_tombstone_keeps_its_unpublished_event():
     services = at(memory_services(), NOW)
-    services.hooks.create("g", "h", HOOK)
+    services.hooks.create("g", "h", HOOK, by="tests")
     services.bus.down = True
-    services.hooks.remove("g", "h")
-    services.hooks.create("g", "h", HOOK)
+    services.hooks.remove("g", "h", by="tests")
+    services.hooks.create("g", "h", HOOK, by="tests")
     again = services.hooks.table.get("g", "h")
     assert not again.deleted and [event.exchange for event in again.outbox] == ["hook-deleted", "hook-created"]
     assert services.hooks.get("g", "h")["hookId"] == "h"
@@ -58,8 +58,8 @@ def test_a_hook_made_again_over_a_tombstone_keeps_its_unpublished_event():
 def test_a_trigger_token_is_sealed_for_its_hook_and_opens_after_a_key_rotation():
     account, old, new = MemoryAccount("sealing"), new_key_entry("old"), new_key_entry("new")
     before = at(memory_services(account=account, secrets_encryption_keys=old), NOW)
-    before.hooks.create("g", "a", HOOK)
-    before.hooks.create("g", "b", HOOK)
+    before.hooks.create("g", "a", HOOK, by="tests")
+    before.hooks.create("g", "b", HOOK, by="tests")
     token = before.hooks.token("g", "a")["token"]
     stored = before.hooks.table.get("g", "a")
     assert token not in stored.trigger_token and stored.trigger_token.startswith("old:")
@@ -71,7 +71,7 @@ def test_a_trigger_token_is_sealed_for_its_hook_and_opens_after_a_key_rotation()
 
     after = at(memory_services(account=account, secrets_encryption_keys=f"{new},{old}"), NOW)
     assert after.hooks.token("g", "a")["token"] == token
-    after.hooks.update("g", "a", HOOK)                         # written again: sealed under the new key
+    after.hooks.update("g", "a", HOOK, by="tests")                         # written again: sealed under the new key
     assert after.hooks.table.get("g", "a").trigger_token.startswith("new:")
     assert after.hooks.token("g", "a")["token"] == token
     resealed = after.hooks.table.get("g", "a")

@@ -33,7 +33,7 @@ def created(services, hook_id: str, schedule: list[str], **task) -> str:
     """A hook made at START - 1 s whose tasks go to a queue of their own."""
     task_queue_id = f"prov/{new_slugid()[:8].lower().replace('_', 'a').replace('-', 'b')}x"
     services.hooks.clock = services.hooks.firing.clock = lambda: START - timedelta(seconds=1)
-    services.hooks.create("g", hook_id, hook(task_queue_id, schedule, **task))
+    services.hooks.create("g", hook_id, hook(task_queue_id, schedule, **task), by="tests")
     return task_queue_id
 
 
@@ -108,7 +108,7 @@ def test_a_fire_that_fails_for_want_of_storage_is_tried_again():
 def test_a_hook_changed_meanwhile_is_not_moved_on_by_a_stale_row():
     services = memory_services(roles=ROLES)
     queue_id = created(services, "changed", ["0 0 * * * *"])
-    services.hooks.update("g", "changed", hook(queue_id, ["0 30 * * * *"]))   # from START - 1 s: next 00:30
+    services.hooks.update("g", "changed", hook(queue_id, ["0 30 * * * *"]), by="tests")   # from START - 1 s: next 00:30
     assert services.hook_scheduler.sweep(START + timedelta(minutes=10)) == 0   # the 00:00 row is stale
     assert services.hook_scheduler.sweep(START + timedelta(minutes=31)) == 1
     assert services.hooks.status("g", "changed")["nextScheduledDate"] == to_iso(START + timedelta(minutes=90))

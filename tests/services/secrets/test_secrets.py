@@ -26,7 +26,7 @@ def stored_rows(services) -> list[dict]:
 
 
 def test_a_value_is_sealed_at_rest_and_opened_for_get(services):
-    services.secrets.set("a/b", {"secret": {"password": "plain-text-value"}, "expires": in_hours(1)})
+    services.secrets.set("a/b", {"secret": {"password": "plain-text-value"}, "expires": in_hours(1)}, by="tests")
     rows = stored_rows(services)
     assert len(rows) == 1 and "plain-text-value" not in json.dumps(rows, default=str)
     assert rows[0]["keyId"] == "tests"
@@ -36,10 +36,10 @@ def test_a_value_is_sealed_at_rest_and_opened_for_get(services):
 def test_keys_rotate_old_secrets_still_open_and_new_writes_use_the_newest():
     account = MemoryAccount("rotation")
     before = memory_services(account=account)
-    before.secrets.set("kept", {"secret": {"v": "old"}, "expires": in_hours(1)})
+    before.secrets.set("kept", {"secret": {"v": "old"}, "expires": in_hours(1)}, by="tests")
     after = memory_services(account=account, secrets_encryption_keys=f"{new_key_entry('next')},{SECRETS_KEYS}")
     assert after.secrets.get("kept")["secret"] == {"v": "old"}
-    after.secrets.set("kept", {"secret": {"v": "resealed"}, "expires": in_hours(1)})
+    after.secrets.set("kept", {"secret": {"v": "resealed"}, "expires": in_hours(1)}, by="tests")
     assert [row["keyId"] for row in stored_rows(after)] == ["next"]
     with pytest.raises(Exception) as refused:   # the old process lacks the new key: it says so, no value shown
         before.secrets.get("kept")
@@ -47,11 +47,11 @@ def test_keys_rotate_old_secrets_still_open_and_new_writes_use_the_newest():
 
 
 def test_an_expired_secret_is_refused_then_swept_unless_set_again(services):
-    services.secrets.set("old", {"secret": {}, "expires": in_hours(-1)})
-    services.secrets.set("renewed", {"secret": {}, "expires": in_hours(-1)})
+    services.secrets.set("old", {"secret": {}, "expires": in_hours(-1)}, by="tests")
+    services.secrets.set("renewed", {"secret": {}, "expires": in_hours(-1)}, by="tests")
     with pytest.raises(NotFound):   # absent, as Taskcluster's query has it
         services.secrets.get("old")
-    services.secrets.set("renewed", {"secret": {"v": 2}, "expires": in_hours(48)})
+    services.secrets.set("renewed", {"secret": {"v": 2}, "expires": in_hours(48)}, by="tests")
     assert services.secret_expiry.sweep(now=utcnow()) == 1
     with pytest.raises(NotFound):
         services.secrets.get("old")
@@ -61,9 +61,9 @@ def test_an_expired_secret_is_refused_then_swept_unless_set_again(services):
 
 def test_without_a_key_the_service_says_so_and_lists_what_it_has():
     account = MemoryAccount("no-key")
-    memory_services(account=account).secrets.set("x", {"secret": {}, "expires": in_hours(1)})
+    memory_services(account=account).secrets.set("x", {"secret": {}, "expires": in_hours(1)}, by="tests")
     services = memory_services(account=account, secrets_encryption_keys="")
-    for call in (lambda: services.secrets.set("y", {"secret": {}, "expires": in_hours(1)}),
+    for call in (lambda: services.secrets.set("y", {"secret": {}, "expires": in_hours(1)}, by="tests"),
                  lambda: services.secrets.get("x")):
         with pytest.raises(NotConfigured) as refused:
             call()
@@ -74,14 +74,14 @@ def test_without_a_key_the_service_says_so_and_lists_what_it_has():
 
 def test_a_value_too_large_for_a_row_is_refused_naming_the_field(services):
     with pytest.raises(InvalidInput) as refused:
-        services.secrets.set("big", {"secret": {"blob": "x" * 400_000}, "expires": in_hours(1)})
+        services.secrets.set("big", {"secret": {"blob": "x" * 400_000}, "expires": in_hours(1)}, by="tests")
     assert refused.value.message.startswith("secret: ") and "xxxx" not in refused.value.message
     assert stored_rows(services) == []
 
 
 def test_names_page_in_order(services):
     for name in ("c", "a/1", "b", "a/2"):
-        services.secrets.set(name, {"secret": {}, "expires": in_hours(1)})
+        services.secrets.set(name, {"secret": {}, "expires": in_hours(1)}, by="tests")
     first, after = services.secrets.list("", 3)
     assert first["secrets"] == ["a/1", "a/2", "b"] and after == "b"
     assert services.secrets.list(after, 3) == ({"secrets": ["c"]}, None)

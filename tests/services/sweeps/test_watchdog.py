@@ -113,7 +113,7 @@ def test_tasks_on_a_queue_nobody_serves_are_reported_no_workers_and_never_cancel
 def pool(services, task_queue_id: str, max_capacity: int) -> None:
     services.worker_manager.pools.create(task_queue_id, {
         "providerId": "local", "description": "watchdog tests", "owner": "tests@example.com", "emailOnError": False,
-        "config": {"maxCapacity": max_capacity}}, utcnow())
+        "config": {"maxCapacity": max_capacity}}, utcnow(), by="tests")
 
 
 def test_a_queue_whose_pool_can_start_a_worker_is_served_though_no_worker_runs(services, task_queue_id):

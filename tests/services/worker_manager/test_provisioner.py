@@ -40,7 +40,8 @@ def wm(services):
 
 
 def aca_pool(wm, pool_id: str = POOL, **config) -> None:
-    wm.pools.create(pool_id, {**POOL_BODY, "providerId": "aca", "config": {"maxCapacity": 3, **config}}, utcnow())
+    wm.pools.create(pool_id, {**POOL_BODY, "providerId": "aca", "config": {"maxCapacity": 3, **config}}, utcnow(),
+                    by="tests")
 
 
 def pending(services, pool_id: str, count: int) -> list[str]:
@@ -153,7 +154,8 @@ def test_a_worker_that_dies_midway_is_stopped_and_its_run_retried_at_once(arm, s
 def test_one_pools_failure_never_stops_the_others(arm, services, wm, local):
     aca_pool(wm, "broken/aca")
     arm.faults.refusal = (400, "InvalidTemplate")
-    wm.pools.create("fine/local", {**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 2}}, utcnow())
+    wm.pools.create("fine/local", {**POOL_BODY, "providerId": "local", "config": {"maxCapacity": 2}}, utcnow(),
+                    by="tests")
     pending(services, "broken/aca", 1)
     pending(services, "fine/local", 2)
     outcomes = {outcome.worker_pool_id: outcome for outcome in wm.provisioner.provision_all()}
@@ -197,9 +199,9 @@ def registered_local_workers(services, wm, pool_id: str, count: int) -> list[str
 
 
 def test_workers_beyond_a_lowered_max_capacity_are_asked_to_terminate_newest_first(services, wm):
-    wm.pools.create("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 3}}, utcnow())
+    wm.pools.create("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 3}}, utcnow(), by="tests")
     registered_local_workers(services, wm, "proj/shrinks", 3)
-    wm.pools.update("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 1}}, utcnow())
+    wm.pools.update("proj/shrinks", {**POOL_BODY, "config": {"maxCapacity": 1}}, utcnow(), by="tests")
     wm.provisioner.provision("proj/shrinks")
     answers = {w.worker_id: wm.workers.should_terminate("proj/shrinks", "local", w.worker_id)
                for w in workers(wm, "proj/shrinks")}
@@ -208,9 +210,9 @@ def test_workers_beyond_a_lowered_max_capacity_are_asked_to_terminate_newest_fir
 
 
 def test_a_deleted_pool_asks_its_workers_to_go_and_is_removed_once_they_have(services, wm, local):
-    wm.pools.create("proj/goes", {**POOL_BODY, "config": {"maxCapacity": 2}}, utcnow())
+    wm.pools.create("proj/goes", {**POOL_BODY, "config": {"maxCapacity": 2}}, utcnow(), by="tests")
     ids = registered_local_workers(services, wm, "proj/goes", 2)
-    wm.pools.delete("proj/goes", utcnow())
+    wm.pools.delete("proj/goes", utcnow(), by="tests")
     wm.provisioner.provision("proj/goes")
     assert all(wm.workers.should_terminate("proj/goes", "local", worker_id) ==
                {"terminate": True, "reason": "worker pool deleted"} for worker_id in ids)

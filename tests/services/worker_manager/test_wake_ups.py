@@ -111,7 +111,7 @@ def test_pools_are_read_again_in_the_background_once_stale(wake_ups, queue, read
 def test_creating_tasks_for_a_pool_through_the_services_wakes_it_once():
     services = memory_services()
     wm = services.worker_manager
-    wm.pools.create("proj/built", {**POOL_BODY, "config": {"maxCapacity": 2}}, utcnow())
+    wm.pools.create("proj/built", {**POOL_BODY, "config": {"maxCapacity": 2}}, utcnow(), by="tests")
     created = wm.wake_ups.messages
     created.receive(32, hold=timedelta(seconds=60))   # the pool's own wake-up
     wm.wake_ups.pass_began("proj/built", utcnow())
