@@ -14,6 +14,7 @@ grow a scope without end).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Iterable
 
@@ -29,8 +30,17 @@ class RoleExpansionTooLarge(ValueError):
 
 
 class Roles:
+    """The roles, indexed so that finding those a scope assumes costs a few look-ups, not a
+    pass over every role (a role written is checked against every role's expansion: see
+    `Realm.check_roles`; a pass over all of them made that quadratic in the roles)."""
+
     def __init__(self, roles: dict[str, Iterable[str]]) -> None:
-        self._rules = [(ASSUME + role_id, tuple(scopes)) for role_id, scopes in sorted(roles.items())]
+        rules = {ASSUME + role_id: tuple(scopes) for role_id, scopes in roles.items()}
+        self._rules = rules
+        self._patterns = sorted(rules)   # for a starred scope: the patterns it is a prefix of
+        self._starred = {pattern[:-1]: pattern for pattern in rules if pattern.endswith("*")}
+        lengths = [len(prefix) for prefix in self._starred]
+        self._prefix_lengths = range(min(lengths, default=0), max(lengths, default=-1) + 1)
         self.expand = lru_cache(maxsize=4096)(self._expand)
 
     def expand_all(self, scopes: Iterable[str]) -> tuple[str, ...]:
@@ -46,11 +56,11 @@ class Roles:
             if scope in done:
                 continue
             done.add(scope)
-            for pattern, granted in self._rules:
+            for pattern in self._assumed(scope):
                 matched = _match(scope, pattern)
                 if matched is None:
                     continue
-                for template in granted:
+                for template in self._rules[pattern]:
                     new = _substitute(template, matched)
                     if new not in found:
                         found.add(new)
@@ -59,6 +69,22 @@ class Roles:
             if len(found) > MAX_SCOPES:
                 raise RoleExpansionTooLarge(f"role expansion grew past {MAX_SCOPES} scopes")
         return normalize(found)
+
+    def _assumed(self, scope: str) -> set[str]:
+        """The patterns `scope` may assume (`_match` decides): its own, the starred ones whose
+        prefix it starts with, and, for a starred scope, every one it is a prefix of."""
+        candidates = {scope} & self._rules.keys()
+        for end in self._prefix_lengths[:max(0, len(scope) + 1 - self._prefix_lengths.start)]:
+            pattern = self._starred.get(scope[:end])
+            if pattern is not None:
+                candidates.add(pattern)
+        if scope.endswith("*"):
+            prefix = scope[:-1]
+            for at in range(bisect_left(self._patterns, prefix), len(self._patterns)):
+                if not self._patterns[at].startswith(prefix):
+                    break
+                candidates.add(self._patterns[at])
+        return candidates
 
 
 def _may_assume(scope: str) -> bool:
