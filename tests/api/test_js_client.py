@@ -1,6 +1,7 @@
 """Taskcluster's JavaScript client (`taskcluster-client` from npm, what a Node service or a
 decision task in JavaScript uses) against a real host: its Hawk signatures, temporary
-credentials, signed URLs, bodies and error codes work as the Python client's do."""
+credentials, signed URLs, upload and download helpers, bodies and error codes work as the
+Python client's do."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ const outcome = {};
   await worker.createArtifact(taskId, run.runId, 'private/ref', {
     storageType: 'reference', url: 'https://example.com/ref', expires: tc.fromNowJSON('1 day'),
     contentType: 'text/plain'});
+  // An object artifact through the client's upload and download helpers (hashes checked).
+  const bytes = Buffer.from('bytes from the JavaScript client\n'.repeat(1000));
+  const object = await worker.createArtifact(taskId, run.runId, 'public/bytes.txt', {
+    storageType: 'object', expires: tc.fromNowJSON('1 day'), contentType: 'text/plain'});
+  await tcm.upload({projectId: object.projectId, name: object.name, contentType: 'text/plain',
+    contentLength: bytes.length, expires: new Date(object.expires), uploadId: object.uploadId,
+    object: new tc.Object({rootUrl: options.rootUrl, credentials: object.credentials}),
+    streamFactory: async () => require('stream').Readable.from([bytes])});
+  await worker.finishArtifact(taskId, run.runId, 'public/bytes.txt', {uploadId: object.uploadId});
+  const chunks = [];
+  await tcm.downloadArtifact({taskId, runId: run.runId, name: 'public/bytes.txt', queue,
+    streamFactory: async () => new (require('stream').Writable)({write(chunk, _, done) { chunks.push(chunk); done(); }})});
+  outcome.downloaded = Buffer.concat(chunks).equals(bytes);
   outcome.completed = (await worker.reportCompleted(taskId, run.runId)).status.state;
   outcome.artifacts = (await queue.listArtifacts(taskId, run.runId)).artifacts.map(a => a.name).sort();
   outcome.signedUrl = queue.buildSignedUrl(queue.getArtifact, taskId, run.runId, 'private/ref');
@@ -67,7 +81,8 @@ def test_the_javascript_client_runs_a_task_and_calls_the_other_services(js_clien
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
     assert (outcome["created"], outcome["completed"]) == ("pending", "completed")
-    assert outcome["artifacts"] == ["private/ref", "public/results.json"]
+    assert outcome["artifacts"] == ["private/ref", "public/bytes.txt", "public/results.json"]
+    assert outcome["downloaded"] is True
     # The temporary credentials carry their own scopes (with the anonymous ones every caller
     # has), not their issuer's `*`.
     assert {"auth:current-scopes", "queue:get-task:*"} <= set(outcome["temporaryScopes"])
