@@ -185,7 +185,9 @@ class TaskUpdater:
         saved = self.task_table.save_status(record, status)
         for before, after in _changed_runs(record.status, status):
             if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
-                self.pending_removed(record.summary, status.task_id, before)
+                # Out of pending for good: deleted with others of its bucket a moment later (a
+                # claimer elsewhere that reads it meanwhile finds the run not pending).
+                self.pending_removed(record.summary, status.task_id, before, soon=True)
             if before and before.state is RunState.RUNNING and after.state is not RunState.RUNNING \
                     and after.run_id != resolved_run:
                 self.claim_table.remove([claim_row(queue_id, status.task_id, before)])  # retried: nothing to follow
@@ -203,9 +205,9 @@ class TaskUpdater:
             (summary["taskQueueId"], priority_rank(summary["priority"]), run.scheduled, task_id, run.run_id)
             for summary, task_id, run in pending])
 
-    def pending_removed(self, summary: dict, task_id: str, run: Run) -> None:
+    def pending_removed(self, summary: dict, task_id: str, run: Run, soon: bool = False) -> None:
         self.pending_table.remove_run(summary["taskQueueId"], priority_rank(summary["priority"]),
-                                run.scheduled, task_id, run.run_id)
+                                      run.scheduled, task_id, run.run_id, soon)
 
 
 def claim_row(task_queue_id: str, task_id: str, run: Run) -> ClaimRow:

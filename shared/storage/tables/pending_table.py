@@ -90,9 +90,15 @@ class PendingTable:
         return [PendingHint(hint[0], row["taskId"], row["runId"], row["RowKey"], written, row["PartitionKey"])
                 for hint, row in zip(hints, rows)]
 
-    def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> None:
+    def remove_run(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int,
+                   soon: bool = False) -> None:
+        """Delete a run's hint; `soon`: with `remove_soon`'s, for a run that left pending for
+        good (claimed or resolved: its key is never a pending run's again)."""
         row_key = _row_key(priority_rank, scheduled, task_id, run_id)
-        delete_row(self._table, _bucket(task_queue_id, row_key), row_key)   # gone already, or spread (see above)
+        if soon:
+            self._later.add([(_bucket(task_queue_id, row_key), row_key)])
+        else:
+            delete_row(self._table, _bucket(task_queue_id, row_key), row_key)   # gone already, or spread (see above)
 
     def version(self, task_queue_id: str, priority_rank: int, scheduled: str, task_id: str, run_id: int) -> str | None:
         """The ETag of a run's hint in its second's bucket (None: not there), so that it is
