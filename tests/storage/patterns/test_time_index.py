@@ -74,3 +74,17 @@ def test_items_written_alone_or_due_apart_share_their_bucket_s_first_partition(a
     assert len(due) == 40 + TOGETHER + 100
     times.remove(due)
     assert times.due(NOON + timedelta(minutes=1), 500) == []
+
+
+
+def test_an_item_given_twice_in_one_write_is_indexed_once(azurite):
+    """The same (due, key) twice in one write of many due at that time (a deadline sweep
+    that met a task through two items of its group and second) is one row: a transaction
+    holding a RowKey twice is refused whole, and the sweep that wrote it failed again on
+    every later run."""
+    times = index(azurite, timedelta(minutes=1))
+    keys = [f"task{i:03d}" for i in range(60)]
+    times.add([(to_iso(NOON), key) for key in keys + keys[:3]], {"task000": "noted"})
+    due = times.due(NOON, 500)
+    assert sorted(item.key for item in due) == keys
+    assert {item.key: item.value for item in due}["task000"] == "noted"
