@@ -195,7 +195,9 @@ class DependencyResolver:
         return handled
 
     def _processed(self, resolution: Resolution) -> None:
-        """The claimed run's row goes, once the task's events are out."""
+        """What stands for the resolution goes, once the task's events are out: the claimed
+        run's row, or the repair intent its writer sent for a run nobody claimed (left, the
+        repair sweep would follow the resolution up again a minute later)."""
         task_id, run_id = resolution.task_id, resolution.run_id
         if resolution.worker_group:
             row = ClaimRow(resolution.task_queue_id, task_id, run_id, resolution.worker_group, resolution.worker_id)
@@ -203,6 +205,9 @@ class DependencyResolver:
                 self.claim_table.remove_soon([row])
             else:   # its events are not out: the claim expiry sweep brings the resolution back
                 self.claim_table.move(row, to_iso(utcnow() + RECHECK))
+        elif resolution.intent is not None and (resolution.published or self.publisher.settle(self.task_table,
+                                                                                                 task_id)):
+            self.messages.withdraw(resolution.intent)   # else the intent's repair publishes them
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
 
     @staticmethod

@@ -16,7 +16,7 @@ Handling a resolution twice changes nothing (see `dependency_resolver`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from shared.domain.dependencies import Dependent, resolution_of
@@ -53,6 +53,9 @@ class Resolution:
     deadline: str = ""         # the task's, and its runs then: what its group's deadline row notes
     runs: int = 0
     index_routes: bool = True  # it has a route `index.<namespace>` (unknown: True, the safe side)
+    # The repair intent that stands for it (a run nobody claimed), known only to the process
+    # that wrote it: withdrawn once the resolution is followed up (see `DependencyResolver`).
+    intent: SentMessage | None = field(default=None, compare=False)
 
     @property
     def first(self) -> FirstResolution:
@@ -101,8 +104,10 @@ class ResolutionMessages:
         self.repairs = repairs
         self.repair_delay = repair_delay
 
-    def intend(self, task_id: str, run_id: int) -> None:
-        self.repairs.send({"kind": "task-resolved", "taskId": task_id, "runId": run_id}, self.repair_delay)
+    def intend(self, task_id: str, run_id: int) -> SentMessage:
+        """Before the write that resolves a run nobody claimed: follow its resolution up later,
+        should this process die first; withdrawn once it is followed up here."""
+        return self.repairs.send({"kind": "task-resolved", "taskId": task_id, "runId": run_id}, self.repair_delay)
 
     def announce(self, resolution: Resolution) -> None:
         self.resolved.send(resolution.to_message())

@@ -180,8 +180,9 @@ class TaskUpdater:
             hints = self.add_hints([(record.summary, status.task_id, new_pending)])
         resolved_run = became_resolved(record.status, status)
         claimed = resolved_run is not None and _was_running(record.status, resolved_run)
+        intent = None
         if resolved_run is not None and not claimed:
-            self.messages.intend(status.task_id, resolved_run)  # no claim row to stand for it
+            intent = self.messages.intend(status.task_id, resolved_run)  # no claim row to stand for it
         saved = self.task_table.save_status(record, status)
         for before, after in _changed_runs(record.status, status):
             if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
@@ -196,7 +197,7 @@ class TaskUpdater:
             self.signal.notify(queue_id, 1, made=hints)
         if resolved_run is None:
             return saved, None
-        return saved, replace(Resolution.of(saved, resolved_run), published=published)
+        return saved, replace(Resolution.of(saved, resolved_run), published=published, intent=intent)
 
     def add_hints(self, pending: list[tuple[dict, str, Run]]) -> list[PendingHint]:
         """Hints for pending runs given as (summary or definition, taskId, run), batched; the

@@ -223,6 +223,20 @@ def test_an_unclaimed_resolution_that_was_lost_is_repaired_by_the_repair_sweep(s
     assert state(services, second) == "pending"
 
 
+def test_an_unclaimed_resolution_followed_up_here_withdraws_its_repair_intent(services, task_queue_id):
+    """A cancel (or a deadline) resolves a run nobody claimed: the intent sent before its
+    write stands for the follow-up only until it is done, so the repair sweep a minute later
+    neither does it again nor logs it as repaired."""
+    first = create(services, task_queue_id)
+    second = create(services, task_queue_id, dependencies=[first], requires="all-resolved")
+    services.task_calls.cancel(first)
+    assert services.dependency_resolver.settled()
+    assert state(services, second) == "pending"
+    import time
+    time.sleep(1.5)  # an intent left would be due now (repair_delay=1 in this fixture)
+    assert services.repairs.intents.receive(32, timedelta(seconds=1)) == []
+
+
 def test_dependents_are_listed_in_pages(services, task_queue_id):
     required = create(services, task_queue_id)
     dependents = {create(services, task_queue_id, dependencies=[required]) for _ in range(5)}
