@@ -31,14 +31,17 @@ def to_iso(moment: datetime) -> str:
 
 
 def parse_iso(text: str) -> datetime:
-    """Parse an RFC 3339 date-time with an offset into UTC. Raises ValueError."""
+    """Parse an RFC 3339 date-time with an offset into UTC, to the millisecond (finer digits
+    dropped, as Taskcluster's JavaScript dates drop them: an artifact sent to expire at
+    `12:00:00.485966` does not outlive its task stored as `12:00:00.485`). Raises ValueError."""
     if not _RFC3339.fullmatch(text):
         raise ValueError("not an RFC 3339 date-time such as 2026-11-22T19:30:00.000Z")
     moment = datetime.fromisoformat(text.upper())
     try:
-        return moment.astimezone(timezone.utc)
+        moment = moment.astimezone(timezone.utc)
     except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is in year 0 in UTC
         raise ValueError("outside the years 1 to 9999 in UTC") from None
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def normalize_iso(text: str) -> str:

@@ -52,6 +52,13 @@ def test_a_run_missing_or_never_claimed_is_bad_input():
         check_run("t", run(RunState.EXCEPTION, claimed=False, resolved_ago=timedelta(0)), NOW)
 
 
+def test_an_artifact_may_expire_with_its_task_given_to_the_microsecond():
+    """A Python client's isoformat() carries microseconds; the task's expires is stored to the
+    millisecond, and Taskcluster compares the two as milliseconds."""
+    assert check_expires("2031-01-01T00:00:00.000999+00:00", "2031-01-01T00:00:00.000Z", NOW) == \
+        "2031-01-01T00:00:00.000Z"
+
+
 def test_expires_is_normalized_and_bounded():
     assert check_expires("2030-01-01T00:00:00+01:00", "2031-01-01T00:00:00.000Z", NOW) == "2029-12-31T23:00:00.000Z"
     check_expires(to_iso(NOW - timedelta(minutes=14)), TASK_EXPIRES, NOW)   # clock skew

@@ -48,3 +48,8 @@ def test_offsets_and_lowercase_are_normalized():
     assert normalize_iso("2026-11-22t20:30:00.5+01:00") == "2026-11-22T19:30:00.500Z"
     assert normalize_iso("0001-01-01T01:00:00+01:00") == "0001-01-01T00:00:00.000Z"
     assert normalize_iso("2026-11-22T19:30:00z") == "2026-11-22T19:30:00.000Z"
+
+
+def test_finer_digits_than_milliseconds_are_dropped_as_taskclusters_dates_drop_them():
+    assert parse_iso("2026-11-22T19:30:00.485966Z") == parse_iso("2026-11-22T19:30:00.485Z")
+    assert parse_iso("2026-11-22T19:30:00.4859+00:00").microsecond == 485000
