@@ -16,6 +16,7 @@ Endpoints are tried in the order they are declared, as Taskcluster's router trie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 from urllib.parse import unquote
 
@@ -83,7 +84,8 @@ class Endpoint:
     def scopes_key(self) -> str:
         return self.scoped_as or self.name
 
-    @property
+    # Derived from the route once (every request tries each endpoint of its method in turn).
+    @cached_property
     def spread(self) -> int | None:
         """The index of the segment that may take several, if any."""
         if self.wildcard:
@@ -94,7 +96,7 @@ class Endpoint:
     def params(self) -> list[str]:
         return [segment[1:-1] for segment in self.segments if _is_param(segment)]
 
-    @property
+    @cached_property
     def segments(self) -> list[str]:
         return self.route.strip("/").split("/")
 
