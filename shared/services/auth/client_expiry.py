@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from shared.services.auth.audit_history import AUTH_SERVICE, EXPIRED, AuditHistory
 from shared.services.sweeps.activity_expiry import ExpiringRows
-from shared.storage.patterns.keys import bounded_key
 from shared.storage.patterns.time_index import DueItem, TimeIndex
 from shared.storage.tables.client_table import ClientRecord, ClientTable
 
@@ -30,8 +29,7 @@ class ClientExpiry(ExpiringRows):
     def watch(self, record: ClientRecord) -> None:
         """Index a client about to be written, if it goes when it expires."""
         if record.delete_on_expiration:
-            key = bounded_key(record.client_id, 400)
-            self.index.add([(record.expires, key)], {key: record.client_id})
+            self._watch_named(record.client_id, record.expires)
 
     def _load(self, item: DueItem) -> ClientRecord | None:
         record = self.table.load(item.value)

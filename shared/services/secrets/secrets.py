@@ -21,7 +21,6 @@ from shared.domain.timestamps import normalize_iso, utcnow
 from shared.services.auth.audit_history import CREATED, DELETED, EXPIRED, SECRETS_SERVICE, UPDATED, AuditHistory
 from shared.services.secrets.encryption import SETTING, CannotOpen, SecretBox, Sealed
 from shared.services.sweeps.activity_expiry import ExpiringRows, lapsed
-from shared.storage.patterns.keys import bounded_key
 from shared.storage.patterns.time_index import DueItem, TimeIndex
 from shared.storage.tables.secret_table import MAX_SEALED_CHARS, SecretTable, StoredSecret
 
@@ -98,8 +97,7 @@ class SecretExpiry(ExpiringRows):
         self.audit = audit
 
     def watch(self, name: str, expires: str) -> None:
-        key = bounded_key(name, 400)
-        self.index.add([(expires, key)], {key: name})
+        self._watch_named(name, expires)
 
     def _load(self, item: DueItem) -> StoredSecret | None:
         return self.table.load(item.value)

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from shared.domain.timestamps import parse_iso
 from shared.storage.errors import ChangedSinceRead
-from shared.storage.patterns.keys import escape_key, unescape_key
+from shared.storage.patterns.keys import bounded_key, escape_key, unescape_key
 from shared.storage.tables.task_queue_table import TaskQueueTable
 from shared.storage.patterns.time_index import DueItem, TimeIndex
 from shared.storage.tables.worker_table import WorkerRecord, WorkerTable
@@ -57,6 +57,12 @@ class ExpiringRows(Sweep):
 
     def _expired(self, record) -> None:
         """After a lapsed row was deleted: what else its kind records (by default nothing)."""
+
+    def _watch_named(self, name: str, expires: str) -> None:
+        """Index the row named `name` at `expires`: keyed by the name within a key's bounds,
+        the name itself as the item's value, which `_load` reads the row by."""
+        key = bounded_key(name, 400)
+        self.index.add([(expires, key)], {key: name})
 
 
 class WorkerExpiry(ExpiringRows):
