@@ -9,8 +9,9 @@ Taskcluster's rules, kept here:
 - createTask announces task-defined, then task-pending if the task is ready;
 - a new pending run (scheduled, retried, rerun) is task-pending; a claim is task-running
   (a reclaim announces nothing); a resolved run is task-completed, task-failed or
-  task-exception, except a run that ended in exception *and was retried*: the new run's
-  task-pending is the only announcement then, as in Taskcluster;
+  task-exception, a run that ended in exception *and was retried* too (its task-exception,
+  then the new run's task-pending, as Taskcluster 106's claim resolver and reportException
+  publish them);
 - an artifact is announced created once it is present (an object once finished; a
   reference, link or error at once, and again when replaced; s3 artifacts are not announced);
 - a group is announced resolved when its last unresolved member resolves, and sealed;
@@ -94,19 +95,16 @@ def task_changed(summary: dict, notice: dict, before: TaskStatus | None, after: 
         old = before.run(run.run_id) if before else None
         if old is not None and old.state is run.state:
             continue
-        exchange = _announced_as(run, after)
-        if exchange:
-            events.append(_task_event(exchange, summary, notice, after, run, at))
+        events.append(_task_event(_announced_as(run), summary, notice, after, run, at))
     return events
 
 
-def _announced_as(run: Run, status: TaskStatus) -> str | None:
+def _announced_as(run: Run) -> str:
     if run.state is RunState.PENDING:
         return "task-pending"
     if run.state is RunState.RUNNING:
         return "task-running"
-    retried = status.run(run.run_id + 1) is not None and run.state is RunState.EXCEPTION
-    return None if retried else _RESOLVED[run.state]
+    return _RESOLVED[run.state]
 
 
 def _task_event(exchange: str, summary: dict, notice: dict, status: TaskStatus, run: Run | None,

@@ -73,12 +73,18 @@ def test_claim_runs_reclaim_is_silent_and_completion_names_the_worker():
         assert event.id == f"{TASK}/{exchange}/0"
 
 
-def test_a_retried_exception_is_announced_as_the_new_run_pending_only():
+def test_a_retried_exception_is_announced_then_the_new_run_pending():
+    """As Taskcluster 106 publishes a run that a claim's expiry or reportException
+    (worker-shutdown, intermittent-task) resolved with retries left."""
     running = claimed(lifecycle.schedule(new(retries=1), NOW))
     retried = lifecycle.resolve(running, 0, ReasonResolved.WORKER_SHUTDOWN, NOW)
-    [event] = map(conforming, changed(running, retried))
-    assert (event.exchange, event.body["runId"]) == ("task-pending", 1)
-    assert event.routing_key.split(".")[2:5] == ["1", "_", "_"]
+    exception, pending = map(conforming, changed(running, retried))
+    assert (exception.exchange, exception.body["runId"]) == ("task-exception", 0)
+    assert exception.routing_key.split(".")[2:5] == ["0", "wg", "w1"]
+    assert (exception.body["workerGroup"], exception.body["workerId"]) == ("wg", "w1")
+    assert [run["state"] for run in exception.body["status"]["runs"]] == ["exception", "pending"]
+    assert (pending.exchange, pending.body["runId"]) == ("task-pending", 1)
+    assert pending.routing_key.split(".")[2:5] == ["1", "_", "_"]
 
 
 def test_cancel_of_an_unclaimed_task_has_no_worker_words():

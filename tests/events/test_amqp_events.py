@@ -74,6 +74,23 @@ def test_a_lifecycle_on_every_task_exchange_with_every_routing_key_word(queue, e
     assert len({message.message_id for message in received}) == 4
 
 
+def test_a_retried_run_is_announced_exception_then_pending(queue, events, consumers, new_task, task_queue_id):
+    """Taskcluster 106 publishes the exception of a run it retries (here worker-shutdown; its
+    claim resolver does the same for an expired claim), then the new run's task-pending."""
+    task_id = new_slugid()
+    consumer = consumers([events.taskException({"taskId": task_id}), events.taskPending({"taskId": task_id})])
+    queue.createTask(task_id, new_task(retries=1))
+    claimed = claim(queue, task_queue_id)
+    worker = taskcluster.Queue({"rootUrl": queue.options["rootUrl"], "credentials": claimed["credentials"]})
+    worker.reportException(task_id, "0", {"reason": "worker-shutdown"})
+    received = [conforming(message) for message in consumer.wait_for(3)]
+    assert [(message.name, message.body["runId"]) for message in received] == [
+        ("task-pending", 0), ("task-exception", 0), ("task-pending", 1)]
+    exception = received[1].body
+    assert exception["status"]["runs"][0]["reasonResolved"] == "worker-shutdown"
+    assert (exception["workerGroup"], exception["workerId"]) == ("wg", "w1")
+
+
 def test_failed_and_exception_and_the_group_exchanges(queue, events, consumers, new_task, task_queue_id):
     group_id, failing, cancelled = new_slugid(), new_slugid(), new_slugid()
     consumer = consumers([events.taskFailed({"taskGroupId": group_id}), events.taskException({"taskGroupId": group_id}),

@@ -220,9 +220,7 @@ def announcements(statuses) -> set[tuple[str, str, int | None]]:
             out.add(("task-pending", task_id, run["runId"]))
             if "workerId" in run:
                 out.add(("task-running", task_id, run["runId"]))
-            retried = run["runId"] + 1 < len(runs) and runs[run["runId"] + 1]["reasonCreated"] == "retry"
-            if run["state"] != "exception" or not retried:
-                out.add((f"task-{run['state']}", task_id, run["runId"]))
+            out.add((f"task-{run['state']}", task_id, run["runId"]))   # a retried exception too
     return out
 
 
