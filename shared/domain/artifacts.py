@@ -130,9 +130,6 @@ def check_expires(expires: str, task_expires: str, now: datetime) -> str:
 
 def requested(task_id: str, run_id: int, name: str, body: dict, expires: str) -> Artifact:
     """The artifact a createArtifact body asks for (an object's uploadId comes later)."""
-    if name == RESULTS_NAME:
-        raise Conflict(f"Artifact {RESULTS_NAME} of run {run_id} is the queue's own: the run's results document, "
-                       "written when its task resolves; a worker cannot create it")
     kind = StorageType(body["storageType"])
     details = {
         StorageType.REFERENCE: lambda: {"url": body["url"]},

@@ -6,7 +6,8 @@ its event. Each event carries a stable id (the same change always gets the same 
 a consumer, or Service Bus duplicate detection, drops an event delivered twice.
 
 Taskcluster's rules, kept here:
-- createTask announces task-defined, then task-pending if the task is ready;
+- createTask announces task-defined (with the status as it was before any run: unscheduled,
+  no runs, as Taskcluster's carries), then task-pending if the task is ready;
 - a new pending run (scheduled, retried, rerun) is task-pending; a claim is task-running
   (a reclaim announces nothing); a resolved run is task-completed, task-failed or
   task-exception, a run that ended in exception *and was retried* too (its task-exception,
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shared.domain.exchanges import QUEUE_PREFIX, full_name
 from shared.domain.runs import Run, RunState
@@ -90,7 +91,8 @@ def task_changed(summary: dict, notice: dict, before: TaskStatus | None, after: 
     `summary` holds the status fields of the definition, `notice` its `routes` and `tags`."""
     events = []
     if before is None:
-        events.append(_task_event("task-defined", summary, notice, after, None, at))
+        defined = replace(after, runs=(), retries_left=after.retries)
+        events.append(_task_event("task-defined", summary, notice, defined, None, at))
     for run in after.runs:
         old = before.run(run.run_id) if before else None
         if old is not None and old.state is run.state:
@@ -150,9 +152,12 @@ def group_priority_changed(task_group_id: str, scheduler_id: str, new: str, affe
     return _group_event("task-group-priority-changed", body, f"{task_group_id}/task-group-priority-changed/{at}", at)
 
 
-def group_resolved(task_group_id: str, scheduler_id: str, expires: str, resolved: str, at: str) -> Event:
-    """A group's members have all resolved (again, if tasks joined it since the last time)."""
-    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "expires": expires}
+def group_resolved(task_group_id: str, scheduler_id: str, expires: str, resolved: str, at: str,
+                   sealed: str = "") -> Event:
+    """A group's members have all resolved (again, if tasks joined it since the last time);
+    `sealed` when it was sealed, as Taskcluster's body says."""
+    body = {"version": 1, "taskGroupId": task_group_id, "schedulerId": scheduler_id, "expires": expires,
+            **({"sealed": sealed} if sealed else {})}
     return _group_event("task-group-resolved", body, f"{task_group_id}/task-group-resolved/{resolved}", at)
 
 

@@ -115,9 +115,6 @@ def test_latest_artifact_after_completion_and_the_runs_results(server, queue, ru
 def test_the_results_document_is_an_s3_artifact_of_the_resolved_run(server, queue, running, tmp_path):
     for name in ("public/a.txt", "public/z.txt"):
         create_and_upload(server, queue, running, name, TEXT)
-    error = rest_error(queue.createArtifact, running, "0", "public/results.json", {
-        "storageType": "s3", "contentType": "application/json", "expires": expires()})
-    assert error.status_code == 409 and error.body["code"] == "RequestConflict"      # the queue's own
     assert rest_error(queue.artifactInfo, running, "0", "public/results.json").status_code == 404   # not resolved
     queue.reportFailed(running, "0")
     task_expires = queue.task(running)["expires"]
@@ -139,6 +136,18 @@ def test_the_results_document_is_an_s3_artifact_of_the_resolved_run(server, queu
     document = conforms("run-results", json.loads((tmp_path / "results.json").read_bytes()))
     assert content_type == "application/json" and document["state"] == "failed"
     assert [artifact["name"] for artifact in document["artifacts"]] == ["public/a.txt", "public/z.txt"]
+
+
+def test_a_workers_own_results_json_is_taken_and_served_as_made(queue, running):
+    """Taskcluster 106 takes it (checked side by side); the run then has no document of ours."""
+    url = "https://example.com/results.json"
+    made = queue.createArtifact(running, "0", "public/results.json", {
+        "storageType": "reference", "contentType": "application/json", "url": url, "expires": expires()})
+    assert made["storageType"] == "reference"
+    queue.reportCompleted(running, "0")
+    assert queue.artifact(running, "0", "public/results.json") == {"storageType": "reference", "url": url}
+    assert [(a["name"], a["storageType"]) for a in queue.listArtifacts(running, "0")["artifacts"]] == [
+        ("public/results.json", "reference")]
 
 
 def test_a_results_document_is_written_by_its_first_read(server, queue, running):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 import taskcluster
 
@@ -143,3 +145,19 @@ def test_a_refused_create_leaves_no_phantom_member(queue, new_task):
     with pytest.raises(taskcluster.TaskclusterRestFailure):
         queue.createTask(refused, new_task(dependencies=[new_slugid()]))
     not_found(queue.getTaskGroup, refused)
+
+
+def test_a_group_expires_a_step_past_its_tasks_as_taskclusters(queue, new_task):
+    """Taskcluster 106 gives a group its tasks' latest expiry plus an hour, a task given no
+    group too (ours keeps that group with its task, and says so all the same)."""
+    alone, group_id, member = new_slugid(), new_slugid(), new_slugid()
+    queue.createTask(alone, new_task())
+    queue.createTask(member, new_task(taskGroupId=group_id))
+    for group, task_id in ((alone, alone), (group_id, member)):
+        expires = datetime.fromisoformat(queue.task(task_id)["expires"].replace("Z", "+00:00"))
+        shown = datetime.fromisoformat(queue.getTaskGroup(group)["expires"].replace("Z", "+00:00"))
+        assert shown - expires == timedelta(hours=1), group
+    before = queue.getTaskGroup(alone)["expires"]
+    joined = new_slugid()   # another task joining the lone group: it says no less than before
+    queue.createTask(joined, new_task(taskGroupId=alone, expires=queue.task(alone)["expires"]))
+    assert queue.getTaskGroup(alone)["expires"] == queue.listTaskGroup(alone)["expires"] == before

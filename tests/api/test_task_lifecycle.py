@@ -265,12 +265,6 @@ def test_task_group_expiry_follows_its_latest_task(queue, new_task):
         parse_iso(to_iso(deadline + timedelta(days=30, hours=1)))
 
 
-def test_a_task_given_no_group_has_one_expiring_with_it(queue, new_task):
-    task_id = new_slugid()
-    queue.createTask(task_id, new_task())
-    assert queue.getTaskGroup(task_id)["expires"] == queue.task(task_id)["expires"]
-
-
 def test_a_group_keeps_the_scheduler_id_of_its_first_task(queue, new_task):
     group_id = new_slugid()
     queue.createTask(new_slugid(), new_task(taskGroupId=group_id, schedulerId="first"))

@@ -45,6 +45,8 @@ def test_create_announces_defined_then_pending_with_routes_as_cc():
     defined_event, pending_event = map(conforming, changed(None, pending))
     assert defined_event.exchange == "task-defined"
     assert defined_event.routing_key == f"primary.{TASK}._._._.prov.linux.sched.{GROUP}._"
+    # As Taskcluster's: the status before any run, though the task was created pending.
+    assert (defined_event.body["status"]["state"], defined_event.body["status"]["runs"]) == ("unscheduled", [])
     assert pending_event.exchange == "task-pending"
     assert pending_event.routing_key == f"primary.{TASK}.0._._.prov.linux.sched.{GROUP}._"
     assert pending_event.body["runId"] == 0 and pending_event.body["status"]["state"] == "pending"
@@ -93,6 +95,13 @@ def test_cancel_of_an_unclaimed_task_has_no_worker_words():
     assert event.exchange == "task-exception"
     assert event.routing_key.split(".")[2:5] == ["0", "_", "_"]
     assert "workerGroup" not in event.body and event.body["status"]["runs"][0]["reasonResolved"] == "canceled"
+
+
+def test_a_sealed_group_resolved_says_when_it_was_sealed():
+    unsealed = conforming(task_events.group_resolved(GROUP, "sched", SUMMARY["expires"], to_iso(NOW), to_iso(NOW)))
+    sealed = conforming(task_events.group_resolved(GROUP, "sched", SUMMARY["expires"], to_iso(NOW), to_iso(NOW),
+                                                   sealed=to_iso(NOW)))
+    assert "sealed" not in unsealed.body and sealed.body["sealed"] == to_iso(NOW)
 
 
 @pytest.mark.parametrize("make", [task_events.group_resolved, task_events.group_sealed])

@@ -13,7 +13,11 @@ completes it. Reads follow links and answer 404 for an artifact not (yet) presen
 `public/results.json` has no row: it is the blob of a run's results document (see
 `run_results`), written by its first read once the run is over for good (a HEAD finds it
 after that; 404 before the run is over), read as an `s3` artifact, listed where its name
-sorts, and expiring with its task.
+sorts, and expiring with its task. Unless the worker made an artifact of that name, as
+Taskcluster lets it (a common name for a task's own results): then that artifact is the
+run's `public/results.json`, and no document is written for the run. (A document written in
+the instant before such an artifact's row, by a reader of a run resolved `exception` that
+still takes artifacts, shares its blob name: the artifact's upload replaces it.)
 
 What a scope check will need is at hand in each call: the taskId and runId
 (`queue:create-artifact:<taskId>/<runId>`, `queue:list-artifacts:...`) and, for a read,
@@ -201,8 +205,9 @@ class Artifacts:
     def _load(self, task_id: str, run_id: int, name: str, task: TaskRecord | None = None) -> ArtifactRecord | None:
         """An artifact's row, or the run's results document once the run is over for good,
         written now if no reader wrote it before (the task read for it unless given)."""
-        if name != RESULTS_NAME:
-            return self.artifact_table.load(task_id, run_id, name)
+        row = self.artifact_table.load(task_id, run_id, name)
+        if name != RESULTS_NAME or row is not None:
+            return row
         task = task or self.task_table.load(task_id)
         if task is None or not run_settled(task.status, run_id):
             return None
@@ -306,8 +311,8 @@ class Artifacts:
         page = self.artifact_table.page(task_id, run_id, after, limit + 1)
         found = dict(page)
         results = row_key(run_id, RESULTS_NAME)
-        if results > after and (len(page) <= limit or results <= page[-1][0]):   # it sorts within this page
-            found.pop(results, None)      # a row of that name, from before the document had none
+        if results not in found and results > after and (len(page) <= limit or results <= page[-1][0]):
+            # the document sorts within this page (a worker's own artifact of that name is listed as it is)
             document = self._load(task_id, run_id, RESULTS_NAME, task)
             found.update({results: document} if document else {})
         keys = sorted(found)[:limit]

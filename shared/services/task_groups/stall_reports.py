@@ -19,7 +19,7 @@ from shared.domain import group_watch, task_events
 from shared.domain.errors import InvalidInput, NotFound
 from shared.domain.group_watch import ON_STALL, Verdict
 from shared.domain.timestamps import to_iso
-from shared.services.task_groups.task_groups import Authorize, TaskGroups
+from shared.services.task_groups.task_groups import Authorize, TaskGroups, shown_expires
 from shared.storage.tables.task_group_table import TaskGroupRecord
 
 log = logging.getLogger("queue.watchdog")
@@ -46,7 +46,7 @@ class StallReports:
             if verdict is None:
                 return replace(record, watch="")
             fresh = replace(verdict, reported=to_iso(now))
-            event = task_events.group_stalled(record.task_group_id, record.scheduler_id, record.expires,
+            event = task_events.group_stalled(record.task_group_id, record.scheduler_id, shown_expires(record),
                                               fresh.to_json(), to_iso(now))
             return replace(record, watch=fresh.encode(),
                            outbox=record.outbox + ((event,) if self.publisher.publishing else ()))

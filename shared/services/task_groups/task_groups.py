@@ -135,9 +135,11 @@ class TaskGroups:
         """The group, its expiry made at least `expires`, and no longer `lone` if another
         task `joined`; None if it is gone."""
         def later(record: TaskGroupRecord) -> TaskGroupRecord:
+            if joined and record.lone:   # shared from now on: a step past its tasks' expiry, as it showed
+                record = replace(record, expires=shown_expires(record), lone=False)
             if parse_iso(record.expires) < parse_iso(expires):
                 record = replace(record, expires=_stepped(expires))
-            return replace(record, lone=False) if joined and record.lone else record
+            return record
         return change_until_saved(lambda: self.group_table.load(group.task_group_id), later, self.group_table.save, first=group)
 
     def member_resolved(self, task_group_id: str, task_id: str, first: FirstResolution) -> bool:
@@ -201,7 +203,7 @@ class TaskGroups:
         too (in the same write: see `watchdog`)."""
         watch = group_watch.kept_on_resolution(group.watch)
         return self._announced(replace(group, resolved=resolved, watch=watch), task_events.group_resolved(
-            group.task_group_id, group.scheduler_id, group.expires, resolved, resolved))
+            group.task_group_id, group.scheduler_id, shown_expires(group), resolved, resolved, group.sealed))
 
     def _change(self, load: Callable[[], TaskGroupRecord | None],
                 change: Callable[[TaskGroupRecord], TaskGroupRecord], first: TaskGroupRecord | None = None) -> bool:
@@ -214,7 +216,7 @@ class TaskGroups:
 
     def get(self, task_group_id: str) -> dict:
         group = self.existing(task_group_id)
-        out = {"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id, "expires": group.expires}
+        out = {"taskGroupId": group.task_group_id, "schedulerId": group.scheduler_id, "expires": shown_expires(group)}
         if group.sealed:
             out["sealed"] = group.sealed
         return out
@@ -225,7 +227,7 @@ class TaskGroups:
             if group.sealed:
                 return group
             return self._announced(replace(group, sealed=now), task_events.group_sealed(
-                task_group_id, group.scheduler_id, group.expires, now, now))
+                task_group_id, group.scheduler_id, shown_expires(group), now, now))
         self._change(lambda: self.existing(task_group_id, authorize), sealed)
         out = self.get(task_group_id)
         self.group_table.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
@@ -293,6 +295,12 @@ def _fresh(definition: dict, bucket_width: int = 1, lone: bool = False) -> TaskG
     expires = definition["expires"] if lone else _stepped(definition["expires"])
     return TaskGroupRecord(definition["taskGroupId"], definition["schedulerId"], expires,
                            bucket_width=bucket_width, lone=lone)
+
+
+def shown_expires(group: TaskGroupRecord) -> str:
+    """The group's `expires` as answers and events give it: Taskcluster's, a step past its
+    tasks'. A `lone` group keeps its one task's own, to be deleted with it (see `TaskExpiry`)."""
+    return _stepped(group.expires) if group.lone else group.expires
 
 
 def _stepped(expires: str) -> str:

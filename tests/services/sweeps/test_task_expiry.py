@@ -230,6 +230,8 @@ def test_a_graph_made_in_the_group_of_a_task_given_no_group_is_deleted_with_it_t
     assert not services.task_groups.group_table.load(graph_id).lone
     run(services, task_queue_id)
     assert expire_at(services, utcnow() + timedelta(seconds=5)) == 1
+    # No longer lone: a step past its task's expiry, as any shared group (and Taskcluster's).
+    services.task_expiry.sweep(now=utcnow() + EXPIRY_STEP + timedelta(seconds=5))
     with pytest.raises(NotFound):
         services.task_graphs.status(graph_id)
-    assert group_rows(services, graph_id) == []   # no longer lone, but no task extended it: its expiry is the task's
+    assert group_rows(services, graph_id) == []

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from shared.domain.artifacts import RESULTS_NAME, Artifact, StorageType
-from shared.domain.errors import Conflict, NotFound
+from shared.domain.artifacts import RESULTS_NAME
+from shared.domain.errors import NotFound
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.tasks.run_results import results_blob
@@ -68,20 +68,30 @@ def test_the_document_is_one_blob_written_by_its_first_read_without_rows(service
     assert services.artifact_expiry.index.due(utcnow() + timedelta(days=3650), 10) == []
     before = OPERATIONS.value
     first = services.artifacts.info(claimed, 0, RESULTS_NAME)
-    assert OPERATIONS.value - before == 4        # the task, a HEAD finding no blob, the run's artifacts, the PUT
+    # no worker's artifact of its name, the task, a HEAD finding no blob, the run's artifacts, the PUT
+    assert OPERATIONS.value - before == 5
     before = OPERATIONS.value
     assert services.artifacts.info(claimed, 0, RESULTS_NAME) == first
-    assert OPERATIONS.value - before == 2        # the task, the HEAD
+    assert OPERATIONS.value - before == 3        # no worker's artifact, the task, the HEAD
     assert first["contentLength"] == len(services.objects.blobs.read(results_blob(claimed, 0)))
     assert resolving < 8
 
 
-def test_a_worker_cannot_create_the_results_document(services, claimed):
-    for kind in ("s3", "object"):
-        with pytest.raises(Conflict, match="results document"):
-            services.artifacts.create(claimed, 0, RESULTS_NAME, {"storageType": kind, "contentType": "application/json",
-                                                                  "expires": to_iso(utcnow() + timedelta(hours=1))})
-    assert services.artifacts.list(claimed, 0, "", 1000)[0]["artifacts"] == []
+def test_a_workers_own_artifact_of_its_name_is_the_runs_and_no_document_is_written(services, claimed):
+    """As Taskcluster takes it: `public/results.json` is a common name for a task's own results."""
+    expires = to_iso(utcnow() + timedelta(hours=1))
+    services.artifacts.create(claimed, 0, RESULTS_NAME, {"storageType": "reference", "contentType": "application/json",
+                                                         "url": "https://example.com/mine.json", "expires": expires})
+    services.resolutions.completed(claimed, 0)
+    for run_id in (0, None):
+        assert services.artifacts.info(claimed, run_id, RESULTS_NAME)["storageType"] == "reference"
+        assert services.artifacts.location(claimed, run_id, RESULTS_NAME) == {
+            "storageType": "reference", "url": "https://example.com/mine.json"}
+    for limit in (1, 2):
+        page, after = services.artifacts.list(claimed, 0, "", limit)
+        assert [(a["name"], a["storageType"]) for a in page["artifacts"]] == [(RESULTS_NAME, "reference")]
+        assert after is None
+    assert services.objects.blobs.size(results_blob(claimed, 0)) is None
 
 
 def test_a_document_lost_is_written_again_by_the_next_read(services, claimed):
@@ -129,17 +139,6 @@ def test_the_document_is_listed_where_its_name_sorts_across_pages(services, clai
             listed += [artifact["name"] for artifact in page["artifacts"]]
             pages += 1
         assert listed == everything and pages <= len(everything) // limit + 1, limit
-
-
-def test_a_row_of_its_name_from_before_is_listed_as_the_document(services, claimed):
-    services.resolutions.completed(claimed, 0)
-    expires = services.task_calls.definition(claimed)["expires"]
-    services.artifacts.artifact_table.save(Artifact(claimed, 0, RESULTS_NAME, StorageType.OBJECT, "application/json", expires,
-                                           True))
-    for limit in (1, 2):
-        first, after = services.artifacts.list(claimed, 0, "", limit)
-        assert [artifact["storageType"] for artifact in first["artifacts"]] == ["s3"]
-        assert after is None or services.artifacts.list(claimed, 0, after, limit)[0]["artifacts"] == []
 
 
 def test_handling_the_resolution_again_changes_nothing(services, claimed):
