@@ -56,9 +56,12 @@ def all_fires(hooks, hook_id: str) -> list[dict]:
             return fires
 
 
-def fired(hooks, hook_id: str, count: int) -> list[dict]:
-    return eventually(lambda: len(found := all_fires(hooks, hook_id)) >= count and found, timeout=30,
-                      message=f"{count} fires")
+def fired(hooks, hook_id: str, count: int, log: Path | None = None) -> list[dict]:
+    """The hook's fires once there are `count`; failing, says what the host's log said of hooks last."""
+    def told() -> str:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if "hook" in line] if log else []
+        return f"{count} fires (host log, its last lines about hooks: {lines[-12:]})"
+    return eventually(lambda: len(found := all_fires(hooks, hook_id)) >= count and found, timeout=30, message=told)
 
 
 @pytest.mark.slow
@@ -78,7 +81,7 @@ def test_a_day_gives_each_fire_once_across_a_host_killed_midway(clocked_server, 
             clocked_server.stop(sig_kill=True)
             restart_server(clocked_server)
         if now.minute == 0:
-            assert len(fired(hooks, "hourly", expected)) == expected
+            assert len(fired(hooks, "hourly", expected, clocked_server.log_path)) == expected
 
     set_clock(clock_file, START + 24 * HOUR - timedelta(seconds=1))
     time.sleep(2.5)                                    # two runs of the timer: nothing more is due
