@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -89,6 +90,20 @@ def test_a_retried_run_is_announced_exception_then_pending(queue, events, consum
     exception = received[1].body
     assert exception["status"]["runs"][0]["reasonResolved"] == "worker-shutdown"
     assert (exception["workerGroup"], exception["workerId"]) == ("wg", "w1")
+
+
+def test_a_group_canceled_whole_is_announced_resolved_once(queue, events, consumers, new_task):
+    """Its last members resolve at once (cancelTaskGroup cancels in parallel): each finds every
+    count at zero, and one of them announces (Taskcluster 106 sends one here too)."""
+    group_id = new_slugid()
+    consumer = consumers([events.taskGroupResolved({"taskGroupId": group_id})])
+    for _ in range(24):
+        queue.createTask(new_slugid(), new_task(taskGroupId=group_id))
+    queue.sealTaskGroup(group_id)
+    assert queue.cancelTaskGroup(group_id)["cancelledCount"] == 24
+    consumer.wait_for(1)
+    time.sleep(2)   # a second would come within milliseconds
+    assert len(consumer.drain()) == 1
 
 
 def test_failed_and_exception_and_the_group_exchanges(queue, events, consumers, new_task, task_queue_id):

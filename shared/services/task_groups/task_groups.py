@@ -187,13 +187,20 @@ class TaskGroups:
     def _resolved(self, task_group_id: str, resolved: str, alone: bool = False) -> bool:
         """No member is left unresolved (at `resolved`; `alone`: as the bucket of the group's
         only member said, which holds while the row says `lone`): note it on the group's row
-        and announce it, once; True if this call did."""
+        and announce it, once; True if this call did.
+
+        The row is marked resolved at the moment of marking, not at the member's resolution:
+        two last members resolving at once both find every count at zero, and the one marking
+        second, whose resolution came before the first's mark (the first saw its count gone),
+        finds the row resolved since and announces nothing (marked at its own resolution's
+        time, each later than the other's mark, both announced: two task-group-resolved for
+        one cancelTaskGroup, where Taskcluster sends one)."""
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:
                 return group
             if alone and not group.lone and self.group_table.any_unresolved(task_group_id):
                 return group    # joined since: the members' counts decide
-            return self._marked_resolved(group, resolved)
+            return self._marked_resolved(group, max(resolved, to_iso(utcnow())))
         # From the version this process knows (a refused write reads the row): one that says
         # resolved at or after this is right to change nothing, as the row says as much.
         return self._change(lambda: self.group_table.load(task_group_id), mark, first=self._trusted(task_group_id))
