@@ -192,9 +192,9 @@ class TaskGroups:
         The row is marked resolved at the moment of marking, not at the member's resolution:
         two last members resolving at once both find every count at zero, and the one marking
         second, whose resolution came before the first's mark (the first saw its count gone),
-        finds the row resolved since and announces nothing (marked at its own resolution's
-        time, each later than the other's mark, both announced: two task-group-resolved for
-        one cancelTaskGroup, where Taskcluster sends one)."""
+        finds the row resolved since and announces nothing. (Marked at their resolutions'
+        times, the second's came after the first's mark and both announced: two
+        task-group-resolved for one cancelTaskGroup, where Taskcluster sends one.)"""
         def mark(group: TaskGroupRecord) -> TaskGroupRecord:
             if group.resolved >= resolved:
                 return group
