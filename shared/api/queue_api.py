@@ -118,7 +118,7 @@ ENDPOINTS = [
              output_schema="task-group-response"),
     Endpoint("cancelTaskGroup", "POST", "/task-group/<taskGroupId>/cancel",
              lambda call: call.services.task_groups.cancel(call.params["taskGroupId"],
-                                                        call.services.task_calls.cancel_if_unresolved, call.authorize),
+                                                        call.services.task_calls.cancel_many, call.authorize),
              output_schema="cancel-task-group-response"),
     Endpoint("changeTaskGroupPriority", "POST", "/task-group/<taskGroupId>/priority",
              lambda call: call.services.priorities.change_group(call.params["taskGroupId"], call.body["newPriority"],

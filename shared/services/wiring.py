@@ -273,7 +273,7 @@ class Services:
             group_feeds=GroupFeeds(feeds or event_feeds(settings)),
             watchdog=Watchdog(watch_index, deadline_watch, group_table, task_table, tracker, claim_resolver,
                               PoolPresence(worker_manager.pools, worker_manager.providers, presence), stall_reports,
-                              task_calls.cancel_if_unresolved, stall),
+                              task_calls.cancel_many, stall),
             stall_reports=stall_reports,
             hooks=hooks,
             hook_scheduler=hook_scheduler,

@@ -205,9 +205,9 @@ class DependencyResolver:
                 self.claim_table.remove_soon([row])
             else:   # its events are not out: the claim expiry sweep brings the resolution back
                 self.claim_table.move(row, to_iso(utcnow() + RECHECK))
-        elif resolution.intent is not None and (resolution.published or self.publisher.settle(self.task_table,
-                                                                                                 task_id)):
-            self.messages.withdraw(resolution.intent)   # else the intent's repair publishes them
+        elif resolution.intent is not None:   # kept if the events are not out: its repair publishes them
+            self.messages.settle(resolution.intent,
+                                 resolution.published or self.publisher.settle(self.task_table, task_id))
         log.info("task %s run %s resolution processed", task_id, run_id, extra={"taskId": task_id})
 
     @staticmethod

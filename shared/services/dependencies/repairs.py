@@ -71,6 +71,8 @@ class Repairs:
         if intent["kind"] == "graph-parts":
             return int(self.graph_parts.check(intent["taskGraphId"], int(intent["partsLeft"]),
                                               int(intent.get("stalls", 0))))
+        if intent["kind"] == "tasks-resolved":
+            return self._unclaimed_resolutions(intent["taskIds"])
         task_id = intent["taskId"]
         if intent["kind"] == "task-resolved" and self.dependency_resolver.handle(task_id, int(intent["runId"])):
             log.warning("repaired: resolution of task %s run %s had not been processed", task_id,
@@ -81,3 +83,18 @@ class Repairs:
                         extra={"taskId": task_id, "repair": "check-ready"})
             return 1
         return 0
+
+    def _unclaimed_resolutions(self, task_ids: list[str]) -> int:
+        """A `SharedIntent` left: each named task's last resolution by a run nobody claimed is
+        followed up again (done already, it changes nothing)."""
+        followed = 0
+        for task_id in task_ids:
+            record = self.dependency_resolver.task_table.load(task_id)
+            runs = [run for run in (record.status.runs if record else ()) if run.state.is_resolved
+                    and not run.worker_group]
+            followed += bool(runs) and self.dependency_resolver.handle(task_id, runs[-1].run_id)
+        if followed:
+            log.warning("repaired: the resolutions of %d of %d tasks named by one intent followed up again "
+                        "(their first follow-up had not finished)", followed, len(task_ids),
+                        extra={"repair": "tasks-resolved"})
+        return followed

@@ -9,13 +9,16 @@ dies between the write and the follow-up depends on how the task resolved:
   running run): the run's claim row stays until the handler is done with the
   resolution, and the claim expiry sweep announces it again once the row is due;
 - otherwise (a cancel or a deadline before any claim): a *delayed* intent on the `repairs`
-  queue, sent before the write, which the repair sweep checks against the task row.
+  queue, sent before the write, which the repair sweep checks against the task row; one
+  intent for many tasks written one after another (cancelTaskGroup's page, `SharedIntent`),
+  withdrawn once every resolution written under it is followed up.
 Handling a resolution twice changes nothing (see `dependency_resolver`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -55,7 +58,7 @@ class Resolution:
     index_routes: bool = True  # it has a route `index.<namespace>` (unknown: True, the safe side)
     # The repair intent that stands for it (a run nobody claimed), known only to the process
     # that wrote it: withdrawn once the resolution is followed up (see `DependencyResolver`).
-    intent: SentMessage | None = field(default=None, compare=False)
+    intent: SentMessage | SharedIntent | None = field(default=None, compare=False)
 
     @property
     def first(self) -> FirstResolution:
@@ -131,6 +134,20 @@ class ResolutionMessages:
         its own re-check; the creator withdraws it once that re-check is done."""
         return self.repairs.send({"kind": "check-ready", "taskId": task_id}, self.repair_delay)
 
+    def intend_many(self, task_ids: list[str]) -> SharedIntent:
+        """Before writes that may resolve runs nobody claimed, of each of `task_ids` in turn:
+        one intent for them all (see `SharedIntent`)."""
+        return SharedIntent(self, self.repairs.send({"kind": "tasks-resolved", "taskIds": list(task_ids)},
+                                                    self.repair_delay))
+
+    def settle(self, intent: SentMessage | SharedIntent, followed_up: bool) -> None:
+        """A resolution that `intent` stood for was followed up here (`followed_up`: and its
+        events are out), or will not be: the intent goes once nothing needs it any more."""
+        if isinstance(intent, SharedIntent):
+            intent.settled(followed_up)
+        elif followed_up:
+            self.withdraw(intent)
+
     def withdraw(self, intent: SentMessage) -> None:
         """An intent no longer needed (a deleted message is never delivered). At best: one the
         repair sweep already holds, or a failed deletion, is only settled as unneeded later."""
@@ -139,3 +156,45 @@ class ResolutionMessages:
         except Exception as error:
             log.warning("intent %s not withdrawn (%s); the repair sweep will find nothing to do",
                         intent.message_id, error)
+
+
+class SharedIntent:
+    """One repair intent for the runs nobody claimed that a caller resolves one task after
+    another (cancelTaskGroup's page of members): sent before the first write, it names every
+    task; each resolution written under it `joins` it, and it is withdrawn once the caller is
+    done (`close`) and each of them was followed up with its events out. One that was not
+    (a failure; the process died) leaves it to the repair sweep, which follows up every named
+    task's unclaimed resolution again (harmless where it was done). One queue message and its
+    deletion per page instead of per task."""
+
+    def __init__(self, messages: ResolutionMessages, sent: SentMessage) -> None:
+        self._messages = messages
+        self.sent = sent
+        self._lock = threading.Lock()
+        self._open = 0          # resolutions joined and not followed up yet
+        self._closed = False    # no more will join
+        self._kept = False      # one was not followed up here: the repair sweep's
+        self._withdrawn = False
+
+    def join(self) -> SharedIntent:
+        with self._lock:
+            self._open += 1
+        return self
+
+    def settled(self, followed_up: bool) -> None:
+        with self._lock:
+            self._open -= 1
+            self._kept = self._kept or not followed_up
+        self._withdraw_if_done()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._withdraw_if_done()
+
+    def _withdraw_if_done(self) -> None:
+        with self._lock:
+            done = self._closed and self._open == 0 and not self._kept and not self._withdrawn
+            self._withdrawn = self._withdrawn or done
+        if done:
+            self._messages.withdraw(self.sent)

@@ -127,7 +127,7 @@ class Watchdog(Sweep):
 
     def __init__(self, index: TimeIndex, deadlines: DeadlineWatch, group_table: TaskGroupTable, task_table: TaskTable,
                  dependency_tracker: DependencyTracker, claim_resolver: ClaimResolver, presence: WorkerPresence,
-                 reports: StallReports, cancel: Callable[[str], bool], stall: timedelta) -> None:
+                 reports: StallReports, cancel: Callable[[list[str]], list[bool]], stall: timedelta) -> None:
         super().__init__(index)
         self.deadlines = deadlines
         self.group_table = group_table
@@ -136,7 +136,7 @@ class Watchdog(Sweep):
         self.claim_resolver = claim_resolver
         self.presence = presence
         self.reports = reports
-        self.cancel = cancel          # cancel a task unless it resolved; True if it did
+        self.cancel = cancel          # cancel tasks unless they resolved; whether it did, for each
         self.stall = stall
 
     def _handle_batch(self, items: list[DueItem], now: datetime) -> list[int | None]:
@@ -233,8 +233,7 @@ class Watchdog(Sweep):
         if state is None:
             return changed, None
         if state == STALLED and group.on_stall == CANCEL:
-            cancelled = [task_id for task_id, done in zip(found.unresolved,
-                                                          WATCHDOG_ACTS.map(self.cancel, found.unresolved)) if done]
+            cancelled = [task_id for task_id, done in zip(found.unresolved, self.cancel(found.unresolved)) if done]
             findings.append(finding("cancelled", cancelled))
             changed += len(cancelled)
         return changed, Verdict(state, found.counts, to_iso(quiet), tuple(findings))

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Callable
 
-from shared.runtime.thread_pools import GROUP_CANCELS, GROUP_PRIORITIES
+from shared.runtime.thread_pools import GROUP_PRIORITIES
 from shared.domain import group_watch, task_events
 from shared.domain.errors import Conflict, NotFound
 from shared.domain.task_status import render_status
@@ -240,14 +240,16 @@ class TaskGroups:
         self.group_table.seal_members(task_group_id, out["sealed"])   # each time: a seal may have died before it
         return out
 
-    def cancel(self, task_group_id: str, cancel_task, authorize: Authorize = None) -> dict:
-        """Cancel every unresolved member of a sealed group; `cancel_task(id)` says if it did."""
+    def cancel(self, task_group_id: str, cancel_tasks: Callable[[list[str]], list[bool]],
+               authorize: Authorize = None) -> dict:
+        """Cancel every unresolved member of a sealed group, a page at a time; `cancel_tasks(ids)`
+        says which it did."""
         if not self.existing(task_group_id, authorize).sealed:
             raise Conflict(f"Task group {task_group_id} must be sealed before it can be canceled")
         size, canceled, after = 0, [], ""
         while page := self.group_table.members(task_group_id, after, READ_PAGE):
             size += len(page)
-            canceled += [task_id for task_id, done in zip(page, GROUP_CANCELS.map(cancel_task, page)) if done]
+            canceled += [task_id for task_id, done in zip(page, cancel_tasks(page)) if done]
             after = page[-1]
         return {"taskGroupId": task_group_id, "taskGroupSize": size, "cancelledCount": len(canceled),
                 "taskIds": canceled}

@@ -10,8 +10,10 @@ from shared.domain.errors import NotFound
 from shared.domain.ids import is_slugid
 from shared.domain.task_status import render_status
 from shared.domain.timestamps import utcnow
+from shared.runtime.thread_pools import GROUP_CANCELS
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.dependencies.dependency_tracker import DependencyTracker
+from shared.services.dependencies.resolution_messages import SharedIntent
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_updater import TaskUpdater
@@ -90,15 +92,26 @@ class TaskCalls:
     def cancel(self, task_id: str, authorize: Authorize = None) -> dict:
         return self._change(task_id, lifecycle.cancel, "cancel", authorize)
 
-    def cancel_if_unresolved(self, task_id: str) -> bool:
-        """Cancel for cancelTaskGroup: True if this call canceled the task."""
+    def cancel_if_unresolved(self, task_id: str, standing: SharedIntent | None = None) -> bool:
+        """Cancel for cancelTaskGroup: True if this call canceled the task. `standing`: the
+        repair intent that names it (see `cancel_many`)."""
         now = utcnow()
 
         def cancel(status):
             if status.state.is_resolved or lifecycle.is_past_deadline(status, now):
                 return status
             return lifecycle.cancel(status, now)
-        return self.updater.try_apply(task_id, cancel, "cancel (group)")
+        return self.updater.try_apply(task_id, cancel, "cancel (group)", standing=standing)
+
+    def cancel_many(self, task_ids: list[str]) -> list[bool]:
+        """`cancel_if_unresolved` for each task, at once, under one repair intent naming them
+        all (see `SharedIntent`): a page of cancelTaskGroup's members cost a queue message and
+        its deletion per task."""
+        standing = self.updater.messages.intend_many(task_ids)
+        try:
+            return list(GROUP_CANCELS.map(lambda task_id: self.cancel_if_unresolved(task_id, standing), task_ids))
+        finally:
+            standing.close()
 
     def dependents(self, task_id: str, after: str, limit: int) -> tuple[dict, str | None]:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""

@@ -34,7 +34,7 @@ from shared.storage.patterns.conditional_writes import until_written
 from shared.storage.tables.pending_table import PendingHint, PendingTable
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.event_publisher import EventPublisher
-from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages
+from shared.services.dependencies.resolution_messages import Resolution, ResolutionMessages, SharedIntent
 from shared.services.claims.work_signal import WorkSignal
 
 log = logging.getLogger("queue.tasks")
@@ -62,8 +62,10 @@ class TaskUpdater:
 
     def apply(self, task_id: str, transition: Transition, action: str,
               with_definition: bool = False, remove_hints: bool = True,
-              authorize: Callable[[TaskRecord], None] | None = None) -> TaskRecord:
+              authorize: Callable[[TaskRecord], None] | None = None,
+              standing: SharedIntent | None = None) -> TaskRecord:
         """`authorize(record)`: the caller's scope check on the task as read, before any write.
+        `standing`: the caller's intent for the resolution of a run nobody claimed (see `write`).
 
         The first attempt starts from the row as this process last wrote it, when it remembers
         it (a round trip saved). That version may be stale, so it only ever leads to a write
@@ -89,7 +91,7 @@ class TaskUpdater:
                 if record.outbox:   # left by a writer that may have died: see event_publisher
                     self.publisher.settle(self.task_table, task_id, record.outbox, record.etag)
                 return record
-            saved, resolution = self.write(record, status, remove_hints)
+            saved, resolution = self.write(record, status, remove_hints, standing)
             log.info("task %s %s: %s -> %s", task_id, action, record.status.state.value, status.state.value,
                      extra={"taskId": task_id, "action": action})
             if resolution is not None:
@@ -146,13 +148,15 @@ class TaskUpdater:
         return again + [record.task_id for (record, _), outcome in zip(planned, outcomes)
                         if isinstance(outcome, ChangedSinceRead)]
 
-    def try_apply(self, task_id: str, transition: Transition, action: str) -> bool:
+    def try_apply(self, task_id: str, transition: Transition, action: str,
+                  standing: SharedIntent | None = None) -> bool:
         """Like `apply`, for sweeps: True if this call changed the task (False if the task
         is gone or the transition had nothing to do)."""
-        return self.apply_if_found(task_id, transition, action)[0]
+        return self.apply_if_found(task_id, transition, action, standing=standing)[0]
 
     def apply_if_found(self, task_id: str, transition: Transition, action: str, with_definition: bool = False,
-                       authorize: Callable[[TaskRecord], None] | None = None) -> tuple[bool, TaskRecord | None]:
+                       authorize: Callable[[TaskRecord], None] | None = None,
+                       standing: SharedIntent | None = None) -> tuple[bool, TaskRecord | None]:
         """Like `apply`: whether this call changed the task, and the task as it is now
         (None if it does not exist)."""
         changed = [False]  # decided by the attempt whose write went through
@@ -162,17 +166,19 @@ class TaskUpdater:
             changed[0] = after is not status
             return after
         try:
-            record = self.apply(task_id, tracked, action, with_definition=with_definition, authorize=authorize)
+            record = self.apply(task_id, tracked, action, with_definition=with_definition, authorize=authorize,
+                                standing=standing)
         except NotFound:
             return False, None
         return changed[0], record
 
-    def write(self, record: TaskRecord, status: TaskStatus,
-              remove_hints: bool = True) -> tuple[TaskRecord, Resolution | None]:
+    def write(self, record: TaskRecord, status: TaskStatus, remove_hints: bool = True,
+              standing: SharedIntent | None = None) -> tuple[TaskRecord, Resolution | None]:
         """Write `status` over `record` with its index rows; raises ChangedSinceRead. Returns
         the task as saved, and the resolution to follow up if the write resolved the task.
         `remove_hints=False`: the caller removes the hints of runs that left pending (claimWork
-        removes those of all its claims in one transaction)."""
+        removes those of all its claims in one transaction). A write resolving a run nobody
+        claimed sends a repair intent first, unless the caller's `standing` one names the task."""
         queue_id = record.summary["taskQueueId"]
         new_pending = status.pending_run
         hints = []
@@ -182,8 +188,14 @@ class TaskUpdater:
         claimed = resolved_run is not None and _was_running(record.status, resolved_run)
         intent = None
         if resolved_run is not None and not claimed:
-            intent = self.messages.intend(status.task_id, resolved_run)  # no claim row to stand for it
-        saved = self.task_table.save_status(record, status)
+            # no claim row to stand for it
+            intent = standing.join() if standing is not None else self.messages.intend(status.task_id, resolved_run)
+        try:
+            saved = self.task_table.save_status(record, status)
+        except Exception:
+            if standing is not None and intent is not None:
+                standing.settled(True)   # nothing written: nothing for it to stand for
+            raise
         for before, after in _changed_runs(record.status, status):
             if remove_hints and before and before.state is RunState.PENDING and after.state is not RunState.PENDING:
                 # Out of pending for good: deleted with others of its bucket a moment later (a

@@ -24,19 +24,19 @@ def test_seal_then_cancel(services, task_queue_id):
     services.resolutions.completed(done, 0)
 
     with pytest.raises(Conflict):  # only a sealed group can be canceled
-        services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)
+        services.task_groups.cancel(group, services.task_calls.cancel_many)
     sealed = services.task_groups.seal(group, to_iso(utcnow()))["sealed"]
     assert services.task_groups.seal(group, to_iso(utcnow()))["sealed"] == sealed
     with pytest.raises(Conflict):  # a sealed group takes no more tasks
         services.task_calls.create(new_slugid(), make_task(task_queue_id, taskGroupId=group))
 
-    result = services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)
+    result = services.task_groups.cancel(group, services.task_calls.cancel_many)
     assert result["taskGroupSize"] == 4 and result["cancelledCount"] == 3
     assert sorted(result["taskIds"]) == sorted([running, pending, unscheduled])
     assert services.task_calls.status(done)["state"] == "completed"
     for task_id in (running, pending, unscheduled):
         assert services.task_calls.status(task_id)["runs"][-1]["reasonResolved"] == "canceled"
-    assert services.task_groups.cancel(group, services.task_calls.cancel_if_unresolved)["cancelledCount"] == 0
+    assert services.task_groups.cancel(group, services.task_calls.cancel_many)["cancelledCount"] == 0
 
 
 def test_the_group_knows_when_every_member_resolved(services, task_queue_id):
