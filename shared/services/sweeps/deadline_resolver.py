@@ -100,18 +100,25 @@ class DeadlineResolver(Sweep):
         having resolved in time) for their expiry. KEEP while some of the second is ahead."""
         rows = self.group_table.deadline_rows(group_id, second, to_iso(parse_iso(second) + SECOND), MAX_MEMBERS)
         due = [row for row in rows if parse_iso(row.deadline) <= now]
+        noted += [(group_id, row) for row in due if row.resolved and not row.rerun and row.plain]
+        looked = [row for row in due if not (row.resolved and not row.rerun and row.plain)]
         changed = 0
-        for row in due:
-            if row.resolved and not row.rerun and row.plain:
-                noted.append((group_id, row))
-                continue
-            exceeded, record = self.updater.apply_if_found(
-                row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action, with_definition=True)
-            if exceeded:
-                changed += 1
-                log.info("task %s: %s", row.task_id, self.action, extra={"taskId": row.task_id, "action": self.action})
-            if record is not None and lifecycle.is_past_deadline(record.status, now):
-                past.append(record)   # (not past it: a row of a createTask refused late, another task's)
+        # One repair intent for the runs nobody claimed that these resolve (see `SharedIntent`).
+        standing = self.updater.messages.intend_many([row.task_id for row in looked]) if len(looked) > 1 else None
+        try:
+            for row in looked:
+                exceeded, record = self.updater.apply_if_found(
+                    row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action,
+                    with_definition=True, standing=standing)
+                if exceeded:
+                    changed += 1
+                    log.info("task %s: %s", row.task_id, self.action,
+                             extra={"taskId": row.task_id, "action": self.action})
+                if record is not None and lifecycle.is_past_deadline(record.status, now):
+                    past.append(record)   # (not past it: a row of a createTask refused late, another task's)
+        finally:
+            if standing is not None:
+                standing.close()
         return KEEP if len(due) < len(rows) else changed
 
 

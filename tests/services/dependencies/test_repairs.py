@@ -1,7 +1,10 @@
 """The repair sweep: finishes what a crashed process left, one intent at a time."""
 
+import contextlib
 import time
 from datetime import timedelta
+
+import pytest
 
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
@@ -77,3 +80,24 @@ def _calls_to(queue, *names) -> dict:
     for name in names:
         setattr(queue, name, counting(name, getattr(queue, name)))
     return calls
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_deadlines_of_a_second_stand_on_one_intent(services, task_queue_id, lost):
+    """The deadline resolver resolves a group's second of unclaimed tasks under one intent,
+    withdrawn once each was followed up; left, and repaired, when their follow-ups died."""
+    deadline = to_iso(utcnow() + timedelta(seconds=1))
+    group = new_slugid()
+    members = [create(services, task_queue_id, taskGroupId=group, deadline=deadline) for _ in range(5)]
+    waiting = create(services, task_queue_id, taskGroupId=new_slugid(), dependencies=members[:1],
+                     requires="all-resolved")
+    time.sleep(1.2)
+    calls = _calls_to(services.task_calls.updater.messages.repairs, "send", "delete")
+    with follow_ups_lost(services) if lost else contextlib.nullcontext():
+        assert services.deadline_resolver.sweep() == 5
+    assert services.dependency_resolver.settled()
+    assert calls == {"send": 1, "delete": 0 if lost else 1}
+    assert state(services, waiting) == ("unscheduled" if lost else "pending")
+    time.sleep(1.2)
+    assert services.repairs.sweep(hold=HOLD) == (5 if lost else 0)
+    assert state(services, waiting) == "pending" and services.task_groups.group_table.load(group).resolved
