@@ -35,6 +35,9 @@ RESOLVED_QUEUE = "task-resolved"
 MAX_BACKOFF = 5   # a stalled graph is looked at again after at most 2**5 repair delays
 REPAIR_QUEUE = "repairs"
 REPAIR_DELAY = timedelta(seconds=60)
+# Tasks one intent names at most: a queue message holds 64 KiB of base64 (48 KiB of JSON), and
+# a taskId takes 25 characters of it.
+MAX_NAMED = 1000
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,9 @@ class ResolutionMessages:
 
     def intend_many(self, task_ids: list[str]) -> SharedIntent:
         """Before writes that may resolve runs nobody claimed, of each of `task_ids` in turn:
-        one intent for them all (see `SharedIntent`)."""
+        one intent for them all (see `SharedIntent`), MAX_NAMED at most."""
+        if len(task_ids) > MAX_NAMED:
+            raise ValueError(f"one intent names {MAX_NAMED} tasks at most, not {len(task_ids)}")
         return SharedIntent(self, self.repairs.send({"kind": "tasks-resolved", "taskIds": list(task_ids)},
                                                     self.repair_delay))
 

@@ -18,6 +18,7 @@ from shared.storage.tables.task_group_table import DeadlineRow, TaskGroupTable
 from shared.storage.tables.task_table import TaskRecord
 from shared.services.sweeps.sweep import KEEP, Sweep
 from shared.services.sweeps.task_expiry import TaskExpiry
+from shared.services.dependencies.resolution_messages import MAX_NAMED
 from shared.services.tasks.task_updater import TaskUpdater
 
 log = logging.getLogger("queue.time")
@@ -103,10 +104,17 @@ class DeadlineResolver(Sweep):
         noted += [(group_id, row) for row in due if row.resolved and not row.rerun and row.plain]
         looked = [row for row in due if not (row.resolved and not row.rerun and row.plain)]
         changed = 0
-        # One repair intent for the runs nobody claimed that these resolve (see `SharedIntent`).
-        standing = self.updater.messages.intend_many([row.task_id for row in looked]) if len(looked) > 1 else None
+        for start in range(0, len(looked), MAX_NAMED):
+            changed += self._exceed(looked[start:start + MAX_NAMED], now, past)
+        return KEEP if len(due) < len(rows) else changed
+
+    def _exceed(self, rows: list[DeadlineRow], now: datetime, past: list[TaskRecord]) -> int:
+        """Resolve those of `rows` not resolved yet, under one repair intent for the runs nobody
+        claimed that this resolves (see `SharedIntent`); how many it resolved."""
+        changed = 0
+        standing = self.updater.messages.intend_many([row.task_id for row in rows]) if len(rows) > 1 else None
         try:
-            for row in looked:
+            for row in rows:
                 exceeded, record = self.updater.apply_if_found(
                     row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action,
                     with_definition=True, standing=standing)
@@ -119,7 +127,7 @@ class DeadlineResolver(Sweep):
         finally:
             if standing is not None:
                 standing.close()
-        return KEEP if len(due) < len(rows) else changed
+        return changed
 
 
 def deadline_second(deadline: str) -> str:

@@ -13,7 +13,7 @@ from shared.domain.timestamps import utcnow
 from shared.runtime.thread_pools import GROUP_CANCELS
 from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.dependencies.dependency_tracker import DependencyTracker
-from shared.services.dependencies.resolution_messages import SharedIntent
+from shared.services.dependencies.resolution_messages import MAX_NAMED, SharedIntent
 from shared.services.tasks.task_creation import TaskCreation
 from shared.services.task_groups.task_groups import TaskGroups
 from shared.services.tasks.task_updater import TaskUpdater
@@ -104,14 +104,18 @@ class TaskCalls:
         return self.updater.try_apply(task_id, cancel, "cancel (group)", standing=standing)
 
     def cancel_many(self, task_ids: list[str]) -> list[bool]:
-        """`cancel_if_unresolved` for each task, at once, under one repair intent naming them
-        all (see `SharedIntent`): a page of cancelTaskGroup's members cost a queue message and
-        its deletion per task."""
-        standing = self.updater.messages.intend_many(task_ids)
-        try:
-            return list(GROUP_CANCELS.map(lambda task_id: self.cancel_if_unresolved(task_id, standing), task_ids))
-        finally:
-            standing.close()
+        """`cancel_if_unresolved` for each task, at once, under one repair intent for each
+        MAX_NAMED of them (see `SharedIntent`): a page of cancelTaskGroup's members cost a queue
+        message and its deletion per task."""
+        canceled = []
+        for start in range(0, len(task_ids), MAX_NAMED):
+            some = task_ids[start:start + MAX_NAMED]
+            standing = self.updater.messages.intend_many(some)
+            try:
+                canceled += GROUP_CANCELS.map(lambda task_id: self.cancel_if_unresolved(task_id, standing), some)
+            finally:
+                standing.close()
+        return canceled
 
     def dependents(self, task_id: str, after: str, limit: int) -> tuple[dict, str | None]:
         """listDependentTasks: the tasks that depend on `task_id`, a page at a time."""

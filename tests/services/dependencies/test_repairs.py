@@ -9,6 +9,7 @@ import pytest
 from shared.domain.ids import new_slugid
 from shared.domain.timestamps import to_iso, utcnow
 from shared.services.dependencies.repairs import MAX_ATTEMPTS
+from shared.services.dependencies.resolution_messages import MAX_NAMED
 from tests.conftest import follow_ups_lost
 from tests.services.dependencies.test_dependency_tracker import create, state
 
@@ -101,3 +102,11 @@ def test_deadlines_of_a_second_stand_on_one_intent(services, task_queue_id, lost
     time.sleep(1.2)
     assert services.repairs.sweep(hold=HOLD) == (5 if lost else 0)
     assert state(services, waiting) == "pending" and services.task_groups.group_table.load(group).resolved
+
+
+def test_one_intent_names_as_many_tasks_as_a_queue_message_holds(services):
+    messages = services.task_calls.updater.messages
+    intent = messages.intend_many([new_slugid() for _ in range(MAX_NAMED)])   # fits in 64 KiB
+    intent.close()                                                            # withdrawn: none joined
+    with pytest.raises(ValueError):
+        messages.intend_many([new_slugid() for _ in range(MAX_NAMED + 1)])
