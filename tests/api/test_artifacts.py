@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 import requests
 import taskcluster
+from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 from taskcluster import download, upload
 from taskcluster.exceptions import ObjectHashVerificationError, TaskclusterArtifactError
@@ -58,9 +59,14 @@ def create_and_upload(server, queue, task_id: str, name: str, data: bytes, conte
 
 
 def blobs_of(server, task_id: str) -> list[str]:
+    """The task's blobs; none while the container is not made yet (the host makes it with the
+    first blob: a test that runs first on its host finds no container)."""
     container = ContainerClient.from_connection_string(server.env["AzureWebJobsStorage"],
                                                        server.env["QUEUE_ARTIFACTS_CONTAINER"])
-    return [blob.name for blob in container.list_blobs(name_starts_with=f"t/{task_id}/")]
+    try:
+        return [blob.name for blob in container.list_blobs(name_starts_with=f"t/{task_id}/")]
+    except ResourceNotFoundError:
+        return []
 
 
 def test_small_text_through_the_official_helpers(server, queue, running):
