@@ -116,8 +116,9 @@ FAN_OUTS = _declare("resolution-fan-out", 4, 4, "long fan-outs, after the call t
 GROUP_PRIORITIES = _declare("group-priority", 16, 4, "changeTaskGroupPriority's tasks, each given the priority")
 
 # -- layer 5: what resolves tasks from a pool -------------------------------------------------
-GROUP_CANCELS = _declare("group-cancel", 16, 5, "cancelTaskGroup's tasks, each resolved and followed up")
-WATCHDOG_ACTS = _declare("watchdog-act", 8, 5, "the watchdog's repairs and cancels in one group, each followed up")
+GROUP_CANCELS = _declare("group-cancel", 16, 5, "cancelTaskGroup's (and a stalled group's) tasks, each resolved "
+                                                 "and followed up")
+WATCHDOG_ACTS = _declare("watchdog-act", 8, 5, "the watchdog's repairs in one group, each followed up")
 
 # -- layer 6: the watchdog's looks, each reading a group's tasks and acting on them ------------
 WATCHDOG_LOOKS = _declare("watchdog-look", 4, 6, "the task groups one watchdog sweep looks at at once")

@@ -203,11 +203,16 @@ class Artifacts:
         return task, len(task.status.runs) - 1
 
     def _load(self, task_id: str, run_id: int, name: str, task: TaskRecord | None = None) -> ArtifactRecord | None:
-        """An artifact's row, or the run's results document once the run is over for good,
-        written now if no reader wrote it before (the task read for it unless given)."""
+        """An artifact's row, or, for `public/results.json` without one, the run's results
+        document (see `_document`)."""
         row = self.artifact_table.load(task_id, run_id, name)
         if name != RESULTS_NAME or row is not None:
             return row
+        return self._document(task_id, run_id, task)
+
+    def _document(self, task_id: str, run_id: int, task: TaskRecord | None = None) -> ArtifactRecord | None:
+        """The run's results document once the run is over for good, written now if no reader
+        wrote it before (the task read for it unless given)."""
         task = task or self.task_table.load(task_id)
         if task is None or not run_settled(task.status, run_id):
             return None
@@ -313,7 +318,7 @@ class Artifacts:
         results = row_key(run_id, RESULTS_NAME)
         if results not in found and results > after and (len(page) <= limit or results <= page[-1][0]):
             # the document sorts within this page (a worker's own artifact of that name is listed as it is)
-            document = self._load(task_id, run_id, RESULTS_NAME, task)
+            document = self._document(task_id, run_id, task)   # the page says no artifact has its name
             found.update({results: document} if document else {})
         keys = sorted(found)[:limit]
         answer = {"artifacts": [found[key].artifact.to_json() for key in keys]}

@@ -37,7 +37,7 @@ from typing import Callable
 from shared.runtime.thread_pools import FAN_OUTS, RESOLUTION_GROUPS
 from shared.domain.timestamps import to_iso, utcnow
 from shared.storage.tables.claim_table import ClaimRow, ClaimTable
-from shared.storage.tables.task_table import TaskTable
+from shared.storage.tables.task_table import TaskRecord, TaskTable
 from shared.services.dependencies.dependency_tracker import DependencyTracker
 from shared.services.event_publisher import EventPublisher
 from shared.services.index.indexer import Indexer
@@ -114,11 +114,20 @@ class DependencyResolver:
         """Process the resolution of `task_id` by run `run_id`, read from the task row; False
         if that run did not resolve the task (an intent whose write never happened, or a
         retried run)."""
+        return self._handle_read(self.task_table.load(task_id), run_id)
+
+    def handle_unclaimed(self, task_id: str) -> bool:
+        """`handle` the task's last resolution by a run nobody claimed (a cancel's, a
+        deadline's), read from its row; False if it has none."""
         record = self.task_table.load(task_id)
+        runs = [run for run in (record.status.runs if record else ()) if run.state.is_resolved and not run.worker_group]
+        return bool(runs) and self._handle_read(record, runs[-1].run_id)
+
+    def _handle_read(self, record: TaskRecord | None, run_id: int) -> bool:
         resolution = Resolution.of(record, run_id) if record else None
         if resolution is None:
             return False
-        published = self.publisher.settle(self.task_table, task_id, record.outbox, record.etag)
+        published = self.publisher.settle(self.task_table, record.task_id, record.outbox, record.etag)
         self.handle_resolution(replace(resolution, published=published))
         return True
 

@@ -87,12 +87,7 @@ class Repairs:
     def _unclaimed_resolutions(self, task_ids: list[str]) -> int:
         """A `SharedIntent` left: each named task's last resolution by a run nobody claimed is
         followed up again (done already, it changes nothing)."""
-        followed = 0
-        for task_id in task_ids:
-            record = self.dependency_resolver.task_table.load(task_id)
-            runs = [run for run in (record.status.runs if record else ()) if run.state.is_resolved
-                    and not run.worker_group]
-            followed += bool(runs) and self.dependency_resolver.handle(task_id, runs[-1].run_id)
+        followed = sum(map(self.dependency_resolver.handle_unclaimed, task_ids))
         if followed:
             log.warning("repaired: the resolutions of %d of %d tasks named by one intent followed up again "
                         "(their first follow-up had not finished)", followed, len(task_ids),

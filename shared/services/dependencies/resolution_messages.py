@@ -167,7 +167,7 @@ class SharedIntent:
     """One repair intent for the runs nobody claimed that a caller resolves one task after
     another (cancelTaskGroup's page of members): sent before the first write, it names every
     task; each resolution written under it `joins` it, and it is withdrawn once the caller is
-    done (`close`) and each of them was followed up with its events out. One that was not
+    done (`close`, or the end of its `with` block) and each of them was followed up with its events out. One that was not
     (a failure; the process died) leaves it to the repair sweep, which follows up every named
     task's unclaimed resolution again (harmless where it was done). One queue message and its
     deletion per page instead of per task."""
@@ -180,6 +180,12 @@ class SharedIntent:
         self._closed = False    # no more will join
         self._kept = False      # one was not followed up here: the repair sweep's
         self._withdrawn = False
+
+    def __enter__(self) -> SharedIntent:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def join(self) -> SharedIntent:
         with self._lock:

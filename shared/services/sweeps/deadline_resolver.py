@@ -8,6 +8,7 @@ the resolver sweeps what came due. A resolved task ignores its deadline: the tas
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 
 from shared.domain import lifecycle
@@ -101,8 +102,12 @@ class DeadlineResolver(Sweep):
         having resolved in time) for their expiry. KEEP while some of the second is ahead."""
         rows = self.group_table.deadline_rows(group_id, second, to_iso(parse_iso(second) + SECOND), MAX_MEMBERS)
         due = [row for row in rows if parse_iso(row.deadline) <= now]
-        noted += [(group_id, row) for row in due if row.resolved and not row.rerun and row.plain]
-        looked = [row for row in due if not (row.resolved and not row.rerun and row.plain)]
+        looked = []   # those whose deadline row does not say they resolved in time
+        for row in due:
+            if row.resolved and not row.rerun and row.plain:
+                noted.append((group_id, row))
+            else:
+                looked.append(row)
         changed = 0
         for start in range(0, len(looked), MAX_NAMED):
             changed += self._exceed(looked[start:start + MAX_NAMED], now, past)
@@ -112,8 +117,9 @@ class DeadlineResolver(Sweep):
         """Resolve those of `rows` not resolved yet, under one repair intent for the runs nobody
         claimed that this resolves (see `SharedIntent`); how many it resolved."""
         changed = 0
-        standing = self.updater.messages.intend_many([row.task_id for row in rows]) if len(rows) > 1 else None
-        try:
+        # One task alone: its own intent, sent only if its write resolves a run nobody claimed.
+        intent = self.updater.messages.intend_many([row.task_id for row in rows]) if len(rows) > 1 else nullcontext()
+        with intent as standing:
             for row in rows:
                 exceeded, record = self.updater.apply_if_found(
                     row.task_id, lambda status: lifecycle.exceed_deadline(status, now), self.action,
@@ -124,9 +130,6 @@ class DeadlineResolver(Sweep):
                              extra={"taskId": row.task_id, "action": self.action})
                 if record is not None and lifecycle.is_past_deadline(record.status, now):
                     past.append(record)   # (not past it: a row of a createTask refused late, another task's)
-        finally:
-            if standing is not None:
-                standing.close()
         return changed
 
 

@@ -156,7 +156,8 @@ class TaskExpiry(Sweep):
             # One task's group (Taskcluster's default) has no graph (see `TaskGroups.adopt`) and
             # one partition: gone in one transaction, unless it changed since it was read.
             if self.group_table.forget_lone(group):
-                return self._forgotten(group_id)
+                self._forgotten(group_id)
+                return None
             group = self.group_table.load(group_id)
         if group is None:
             return None
@@ -171,7 +172,8 @@ class TaskExpiry(Sweep):
             return expires
         self.graph_table.forget(group_id)
         self.group_table.forget(group_id)  # last: the group row goes with its partition
-        return self._forgotten(group_id)
+        self._forgotten(group_id)
+        return None
 
     def _forgotten(self, group_id: str) -> None:
         log.info("task group %s expired and was deleted", group_id,

@@ -110,11 +110,8 @@ class TaskCalls:
         canceled = []
         for start in range(0, len(task_ids), MAX_NAMED):
             some = task_ids[start:start + MAX_NAMED]
-            standing = self.updater.messages.intend_many(some)
-            try:
+            with self.updater.messages.intend_many(some) as standing:
                 canceled += GROUP_CANCELS.map(lambda task_id: self.cancel_if_unresolved(task_id, standing), some)
-            finally:
-                standing.close()
         return canceled
 
     def dependents(self, task_id: str, after: str, limit: int) -> tuple[dict, str | None]:
